@@ -1,0 +1,72 @@
+// Package wait holds the ways an idle carrier (or any polling thread) can wait
+// for work: block in the kernel, spin, spin with PAUSE, adapt between spinning
+// and blocking, or park the core with TPAUSE/UMWAIT where the CPU has WAITPKG.
+//
+// A Strategy waits on a Target, which the waiting side implements: a carrier
+// (its run queues and epoll instance) or a spectrum background thread (a
+// shared word). Strategies hold no carrier state, so one implementation serves
+// both the runtime and the waiting-spectrum suite.
+package wait
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotSupported is wrapped by New when a strategy cannot run on this CPU or
+// kernel (for example tpause without WAITPKG); the message says why.
+var ErrNotSupported = errors.New("not supported")
+
+// Target is what a Strategy waits on.
+type Target interface {
+	// Ready reports, cheaply and without a system call, whether work is
+	// waiting (a run queue or inject queue is non-empty, a watched word moved).
+	Ready() bool
+	// Poll checks for I/O without blocking and reports how many events it
+	// handled (0 when none); work it produced makes Ready true.
+	Poll() int
+	// Block sleeps in the kernel until I/O, an explicit wake-up, or the
+	// deadline (monotonic nanoseconds, as from Clock; < 0 means no deadline),
+	// and reports how many events it handled. The target arranges that a
+	// producer that enqueues work while it blocks wakes it.
+	Block(deadline int64) int
+	// Word returns the address of a word that changes whenever work arrives,
+	// for UMONITOR-based waiting; nil when the target has none.
+	Word() *uint32
+}
+
+// Kind names one way of waiting, as counted in telemetry.
+type Kind uint8
+
+// The kinds of waiting a strategy reports.
+const (
+	KindNone  Kind = iota // work was already there
+	KindSpin              // spun (busy, PAUSE, TPAUSE/UMWAIT) until work came
+	KindBlock             // blocked in the kernel
+	KindTimer             // woke at the deadline with no work (a timer is due)
+)
+
+// Result says how one Wait went, for telemetry and for learning policies.
+type Result struct {
+	Kind    Kind
+	Spun    time.Duration // time spent spinning before work came or blocking began
+	Blocked time.Duration // time spent blocked in the kernel
+	Events  int           // I/O events handled while waiting
+}
+
+// Strategy waits on a target until it is ready or the deadline passes.
+// A Strategy is used by one thread at a time (each carrier has its own).
+type Strategy interface {
+	// Name is the strategy's flag name: block, busy, pause, adaptive, tpause, umwait.
+	Name() string
+	// Wait returns when t.Ready() is true, when an I/O event was handled, or
+	// at the deadline (monotonic ns; < 0: none).
+	Wait(t Target, deadline int64) Result
+}
+
+// epoch anchors Now; time.Since reads the monotonic clock.
+var epoch = time.Now()
+
+// Now returns monotonic nanoseconds since the process started: the clock that
+// deadlines passed to Wait and Block use.
+func Now() int64 { return int64(time.Since(epoch)) }

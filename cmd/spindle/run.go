@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// command is one subcommand. Each lives in its own file and registers itself
+// from an init function, so adding one touches no shared table.
+type command struct {
+	name    string
+	summary string // one line for "spindle help"
+	// run executes the subcommand with its arguments (the name removed).
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// flags builds the command's flag set for "spindle help NAME" (may be nil).
+	flags func() *flagSet
+}
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("spindle: command registered twice: " + c.name) // programming error at init
+	}
+	commands[c.name] = c
+}
+
+// run is the whole program: it dispatches args to a subcommand.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return badInput("no command given (try \"spindle help\")")
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return help(rest, stdout)
+	}
+	c, ok := commands[name]
+	if !ok {
+		return badInput("unknown command %q (try \"spindle help\")", name)
+	}
+	return c.run(ctx, rest, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "spindle: a runtime and a laboratory for latency-critical Go network services")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: spindle COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "show this list, or a command's flags: spindle help COMMAND")
+}
+
+func help(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		usage(stdout)
+		return nil
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		return badInput("unknown command %q (try \"spindle help\")", args[0])
+	}
+	if c.flags == nil {
+		fmt.Fprintf(stdout, "spindle %s: %s\n", c.name, c.summary)
+		return nil
+	}
+	fs := c.flags()
+	fs.SetOutput(stdout)
+	fs.Usage()
+	return nil
+}

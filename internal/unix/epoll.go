@@ -1,0 +1,117 @@
+package unix
+
+import (
+	"unsafe"
+
+	xunix "golang.org/x/sys/unix"
+)
+
+// Epoll event bits.
+const (
+	EPOLLIN      = xunix.EPOLLIN
+	EPOLLOUT     = xunix.EPOLLOUT
+	EPOLLERR     = xunix.EPOLLERR
+	EPOLLHUP     = xunix.EPOLLHUP
+	EPOLLRDHUP   = xunix.EPOLLRDHUP
+	EPOLLET      = xunix.EPOLLET
+	EPOLLONESHOT = xunix.EPOLLONESHOT
+)
+
+// EpollEvent is one readiness event: the ready events and the user data (a
+// file descriptor or any 64-bit token the caller chose at registration).
+type EpollEvent = xunix.EpollEvent
+
+// EpollCreate creates a close-on-exec epoll instance.
+func EpollCreate() (int, error) {
+	fd, err := xunix.EpollCreate1(xunix.EPOLL_CLOEXEC)
+	return fd, wrap("epoll_create1", err)
+}
+
+// EpollAdd registers fd with events; token is delivered back in events.
+func EpollAdd(epfd, fd int, events uint32, token uint64) error {
+	ev := xunix.EpollEvent{Events: events}
+	setToken(&ev, token)
+	return wrap("epoll_ctl", xunix.EpollCtl(epfd, xunix.EPOLL_CTL_ADD, fd, &ev))
+}
+
+// EpollMod changes the events registered for fd.
+func EpollMod(epfd, fd int, events uint32, token uint64) error {
+	ev := xunix.EpollEvent{Events: events}
+	setToken(&ev, token)
+	return wrap("epoll_ctl", xunix.EpollCtl(epfd, xunix.EPOLL_CTL_MOD, fd, &ev))
+}
+
+// EpollDel removes fd from the interest list.
+func EpollDel(epfd, fd int) error {
+	return wrap("epoll_ctl", xunix.EpollCtl(epfd, xunix.EPOLL_CTL_DEL, fd, nil))
+}
+
+// EpollWait waits up to msec milliseconds (-1 forever, 0 poll) for events.
+// EINTR is reported as zero events and no error.
+func EpollWait(epfd int, events []EpollEvent, msec int) (int, error) {
+	n, err := xunix.EpollWait(epfd, events, msec)
+	if err == xunix.EINTR {
+		return 0, nil
+	}
+	return n, wrap("epoll_wait", err)
+}
+
+// EpollPwait2 waits up to timeoutNs nanoseconds (-1 forever) with
+// sub-millisecond resolution, using epoll_pwait2 (Linux 5.11+). Callers fall
+// back to EpollWait when it reports ENOSYS.
+func EpollPwait2(epfd int, events []EpollEvent, timeoutNs int64) (int, error) {
+	var ts *xunix.Timespec
+	if timeoutNs >= 0 {
+		t := xunix.NsecToTimespec(timeoutNs)
+		ts = &t
+	}
+	var p unsafe.Pointer
+	if len(events) > 0 {
+		p = unsafe.Pointer(&events[0])
+	}
+	r, _, errno := xunix.Syscall6(xunix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(p),
+		uintptr(len(events)), uintptr(unsafe.Pointer(ts)), 0, 0)
+	switch errno {
+	case 0:
+		return int(r), nil
+	case xunix.EINTR:
+		return 0, nil
+	}
+	return 0, wrap("epoll_pwait2", errno)
+}
+
+// Token returns the user data stored in ev at registration.
+func Token(ev *EpollEvent) uint64 {
+	return uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+}
+
+func setToken(ev *xunix.EpollEvent, token uint64) {
+	ev.Fd = int32(uint32(token))
+	ev.Pad = int32(uint32(token >> 32))
+}
+
+// Eventfd creates a non-blocking, close-on-exec eventfd with a zero counter.
+func Eventfd() (int, error) {
+	fd, err := xunix.Eventfd(0, xunix.EFD_NONBLOCK|xunix.EFD_CLOEXEC)
+	return fd, wrap("eventfd", err)
+}
+
+// EventfdSignal adds one to the eventfd counter, waking a poller.
+func EventfdSignal(fd int) error {
+	var one = [8]byte{1}
+	_, err := xunix.Write(fd, one[:])
+	if err == xunix.EAGAIN { // counter saturated: a wake-up is already pending
+		return nil
+	}
+	return wrap("write", err)
+}
+
+// EventfdDrain resets the eventfd counter to zero.
+func EventfdDrain(fd int) error {
+	var b [8]byte
+	_, err := xunix.Read(fd, b[:])
+	if err == xunix.EAGAIN {
+		return nil
+	}
+	return wrap("read", err)
+}
