@@ -2,8 +2,10 @@ package unix
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"testing"
+	"time"
 )
 
 func TestEventfdWakesEpoll(t *testing.T) {
@@ -58,5 +60,61 @@ func TestAffinityRoundTrip(t *testing.T) {
 	var se *os.SyscallError
 	if !errors.As(err, &se) || !errors.Is(err, EINVAL) {
 		t.Fatalf("pinning to a missing CPU: got %v, want EINVAL syscall error", err)
+	}
+}
+
+func TestListenConnectAccept(t *testing.T) {
+	ln, err := ListenTCP(netip.MustParseAddrPort("127.0.0.1:0"), true, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(ln)
+	ap, err := LocalAddr(ln)
+	if err != nil || ap.Port() == 0 {
+		t.Fatalf("LocalAddr = %v, %v", ap, err)
+	}
+	sa, fam := SockaddrOf(ap)
+	c, err := TCPSocket(fam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(c)
+	if err := Connect(c, sa); err != nil && !errors.Is(err, EINPROGRESS) {
+		t.Fatal(err)
+	}
+	var s int
+	for i := 0; ; i++ {
+		s, _, err = Accept(ln)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, EAGAIN) || i > 1000 {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	defer Close(s)
+	if err := SocketError(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetNoDelay(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(c, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	for i := 0; ; i++ {
+		n, err := Read(s, buf)
+		if err == nil {
+			if string(buf[:n]) != "ping" {
+				t.Fatalf("read %q", buf[:n])
+			}
+			break
+		}
+		if !errors.Is(err, EAGAIN) || i > 1000 {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,0 +1,125 @@
+package unix
+
+import (
+	"fmt"
+	"net/netip"
+
+	xunix "golang.org/x/sys/unix"
+)
+
+// Socket option and shutdown constants callers need.
+const (
+	SHUT_RD   = xunix.SHUT_RD
+	SHUT_WR   = xunix.SHUT_WR
+	SHUT_RDWR = xunix.SHUT_RDWR
+)
+
+// Sockaddr is a socket address as the kernel takes it.
+type Sockaddr = xunix.Sockaddr
+
+// SockaddrOf converts an IP address and port to a kernel socket address and
+// reports its address family.
+func SockaddrOf(ap netip.AddrPort) (Sockaddr, int) {
+	a := ap.Addr().Unmap()
+	if a.Is4() {
+		return &xunix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}, xunix.AF_INET
+	}
+	return &xunix.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}, xunix.AF_INET6
+}
+
+// AddrPortOf converts a kernel socket address back to an IP address and port.
+func AddrPortOf(sa Sockaddr) netip.AddrPort {
+	switch sa := sa.(type) {
+	case *xunix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+	case *xunix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// TCPSocket creates a non-blocking, close-on-exec TCP socket for family.
+func TCPSocket(family int) (int, error) {
+	fd, err := xunix.Socket(family, xunix.SOCK_STREAM|xunix.SOCK_NONBLOCK|xunix.SOCK_CLOEXEC, xunix.IPPROTO_TCP)
+	return fd, wrap("socket", err)
+}
+
+// Connect starts a connection; on a non-blocking socket it usually returns an
+// error wrapping EINPROGRESS, after which the caller waits for EPOLLOUT and
+// reads the outcome with SocketError.
+func Connect(fd int, sa Sockaddr) error { return wrap("connect", xunix.Connect(fd, sa)) }
+
+// SocketError returns and clears the socket's pending error (SO_ERROR): nil
+// when a non-blocking connect succeeded.
+func SocketError(fd int) error {
+	v, err := xunix.GetsockoptInt(fd, xunix.SOL_SOCKET, xunix.SO_ERROR)
+	if err != nil {
+		return wrap("getsockopt", err)
+	}
+	if v != 0 {
+		return wrap("connect", xunix.Errno(v))
+	}
+	return nil
+}
+
+// SetNoDelay turns Nagle's algorithm off (TCP_NODELAY).
+func SetNoDelay(fd int) error {
+	return wrap("setsockopt", xunix.SetsockoptInt(fd, xunix.IPPROTO_TCP, xunix.TCP_NODELAY, 1))
+}
+
+// SetLinger sets SO_LINGER; with on and 0 seconds, Close sends a reset.
+func SetLinger(fd int, on bool, sec int) error {
+	l := xunix.Linger{Linger: int32(sec)}
+	if on {
+		l.Onoff = 1
+	}
+	return wrap("setsockopt", xunix.SetsockoptLinger(fd, xunix.SOL_SOCKET, xunix.SO_LINGER, &l))
+}
+
+// ListenTCP creates a non-blocking listening socket bound to ap with
+// SO_REUSEADDR, and SO_REUSEPORT when reusePort is set (one listener per
+// carrier, the kernel balancing new connections between them).
+func ListenTCP(ap netip.AddrPort, reusePort bool, backlog int) (int, error) {
+	sa, family := SockaddrOf(ap)
+	fd, err := TCPSocket(family)
+	if err != nil {
+		return -1, err
+	}
+	if err := xunix.SetsockoptInt(fd, xunix.SOL_SOCKET, xunix.SO_REUSEADDR, 1); err != nil {
+		xunix.Close(fd)
+		return -1, wrap("setsockopt", err)
+	}
+	if reusePort {
+		if err := xunix.SetsockoptInt(fd, xunix.SOL_SOCKET, xunix.SO_REUSEPORT, 1); err != nil {
+			xunix.Close(fd)
+			return -1, wrap("setsockopt", err)
+		}
+	}
+	if err := xunix.Bind(fd, sa); err != nil {
+		xunix.Close(fd)
+		return -1, fmt.Errorf("listen on %s: %w", ap, wrap("bind", err))
+	}
+	if err := xunix.Listen(fd, backlog); err != nil {
+		xunix.Close(fd)
+		return -1, fmt.Errorf("listen on %s: %w", ap, wrap("listen", err))
+	}
+	return fd, nil
+}
+
+// Accept accepts one connection as a non-blocking, close-on-exec socket.
+func Accept(fd int) (int, Sockaddr, error) {
+	nfd, sa, err := xunix.Accept4(fd, xunix.SOCK_NONBLOCK|xunix.SOCK_CLOEXEC)
+	return nfd, sa, wrap("accept4", err)
+}
+
+// LocalAddr returns the address a socket is bound to.
+func LocalAddr(fd int) (netip.AddrPort, error) {
+	sa, err := xunix.Getsockname(fd)
+	if err != nil {
+		return netip.AddrPort{}, wrap("getsockname", err)
+	}
+	return AddrPortOf(sa), nil
+}
+
+// Shutdown shuts down part of a full-duplex connection.
+func Shutdown(fd, how int) error { return wrap("shutdown", xunix.Shutdown(fd, how)) }
