@@ -1,0 +1,221 @@
+package latency
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFormatUnits(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{FormatTimeUs(612), "612.00us"},
+		{FormatTimeUs(849), "849.00us"},
+		{FormatTimeUs(850), "0.85ms"},
+		{FormatTimeUs(1234), "1.23ms"},
+		{FormatTimeUs(999_999), "1000.00ms"},
+		{FormatTimeUs(2e6), "2.00s"},
+		{FormatTimeUs(90e6), "1.50m"},
+		{FormatTimeS(10), "10s"},
+		{FormatTimeS(120), "2m"},
+		{FormatBinary(20_772_618), "19.81M"},
+		{FormatBinary(512), "512.00"},
+		{FormatMetric(1040), "1.04k"},
+		{FormatMetric(12), "12.00"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestUnitsPadding(t *testing.T) {
+	// wrk's print_units: width minus (2 - trailing letters), then that padding.
+	tests := []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"6.60ms", 8, "  6.60ms"},
+		{"1.92ms", 10, "    1.92ms"},
+		{"1.04k", 8, "  1.04k "},
+		{"12.00", 9, "  12.00  "},
+	}
+	for _, tt := range tests {
+		if got := Units(tt.s, tt.width); got != tt.want {
+			t.Errorf("Units(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+		}
+	}
+}
+
+func sample() *Histogram {
+	h := New()
+	for i := int64(1); i <= 10000; i++ {
+		Record(h, i*int64(time.Microsecond)*7)
+	}
+	return h
+}
+
+// The spectrum must match the HdrHistogram library's own classic printer
+// line for line (after its differently spaced header), footer included.
+func TestSpectrumMatchesLibrary(t *testing.T) {
+	h := sample()
+	var ours, lib bytes.Buffer
+	if err := WriteSpectrum(&ours, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.PercentilesPrint(&lib, TicksPerHalfDistance, ValueScale); err != nil {
+		t.Fatal(err)
+	}
+	oursLines := strings.Split(ours.String(), "\n")
+	libLines := strings.Split(lib.String(), "\n")
+	if want := "       Value   Percentile   TotalCount 1/(1-Percentile)"; oursLines[0] != want {
+		t.Errorf("header %q, want %q", oursLines[0], want)
+	}
+	if len(oursLines) != len(libLines) {
+		t.Fatalf("%d lines, library printed %d", len(oursLines), len(libLines))
+	}
+	for i := 2; i < len(oursLines); i++ {
+		if oursLines[i] != libLines[i] {
+			t.Errorf("line %d: %q, library %q", i, oursLines[i], libLines[i])
+		}
+	}
+	if !strings.Contains(ours.String(), "#[Buckets =           22, SubBuckets     =         2048]") {
+		t.Errorf("footer geometry: %s", ours.String()[len(ours.String())-200:])
+	}
+}
+
+func TestDistributionLayout(t *testing.T) {
+	h := sample()
+	var b bytes.Buffer
+	if err := WriteDistribution(&b, h, "Recorded Latency"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"  Latency Distribution (HdrHistogram - Recorded Latency)\n",
+		" 50.000%   35.01ms\n",
+		"100.000%   70.02ms\n",
+		"\n  Detailed Percentile spectrum:\n",
+		"#[Mean    =       35.004",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRecordClamps(t *testing.T) {
+	h := New()
+	Record(h, 10)                 // 10 ns: below 1 µs
+	Record(h, int64(2*time.Hour)) // above the range
+	Record(h, -5)                 // clock went backwards
+	if h.TotalCount() != 3 {
+		t.Fatalf("count %d, want 3 (no value lost)", h.TotalCount())
+	}
+	if h.Min() != LowestUs || !h.ValuesAreEquivalent(h.Max(), HighestUs) {
+		t.Fatalf("min %d max %d", h.Min(), h.Max())
+	}
+}
+
+func TestSummaryRoundTripAndMerge(t *testing.T) {
+	a, b := New(), New()
+	for i := int64(1); i <= 1000; i++ {
+		Record(a, i*1000)
+		Record(b, i*2000)
+	}
+	sa, err := Summarize(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := Summarize(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Summary
+	if err := ReadJSON(bytes.NewReader(js), &back); err != nil {
+		t.Fatal(err)
+	}
+	ha, err := back.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ha.Equals(a) {
+		t.Fatal("decoded histogram differs from the original")
+	}
+	if back.PercentilesUs["50"] != a.ValueAtPercentile(50) || back.PercentilesUs["99.999"] == 0 {
+		t.Fatalf("percentiles %v", back.PercentilesUs)
+	}
+	m, err := MergeSummaries(back, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, _ := Merge(a, b)
+	if m.TotalCount() != 2000 || !m.Equals(direct) {
+		t.Fatalf("merged count %d, equal to direct merge: %v", m.TotalCount(), m.Equals(direct))
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, s := range []string{"", "!!!", "aGVsbG8=", "HISTFAAAAA=="} {
+		if _, err := Decode(s); !errors.Is(err, ErrBadHistogram) {
+			t.Errorf("Decode(%q) = %v, want ErrBadHistogram", s, err)
+		}
+	}
+	if err := ReadJSON(strings.NewReader(`{"count":1,"bogus":2}`), &Summary{}); err == nil {
+		t.Error("unknown field accepted")
+	}
+}
+
+func TestWithinStdev(t *testing.T) {
+	h := New()
+	for _, v := range []int64{10, 10, 10, 10, 1000} {
+		_ = h.RecordValue(v)
+	}
+	got := WithinStdev(h, h.Mean(), h.StdDev())
+	if got != 80 {
+		t.Fatalf("within stdev %.2f%%, want 80%%", got)
+	}
+	if WithinStdev(New(), 0, 0) != 0 {
+		t.Fatal("empty histogram")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	s, _ := Summarize(sample())
+	f.Add(s.Histogram)
+	f.Add("")
+	f.Add("HISTFAAAACl4nJNpmSzMwMDAxgABzFCaEUzOsf")
+	f.Fuzz(func(t *testing.T, in string) {
+		h, err := Decode(in)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must re-encode and decode to the same histogram.
+		enc, err := Encode(h)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		h2, err := Decode(enc)
+		if err != nil || !h2.Equals(h) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
+
+func BenchmarkRecord(b *testing.B) {
+	b.ReportAllocs()
+	h := New()
+	for i := 0; i < b.N; i++ {
+		Record(h, int64(i%100000)*1000)
+	}
+}
