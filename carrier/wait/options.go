@@ -1,0 +1,136 @@
+package wait
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Defaults for Options. They are also the spindle command's flag defaults.
+const (
+	// DefaultPollEvery is how many PAUSE instructions the spinning
+	// strategies execute between two Target.Poll calls. One PAUSE takes
+	// from about 10 cycles (before Skylake) to about 140 (Skylake and
+	// later, Sapphire Rapids); 64 of them keep epoll_wait(0) calls, which
+	// cost a few hundred nanoseconds each, to a small share of a spin while
+	// still seeing I/O within a few microseconds.
+	DefaultPollEvery = 64
+	// DefaultTrust is the adaptive policy's trust λ in its learned
+	// threshold: the threshold is kept in [λB, B/λ], so one idle period never
+	// costs more than 1+1/λ times the offline optimum, and a workload where
+	// blocking at once is best costs at most 1+λ times that (see Policy).
+	DefaultTrust = 0.1
+	// DefaultHalfLife is the number of idle periods after which an
+	// observation's weight in the adaptive policy's histogram has halved.
+	DefaultHalfLife = 64
+	// DefaultParkCycles is how many TSC cycles one TPAUSE or UMWAIT may
+	// last before the strategy re-checks its target and polls: about 3µs at
+	// 3 GHz, comparable to the PAUSE strategy's poll interval.
+	DefaultParkCycles = 10000
+)
+
+// Options tune the strategies; the zero value selects every default.
+type Options struct {
+	// PollEvery is, for pause and adaptive's spinning phase, how many
+	// PAUSE instructions pass between two Target.Poll calls, each an
+	// epoll_wait with a zero timeout. Target.Ready is checked after every
+	// instruction. (tpause and umwait poll after every park, whose length
+	// ParkCycles bounds.) 0 means DefaultPollEvery.
+	PollEvery int
+	// BlockWake is B, the measured cost of one block-and-wake (nanoseconds
+	// of wall time from a producer's wake-up to the blocked thread running
+	// again, plus the system calls on both sides). The adaptive policy
+	// weighs spinning against it. 0 means: measure it once per process
+	// with MeasureBlockWake.
+	BlockWake time.Duration
+	// Trust is the adaptive policy's λ in (0, 1]: how far the learned
+	// threshold may stray from B (it stays within [λB, B/λ]). Smaller
+	// trusts the learned distribution more. 0 means DefaultTrust.
+	Trust float64
+	// HalfLife is the adaptive policy's memory, in idle periods: an
+	// observation's weight halves after this many newer ones. 0 means
+	// DefaultHalfLife.
+	HalfLife int
+	// ParkCycles is, for tpause and umwait, the longest one park may last,
+	// in TSC cycles; it is further capped by the kernel's
+	// IA32_UMWAIT_CONTROL limit (/sys/devices/system/cpu/umwait_control/
+	// max_time). 0 means DefaultParkCycles.
+	ParkCycles uint64
+	// Shallow selects the C0.1 state for tpause and umwait (faster wake,
+	// less power saved); by default they ask for C0.2.
+	Shallow bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.PollEvery <= 0 {
+		o.PollEvery = DefaultPollEvery
+	}
+	if o.Trust <= 0 || o.Trust > 1 {
+		o.Trust = DefaultTrust
+	}
+	if o.HalfLife <= 0 {
+		o.HalfLife = DefaultHalfLife
+	}
+	if o.ParkCycles == 0 {
+		o.ParkCycles = DefaultParkCycles
+	}
+	return o
+}
+
+// constructors maps each strategy name to its constructor, in the order
+// Names lists them.
+var constructors = []struct {
+	name string
+	make func(Options) (Strategy, error)
+}{
+	{"block", func(Options) (Strategy, error) { return Block{}, nil }},
+	{"busy", func(Options) (Strategy, error) { return Busy{}, nil }},
+	{"pause", func(o Options) (Strategy, error) { return &Pause{PollEvery: o.PollEvery}, nil }},
+	{"adaptive", newAdaptive},
+	{"tpause", newTpause},
+	{"umwait", newUmwait},
+}
+
+// Names lists every strategy New knows, including those this CPU cannot run.
+func Names() []string {
+	out := make([]string, len(constructors))
+	for i, c := range constructors {
+		out[i] = c.name
+	}
+	return out
+}
+
+// New returns a fresh strategy by name (block, busy, pause, adaptive,
+// tpause, umwait). Each carrier needs its own: strategies keep per-thread
+// state. A strategy this CPU cannot run returns an error wrapping
+// ErrNotSupported that says why.
+func New(name string, o Options) (Strategy, error) {
+	o = o.withDefaults()
+	for _, c := range constructors {
+		if c.name == name {
+			return c.make(o)
+		}
+	}
+	return nil, fmt.Errorf("unknown wait strategy %q (want one of %v)", name, Names())
+}
+
+// Available reports, for each strategy name, nil when this machine can run it
+// or the error New would return.
+func Available() map[string]error {
+	out := make(map[string]error, len(constructors))
+	for _, n := range Names() {
+		var err error
+		switch n {
+		case "tpause", "umwait":
+			err = waitpkgSupported(n)
+		}
+		out[n] = err
+	}
+	return out
+}
+
+// Supported lists the strategy names this machine can run, in Names order.
+func Supported() []string {
+	av := Available()
+	return slices.DeleteFunc(Names(), func(n string) bool { return av[n] != nil })
+}

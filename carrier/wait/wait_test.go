@@ -1,0 +1,173 @@
+package wait
+
+import (
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spindle/cpu"
+)
+
+// fakeTarget becomes ready when ready is set; Block sleeps in short steps
+// until then or the deadline.
+type fakeTarget struct {
+	ready  atomic.Bool
+	word   uint32
+	polls  atomic.Int64
+	blocks atomic.Int64
+	events int // what Poll reports once ready (0: only Ready says so)
+}
+
+func (f *fakeTarget) Ready() bool { return f.ready.Load() }
+func (f *fakeTarget) Poll() int {
+	f.polls.Add(1)
+	if f.events > 0 && f.ready.Load() {
+		return f.events
+	}
+	return 0
+}
+func (f *fakeTarget) Block(deadline int64) int {
+	f.blocks.Add(1)
+	for !f.ready.Load() {
+		if deadline >= 0 && Now() >= deadline {
+			return 0
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	return 0
+}
+func (f *fakeTarget) Word() *uint32 { return &f.word }
+
+func (f *fakeTarget) setReady() {
+	f.ready.Store(true)
+	atomic.AddUint32(&f.word, 1)
+}
+
+func TestNames(t *testing.T) {
+	want := []string{"block", "busy", "pause", "adaptive", "tpause", "umwait"}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	if _, err := New("nap", Options{}); err == nil {
+		t.Fatal("New(nap) succeeded")
+	}
+}
+
+// runnable lists the strategies this machine can run, with B given so that
+// adaptive does not measure it.
+func runnable(t *testing.T) []Strategy {
+	t.Helper()
+	var out []Strategy
+	for _, n := range Names() {
+		s, err := New(n, Options{BlockWake: 5 * time.Microsecond})
+		if errors.Is(err, ErrNotSupported) {
+			t.Logf("%s: %v", n, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("New(%s): %v", n, err)
+		}
+		if s.Name() != n {
+			t.Fatalf("New(%s).Name() = %s", n, s.Name())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestWaitAlreadyReady(t *testing.T) {
+	for _, s := range runnable(t) {
+		f := &fakeTarget{}
+		f.setReady()
+		if r := s.Wait(f, -1); r.Kind != KindNone {
+			t.Errorf("%s: ready target: kind %v, want KindNone", s.Name(), r.Kind)
+		}
+	}
+}
+
+func TestWaitWakesOnWork(t *testing.T) {
+	for _, s := range runnable(t) {
+		f := &fakeTarget{}
+		go func() {
+			time.Sleep(2 * time.Millisecond)
+			f.setReady()
+		}()
+		start := time.Now()
+		r := s.Wait(f, Now()+int64(5*time.Second))
+		el := time.Since(start)
+		if !f.Ready() || r.Kind == KindTimer || r.Kind == KindNone {
+			t.Errorf("%s: returned %+v before work or as timer", s.Name(), r)
+		}
+		if el > 2*time.Second {
+			t.Errorf("%s: took %v to see work", s.Name(), el)
+		}
+		want := KindSpin
+		if s.Name() == "block" || s.Name() == "adaptive" {
+			want = KindBlock // adaptive spins at most B/λ = 50µs < 2ms
+		}
+		if r.Kind != want {
+			t.Errorf("%s: kind %v, want %v", s.Name(), r.Kind, want)
+		}
+		if r.Spun+r.Blocked < time.Millisecond {
+			t.Errorf("%s: spun %v + blocked %v, want about 2ms", s.Name(), r.Spun, r.Blocked)
+		}
+	}
+}
+
+func TestWaitDeadline(t *testing.T) {
+	for _, s := range runnable(t) {
+		f := &fakeTarget{}
+		start := Now()
+		r := s.Wait(f, start+int64(3*time.Millisecond))
+		if r.Kind != KindTimer {
+			t.Errorf("%s: kind %v at deadline, want KindTimer", s.Name(), r.Kind)
+		}
+		if el := Now() - start; el < int64(3*time.Millisecond) {
+			t.Errorf("%s: returned after %v, before the deadline", s.Name(), time.Duration(el))
+		}
+	}
+}
+
+func TestWaitPollEvents(t *testing.T) {
+	for _, name := range []string{"busy", "pause"} {
+		s, err := New(name, Options{PollEvery: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Poll reports events once ready: ready is set only via the
+		// flag, so the strategy must see it either way; count polls.
+		f := &fakeTarget{events: 3}
+		go func() {
+			time.Sleep(time.Millisecond)
+			f.setReady()
+		}()
+		s.Wait(f, -1)
+		if f.polls.Load() == 0 {
+			t.Errorf("%s: never polled in 1ms of spinning", name)
+		}
+	}
+}
+
+func TestWaitPkgGating(t *testing.T) {
+	caps := cpu.Capabilities()
+	for _, n := range []string{"tpause", "umwait"} {
+		_, err := New(n, Options{})
+		if caps.WaitPKG {
+			if err != nil {
+				t.Errorf("New(%s) on a WAITPKG CPU: %v", n, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNotSupported) {
+			t.Errorf("New(%s) without WAITPKG: %v, want ErrNotSupported", n, err)
+		}
+		if Available()[n] == nil || slices.Contains(Supported(), n) {
+			t.Errorf("%s listed as supported without WAITPKG", n)
+		}
+	}
+	if !caps.WaitPKG {
+		t.Skipf("CPU lacks WAITPKG (%q): tpause and umwait cannot run here", caps.Model)
+	}
+}
