@@ -18,7 +18,7 @@ func pauseN(n uint64) {
 
 // The WAITPKG instructions exist only on amd64; waitpkgSupported keeps
 // these from being reached elsewhere.
-func rdtsc() uint64                         { return 0 }
+func rdtsc() uint64                           { return 0 }
 func tpause(deadline uint64, ctl uint32) bool { return false }
-func umonitor(addr *uint32)                 {}
+func umonitor(addr *uint32)                   {}
 func umwait(deadline uint64, ctl uint32) bool { return false }

@@ -54,9 +54,9 @@ type Policy struct {
 	total  float64 // sum of weights
 	weight [policyBuckets]float64
 	sum    [policyBuckets]float64 // weighted sum of lengths, ns
-	theta  float64               // current threshold, ns
-	since  int                   // observations since the last recompute
-	count  uint64                // observations ever
+	theta  float64                // current threshold, ns
+	since  int                    // observations since the last recompute
+	count  uint64                 // observations ever
 }
 
 const (

@@ -52,13 +52,13 @@ func umwaitMaxTime(root string) (maxCycles uint64, c02 bool) {
 // producer that bumps the word wakes the waiter at once; a target without a
 // word is waited on with TPAUSE.
 type Park struct {
-	name      string
-	monitor   bool
-	cycles    uint64
-	ctl       uint32 // 0: C0.2, 1: C0.1
-	word      *uint32
-	target    Target
-	step      func()
+	name    string
+	monitor bool
+	cycles  uint64
+	ctl     uint32 // 0: C0.2, 1: C0.1
+	word    *uint32
+	target  Target
+	step    func()
 	// Capped counts parks the OS time limit ended early.
 	Capped uint64
 }
