@@ -1,0 +1,177 @@
+package observe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PerfStatEvents are the events RunPerfStat counts.
+var PerfStatEvents = []string{"task-clock", "context-switches", "cpu-migrations", "cycles", "instructions"}
+
+// RunPerfStat counts PerfStatEvents for pids over window with
+// "perf stat -x, -p PIDS -- sleep SECONDS" and returns perf's CSV output,
+// written to a file in dir (perf writes it there to keep it apart from the
+// command's own messages).
+func (p Perf) RunPerfStat(ctx context.Context, dir string, pids []int, window time.Duration) ([]byte, error) {
+	out := filepath.Join(dir, "perf-stat.csv")
+	secs := strconv.FormatFloat(window.Seconds(), 'f', 3, 64)
+	if _, err := p.run(ctx, "stat", "-x,", "-o", out, "-e", strings.Join(PerfStatEvents, ","),
+		"-p", pidList(pids), "--", "sleep", secs); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, fmt.Errorf("perf stat: %w", err)
+	}
+	return data, nil
+}
+
+// Counter is one line of perf stat's CSV output.
+type Counter struct {
+	// Event is the event name ("task-clock").
+	Event string `json:"event"`
+	// Value is the count, in Unit ("msec" for task-clock, "" for counts).
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit,omitempty"`
+	// Supported is false when perf printed "<not supported>": the machine
+	// has no such counter (virtual machines often lack hardware counters).
+	Supported bool `json:"supported"`
+	// Counted is false when perf printed "<not counted>" or "<not
+	// supported>": the value is missing, not zero.
+	Counted bool `json:"counted"`
+}
+
+// PerfStat is parsed perf stat output.
+type PerfStat struct {
+	Counters []Counter `json:"counters"`
+}
+
+// ParsePerfStat parses the CSV output of "perf stat -x,": lines of
+// value,unit,event,run-time,percentage,... Comment lines ("# started on")
+// and blank lines are skipped.
+func ParsePerfStat(data []byte) (PerfStat, error) {
+	var ps PerfStat
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) < 3 || f[2] == "" {
+			return PerfStat{}, fmt.Errorf("parse perf stat: line %q: want value,unit,event,...", line)
+		}
+		c := Counter{Event: f[2], Unit: f[1], Supported: true, Counted: true}
+		switch f[0] {
+		case "<not supported>":
+			c.Supported, c.Counted = false, false
+		case "<not counted>":
+			c.Counted = false
+		default:
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err != nil {
+				return PerfStat{}, fmt.Errorf("parse perf stat: event %s: %w", f[2], err)
+			}
+			c.Value = v
+		}
+		ps.Counters = append(ps.Counters, c)
+	}
+	if err := sc.Err(); err != nil {
+		return PerfStat{}, fmt.Errorf("parse perf stat: %w", err)
+	}
+	if len(ps.Counters) == 0 {
+		return PerfStat{}, fmt.Errorf("parse perf stat: no counters")
+	}
+	return ps, nil
+}
+
+// Counter returns the counter for event, if perf printed one.
+func (ps PerfStat) Counter(event string) (Counter, bool) {
+	for _, c := range ps.Counters {
+		if c.Event == event || strings.HasPrefix(c.Event, event+":") {
+			return c, true
+		}
+	}
+	return Counter{}, false
+}
+
+// Figure is a derived measurement or the reason it is missing.
+type Figure struct {
+	Value float64 `json:"value"`
+	// NA is the reason the figure is missing ("not supported"); when it is
+	// set Value means nothing.
+	NA string `json:"na,omitempty"`
+}
+
+// String renders the figure with two decimals, or "n/a (reason)".
+func (f Figure) String() string {
+	if f.NA != "" {
+		return NA(f.NA)
+	}
+	return strconv.FormatFloat(f.Value, 'f', 2, 64)
+}
+
+// value returns a counter's value, or why it has none.
+func (ps PerfStat) value(event string) (float64, string) {
+	c, ok := ps.Counter(event)
+	switch {
+	case !ok:
+		return 0, event + " not reported"
+	case !c.Supported:
+		return 0, "not supported"
+	case !c.Counted:
+		return 0, "not counted"
+	}
+	return c.Value, ""
+}
+
+// PerfSummary are the figures the study's tables use.
+type PerfSummary struct {
+	// CPUsUtilized is task-clock divided by the window.
+	CPUsUtilized Figure `json:"cpus_utilized"`
+	// ContextSwitchesPerSec and MigrationsPerSec are per second of window.
+	ContextSwitchesPerSec Figure `json:"context_switches_per_sec"`
+	MigrationsPerSec      Figure `json:"migrations_per_sec"`
+	// Cycles, Instructions and IPC need hardware counters.
+	Cycles       Figure `json:"cycles"`
+	Instructions Figure `json:"instructions"`
+	IPC          Figure `json:"ipc"`
+}
+
+// Summarize derives the study's figures from counts over window.
+func (ps PerfStat) Summarize(window time.Duration) PerfSummary {
+	rate := func(event string, scale float64) Figure {
+		v, na := ps.value(event)
+		if na != "" {
+			return Figure{NA: na}
+		}
+		return Figure{Value: v * scale / window.Seconds()}
+	}
+	s := PerfSummary{
+		// task-clock is in msec: msec per second of window / 1000 = CPUs.
+		CPUsUtilized:          rate("task-clock", 1e-3),
+		ContextSwitchesPerSec: rate("context-switches", 1),
+		MigrationsPerSec:      rate("cpu-migrations", 1),
+	}
+	cyc, naC := ps.value("cycles")
+	ins, naI := ps.value("instructions")
+	s.Cycles, s.Instructions = Figure{Value: cyc, NA: naC}, Figure{Value: ins, NA: naI}
+	switch {
+	case naC != "":
+		s.IPC = Figure{NA: naC}
+	case naI != "":
+		s.IPC = Figure{NA: naI}
+	case cyc == 0:
+		s.IPC = Figure{NA: "no cycles counted"}
+	default:
+		s.IPC = Figure{Value: ins / cyc}
+	}
+	return s
+}

@@ -1,0 +1,401 @@
+package observe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"spindle/cpu"
+	"spindle/internal/unix"
+)
+
+// DefaultCalibration is how long a power or frequency source is exercised
+// with a busy loop before it is trusted: RAPL counters update about every
+// millisecond and cpufreq every few, so 100ms shows any live source moving.
+const DefaultCalibration = 100 * time.Millisecond
+
+// Source is a power or frequency source as found on this machine:
+// available, or "n/a (reason)".
+type Source struct {
+	Name      string `json:"name"`             // e.g. "powercap RAPL", "perf power/energy-pkg"
+	Available bool   `json:"available"`        // it exists and moved during calibration
+	Reason    string `json:"reason,omitempty"` // why not, when not available
+}
+
+// String is "available" or "n/a (reason)".
+func (s Source) String() string {
+	if s.Available {
+		return "available"
+	}
+	return NA(s.Reason)
+}
+
+// SourceOptions say where the sources are read and how they are checked.
+type SourceOptions struct {
+	// SysRoot is the sysfs mount ("" means /sys); tests point it at
+	// testdata.
+	SysRoot string
+	// DevRoot is the device directory ("" means /dev), for /dev/cpu/N/msr.
+	DevRoot string
+	// Calibrate is the busy calibration's length (0 means
+	// DefaultCalibration; < 0 skips the check, for tests).
+	Calibrate time.Duration
+	// CPUs are the CPUs a frequency meter watches (nil: the process's
+	// allowed CPUs).
+	CPUs cpu.Set
+}
+
+func (o SourceOptions) sys(parts ...string) string {
+	root := o.SysRoot
+	if root == "" {
+		root = "/sys"
+	}
+	return filepath.Join(append([]string{root}, parts...)...)
+}
+
+func (o SourceOptions) calibration() time.Duration {
+	if o.Calibrate == 0 {
+		return DefaultCalibration
+	}
+	return o.Calibrate
+}
+
+// errFrozen marks a source that exists but did not move during calibration.
+var errFrozen = errors.New("frozen")
+
+// Spin keeps the calling thread busy for d: the calibration load.
+func Spin(d time.Duration) {
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407 // LCG step: keeps the ALU busy
+		}
+	}
+	spinSink = x
+}
+
+var spinSink uint64
+
+// EnergyMeter reads a cumulative energy counter of the CPU packages.
+type EnergyMeter interface {
+	// Name names the source, as in Source.Name.
+	Name() string
+	// Joules returns the energy used since the meter was opened.
+	Joules() (float64, error)
+	// Close releases the meter's files.
+	Close() error
+}
+
+// Watts measures the mean power between two readings of m.
+func Watts(j0, j1 float64, elapsed time.Duration) float64 {
+	return (j1 - j0) / elapsed.Seconds()
+}
+
+// FindPower looks for package power sources in order (powercap RAPL, then
+// the perf power/energy-pkg event), checks each with a busy calibration, and
+// returns the first that works (nil when none) with every source's status.
+func FindPower(o SourceOptions) (EnergyMeter, []Source) {
+	var srcs []Source
+	var found EnergyMeter
+	for _, open := range []func(SourceOptions) (EnergyMeter, error){openRAPL, openPerfEnergy} {
+		m, err := open(o)
+		if err == nil {
+			err = calibrateEnergy(m, o.calibration())
+		}
+		name := ""
+		if m != nil {
+			name = m.Name()
+		}
+		var ne *sourceError
+		if errors.As(err, &ne) {
+			name = ne.name
+		}
+		if err != nil {
+			if m != nil {
+				_ = m.Close()
+			}
+			srcs = append(srcs, Source{Name: name, Reason: reasonOf(err)})
+			continue
+		}
+		srcs = append(srcs, Source{Name: name, Available: true})
+		if found == nil {
+			found = m
+		} else {
+			_ = m.Close()
+		}
+	}
+	return found, srcs
+}
+
+// sourceError names the source an opening error belongs to.
+type sourceError struct {
+	name string
+	err  error
+}
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
+func reasonOf(err error) string {
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe) && errors.Is(err, os.ErrNotExist):
+		return "no " + pe.Path
+	case errors.As(err, &pe) && errors.Is(err, os.ErrPermission):
+		return "permission denied: " + pe.Path
+	}
+	return err.Error()
+}
+
+func calibrateEnergy(m EnergyMeter, d time.Duration) error {
+	if d < 0 {
+		return nil
+	}
+	j0, err := m.Joules()
+	if err != nil {
+		return err
+	}
+	Spin(d)
+	j1, err := m.Joules()
+	if err != nil {
+		return err
+	}
+	if j1 <= j0 {
+		return fmt.Errorf("%w: counter did not move during a %v busy calibration", errFrozen, d)
+	}
+	return nil
+}
+
+// raplName is the powercap RAPL source's name.
+const raplName = "powercap RAPL"
+
+// raplZone is one package's energy counter: it wraps at maxUJ.
+type raplZone struct {
+	path  string
+	maxUJ uint64
+	last  uint64
+	total uint64 // µJ accumulated since opening
+}
+
+type raplMeter struct{ zones []*raplZone }
+
+func (*raplMeter) Name() string { return raplName }
+func (*raplMeter) Close() error { return nil }
+
+func (m *raplMeter) Joules() (float64, error) {
+	var sum uint64
+	for _, z := range m.zones {
+		v, err := readUint(z.path)
+		if err != nil {
+			return 0, err
+		}
+		z.total += wrapDelta(z.last, v, z.maxUJ)
+		z.last = v
+		sum += z.total
+	}
+	return float64(sum) / 1e6, nil
+}
+
+// wrapDelta is the increase of a counter from a to b that wraps after max.
+func wrapDelta(a, b, max uint64) uint64 {
+	if b >= a {
+		return b - a
+	}
+	return max - a + b
+}
+
+// openRAPL finds the package zones class/powercap/intel-rapl:N (their name
+// file says "package-N"; sub-zones "intel-rapl:N:M" are cores or DRAM).
+func openRAPL(o SourceOptions) (EnergyMeter, error) {
+	dir := o.sys("class", "powercap")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, &sourceError{raplName, err}
+	}
+	m := &raplMeter{}
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, "intel-rapl:") || strings.Count(n, ":") != 1 {
+			continue
+		}
+		name, err := os.ReadFile(filepath.Join(dir, n, "name"))
+		if err != nil || !strings.HasPrefix(string(bytes.TrimSpace(name)), "package") {
+			continue
+		}
+		z := &raplZone{path: filepath.Join(dir, n, "energy_uj")}
+		if z.maxUJ, err = readUint(filepath.Join(dir, n, "max_energy_range_uj")); err != nil {
+			return nil, &sourceError{raplName, err}
+		}
+		if z.last, err = readUint(z.path); err != nil {
+			return nil, &sourceError{raplName, err}
+		}
+		m.zones = append(m.zones, z)
+	}
+	if len(m.zones) == 0 {
+		return nil, &sourceError{raplName, fmt.Errorf("no package zone under %s", dir)}
+	}
+	return m, nil
+}
+
+// readUint reads a file holding one decimal number.
+func readUint(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseUint(b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// parseUint parses one decimal number with surrounding white space, as
+// sysfs files hold.
+func parseUint(b []byte) (uint64, error) {
+	return strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+}
+
+// perfEnergyName is the perf source's name.
+const perfEnergyName = "perf power/energy-pkg"
+
+// PerfEvent is a perf event described in sysfs: a PMU type, a config and the
+// scale that turns counts into the event's unit.
+type PerfEvent struct {
+	Type   uint32
+	Config uint64
+	Scale  float64
+}
+
+// parsePerfEventConfig parses a sysfs event description such as
+// "event=0x02" (the power PMU uses only the event field).
+func parsePerfEventConfig(b []byte) (uint64, error) {
+	s := strings.TrimSpace(string(b))
+	for _, term := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(term, "=")
+		if !ok || k != "event" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bad event value %q", v)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no event= term in %q", s)
+}
+
+// parseScale parses an event's .scale file, a positive decimal.
+func parseScale(b []byte) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("bad scale %q", bytes.TrimSpace(b))
+	}
+	return v, nil
+}
+
+type perfEnergy struct {
+	fds   []int
+	scale float64
+	first []uint64
+}
+
+func (*perfEnergy) Name() string { return perfEnergyName }
+
+func (m *perfEnergy) Joules() (float64, error) {
+	var sum uint64
+	for i, fd := range m.fds {
+		v, err := unix.ReadCounter(fd)
+		if err != nil {
+			return 0, err
+		}
+		sum += v - m.first[i]
+	}
+	return float64(sum) * m.scale, nil
+}
+
+func (m *perfEnergy) Close() error {
+	var errs []error
+	for _, fd := range m.fds {
+		errs = append(errs, unix.Close(fd))
+	}
+	return errors.Join(errs...)
+}
+
+// openPerfEnergy opens bus/event_source/devices/power/events/energy-pkg on
+// each CPU of the PMU's cpumask (one per package).
+func openPerfEnergy(o SourceOptions) (EnergyMeter, error) {
+	fail := func(err error) (EnergyMeter, error) { return nil, &sourceError{perfEnergyName, err} }
+	dir := o.sys("bus", "event_source", "devices", "power")
+	typ, err := readUint(filepath.Join(dir, "type"))
+	if err != nil {
+		return fail(err)
+	}
+	desc, err := os.ReadFile(filepath.Join(dir, "events", "energy-pkg"))
+	if errors.Is(err, os.ErrNotExist) {
+		return fail(fmt.Errorf("the power PMU has no energy-pkg event%s", otherEvents(dir)))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	config, err := parsePerfEventConfig(desc)
+	if err != nil {
+		return fail(err)
+	}
+	sb, err := os.ReadFile(filepath.Join(dir, "events", "energy-pkg.scale"))
+	if err != nil {
+		return fail(err)
+	}
+	scale, err := parseScale(sb)
+	if err != nil {
+		return fail(err)
+	}
+	mask, err := os.ReadFile(filepath.Join(dir, "cpumask"))
+	if err != nil {
+		return fail(err)
+	}
+	cpus, err := cpu.ParseList(string(mask))
+	if err != nil || len(cpus) == 0 {
+		return fail(fmt.Errorf("bad cpumask %q", bytes.TrimSpace(mask)))
+	}
+	m := &perfEnergy{scale: scale}
+	for _, c := range cpus {
+		fd, err := unix.PerfOpenCounter(uint32(typ), config, c)
+		if err != nil {
+			_ = m.Close()
+			return fail(err)
+		}
+		v, err := unix.ReadCounter(fd)
+		if err != nil {
+			_ = unix.Close(fd)
+			_ = m.Close()
+			return fail(err)
+		}
+		m.fds, m.first = append(m.fds, fd), append(m.first, v)
+	}
+	return m, nil
+}
+
+// otherEvents lists the PMU's other events, for the reason text.
+func otherEvents(dir string) string {
+	ents, _ := os.ReadDir(filepath.Join(dir, "events"))
+	var names []string
+	for _, e := range ents {
+		if !strings.Contains(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return " (it offers " + strings.Join(names, ", ") + ")"
+}

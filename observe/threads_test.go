@@ -1,0 +1,113 @@
+package observe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// burn keeps one locked OS thread of this process busy until stop is called.
+func burn(t testing.TB) (stop func()) {
+	t.Helper()
+	var done atomic.Bool
+	finished := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer close(finished)
+		for !done.Load() {
+		}
+	}()
+	return func() { done.Store(true); <-finished }
+}
+
+func TestSummarize(t *testing.T) {
+	first := threadSnap{proc: "server", pid: 10, tid: 11, name: "spindle",
+		utime: 100, stime: 50, runNS: 1e9, waitNS: 1e8, vol: 10, invol: 5, migrations: 3, cpu: 0}
+	last := first
+	last.utime, last.stime = 150, 60 // +0.5 s user, +0.1 s system
+	last.runNS, last.waitNS = 1.6e9, 3e8
+	last.vol, last.invol, last.migrations = 210, 25, 7
+	st := summarize(first, last, map[int]uint64{0: 3e8, 1: 1e8}, 2*time.Second)
+	want := ThreadStats{Process: "server", PID: 10, TID: 11, Name: "spindle",
+		UsrPct: 25, SysPct: 5, WaitPct: 10, CswchPerSec: 100, NvcswchPerSec: 10, Migrations: 4,
+		RunNS: 6e8, CPUShare: map[int]float64{0: 0.75, 1: 0.25}}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if st.Process != want.Process || st.TID != want.TID || !near(st.UsrPct, want.UsrPct) ||
+		!near(st.SysPct, want.SysPct) || !near(st.WaitPct, want.WaitPct) ||
+		!near(st.CswchPerSec, want.CswchPerSec) || !near(st.NvcswchPerSec, want.NvcswchPerSec) ||
+		st.Migrations != want.Migrations || st.RunNS != want.RunNS ||
+		!near(st.CPUShare[0], 0.75) || !near(st.CPUShare[1], 0.25) {
+		t.Errorf("summarize = %+v\nwant %+v", st, want)
+	}
+	// A counter that went backwards (reused thread id) gives 0, not a wrap.
+	if got := summarize(last, first, nil, time.Second); got.Migrations != 0 || got.CPUShare != nil {
+		t.Errorf("backwards counters: %+v", got)
+	}
+}
+
+func TestSampleThreads(t *testing.T) {
+	stop := burn(t)
+	defer stop()
+	rep, err := SampleThreads(context.Background(), []Process{{Name: "self", PID: os.Getpid()}},
+		400*time.Millisecond, ThreadOptions{Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Samples < 5 {
+		t.Errorf("%d samples in 400ms every 20ms", rep.Samples)
+	}
+	var busiest ThreadStats
+	for _, th := range rep.Threads {
+		if th.Process != "self" || th.PID != os.Getpid() {
+			t.Errorf("thread %+v not labelled with its process", th)
+		}
+		if th.RunNS > busiest.RunNS {
+			busiest = th
+		}
+	}
+	// The spinning thread used most of a CPU (ticks are 10ms, so allow slack).
+	if busiest.UsrPct+busiest.SysPct < 40 {
+		t.Errorf("busiest thread %+v: %%usr+%%sys < 40 while spinning", busiest)
+	}
+	sum := 0.0
+	for _, s := range busiest.CPUShare {
+		sum += s
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("CPU shares of the busiest thread sum to %v", sum)
+	}
+	var txt, js bytes.Buffer
+	if err := rep.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "%wait") || !strings.Contains(txt.String(), "self") {
+		t.Errorf("text report:\n%s", txt.String())
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back ThreadReport
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Threads) != len(rep.Threads) {
+		t.Errorf("JSON round trip: %v, %d threads", err, len(back.Threads))
+	}
+}
+
+func TestSampleThreadsErrors(t *testing.T) {
+	if _, err := SampleThreads(context.Background(), []Process{{Name: "x", PID: os.Getpid()}},
+		time.Millisecond, ThreadOptions{ProcRoot: t.TempDir()}); err == nil {
+		t.Error("sampling from an empty proc root succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := SampleThreads(ctx, []Process{{Name: "x", PID: os.Getpid()}}, time.Hour, ThreadOptions{})
+	if err == nil || rep == nil {
+		t.Errorf("cancelled sampling: report %v, error %v; want partial report and ctx error", rep, err)
+	}
+}
