@@ -267,14 +267,6 @@ func parseUint(b []byte) (uint64, error) {
 // perfEnergyName is the perf source's name.
 const perfEnergyName = "perf power/energy-pkg"
 
-// PerfEvent is a perf event described in sysfs: a PMU type, a config and the
-// scale that turns counts into the event's unit.
-type PerfEvent struct {
-	Type   uint32
-	Config uint64
-	Scale  float64
-}
-
 // parsePerfEventConfig parses a sysfs event description such as
 // "event=0x02" (the power PMU uses only the event field).
 func parsePerfEventConfig(b []byte) (uint64, error) {

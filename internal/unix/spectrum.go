@@ -10,7 +10,7 @@ import (
 
 // The system calls of the waiting-spectrum suite and its power and frequency
 // sources: futex waits on a shared word, precise sleeps, real-time priority,
-// per-thread resource usage, perf counting events and MSR reads.
+// per-thread resource usage and perf counting events.
 
 // Futex operations (linux/futex.h); x/sys/unix does not export them.
 const (
@@ -111,11 +111,4 @@ func ReadCounter(fd int) (uint64, error) {
 		return 0, wrap("read", xunix.EIO)
 	}
 	return *(*uint64)(unsafe.Pointer(&b[0])), nil
-}
-
-// Pread reads len(p) bytes at offset off, as /dev/cpu/N/msr needs (the
-// offset is the register number).
-func Pread(fd int, p []byte, off int64) (int, error) {
-	n, err := xunix.Pread(fd, p, off)
-	return n, wrap("pread", err)
 }
