@@ -1,0 +1,395 @@
+// Package bench runs the scheduler study's experiment: a mock backend, the
+// server under test and the load generator, each a child process of the
+// spindle binary on its own CPU set, with observers in a defined window, into
+// a result directory (Run); and the comparison matrices of "spindle compare"
+// as pure data (Plan).
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"spindle/cpu"
+)
+
+// Modes of the server under test.
+const (
+	ModeNetHTTP = "nethttp" // net/http, the Go scheduler's work stealing (the study's FJP)
+	ModeHandoff = "handoff" // carriers for I/O, a goroutine per request
+	ModeCarrier = "carrier" // everything on carriers, with affinity
+)
+
+// Defaults of one configuration, reused as the flags of "spindle bench".
+const (
+	// DefaultConnections is the study's CPU-bound connection count.
+	DefaultConnections = 100
+	// DefaultThinkTime is the study's CPU-bound mock delay.
+	DefaultThinkTime = time.Millisecond
+	// DefaultWarmup is the warm-up before the measured window: the study's
+	// runner's default.
+	DefaultWarmup = 10 * time.Second
+	// DefaultDuration is the measured window with the study's durations.
+	DefaultDuration = 30 * time.Second
+	// DefaultTopology leaves carriers unpinned (the study's baseline).
+	DefaultTopology = "off"
+	// DefaultWait is the carriers' idle strategy (block in epoll_wait, as
+	// the study's carriers do).
+	DefaultWait = "block"
+	// DefaultServerPort, DefaultMockPort and DefaultAdminPort are the
+	// loopback ports of the children; 0 picks free ones.
+	DefaultServerPort = 18080
+	DefaultMockPort   = 18081
+	DefaultAdminPort  = 18082
+)
+
+// Defaults of "spindle compare".
+const (
+	// DefaultRounds is how many times each configuration runs, interleaved.
+	DefaultRounds = 3
+	// QuickWarmup and QuickDuration keep the default comparison under five
+	// minutes on two CPUs: 6 configurations x 2 loads x 3 rounds of about
+	// 5.5 s each (start, warm-up, window, stop).
+	QuickWarmup   = time.Second
+	QuickDuration = 3 * time.Second
+	// FixedRateShare is the fixed rate of the second phase as a share of
+	// the lowest mode's max throughput (the study's 50K of 72K).
+	FixedRateShare = 0.70
+	// IOThinkTime, IOConnections and IOCarriers are the study's I/O-bound
+	// case.
+	IOThinkTime   = 30 * time.Millisecond
+	IOConnections = 10000
+	IOCarriers    = 8
+)
+
+// Layout places the three processes on the machine's CPUs.
+type Layout struct {
+	// Load, Server and Mock are the CPU sets of the load generator, the
+	// server and the mock. They may overlap on small machines.
+	Load   cpu.Set `json:"load"`
+	Server cpu.Set `json:"server"`
+	Mock   cpu.Set `json:"mock"`
+	// Extra is the CPU the N+1 configuration adds to Server; empty when
+	// the machine has none to spare.
+	Extra cpu.Set `json:"extra,omitempty"`
+	// Carriers is the number of server threads (one per server CPU).
+	Carriers int `json:"carriers"`
+	// LoadThreads and MockThreads are one per CPU of their sets.
+	LoadThreads int `json:"load_threads"`
+	MockThreads int `json:"mock_threads"`
+	// Note says how the layout was chosen, for the report.
+	Note string `json:"note"`
+}
+
+// LayoutFor derives the CPU-bound layout from the CPUs available (sorted).
+// Positions index into cpus, so that a machine whose usable CPUs are
+// 4-19 gets the same shape as one with 0-15:
+//
+//	1 CPU:     everything on it
+//	2 CPUs:    server on the first; load and mock share the second
+//	3 CPUs:    load, server, mock on one each
+//	4-7 CPUs:  load 1, server 2 (2 carriers), mock 1, N+1 extra from 5
+//	8 CPUs:    load 3, server 2, mock 2, N+1 extra 1
+//	9+ CPUs:   the study's layout: load 0,1,4,5; server 2,3; mock 6,7; extra 8
+func LayoutFor(cpus cpu.Set) (Layout, error) {
+	n := len(cpus)
+	pick := func(idx ...int) cpu.Set {
+		s := make(cpu.Set, len(idx))
+		for i, x := range idx {
+			s[i] = cpus[x]
+		}
+		return s
+	}
+	var l Layout
+	switch {
+	case n == 0:
+		return Layout{}, fmt.Errorf("layout: no CPUs available")
+	case n == 1:
+		l = Layout{Load: pick(0), Server: pick(0), Mock: pick(0),
+			Note: "1 CPU: load, server and mock share it"}
+	case n == 2:
+		l = Layout{Load: pick(1), Server: pick(0), Mock: pick(1),
+			Note: "2 CPUs: server on one, load and mock share the other; no CPU for N+1"}
+	case n == 3:
+		l = Layout{Load: pick(0), Server: pick(1), Mock: pick(2),
+			Note: "3 CPUs: one each for load, server and mock; no CPU for N+1"}
+	case n < 8:
+		l = Layout{Load: pick(0), Server: pick(1, 2), Mock: pick(3)}
+		l.Note = "4-7 CPUs: load 1, server 2, mock 1"
+		if n >= 5 {
+			l.Extra = pick(4)
+			l.Note += ", N+1 extra 1"
+		} else {
+			l.Note += "; no CPU for N+1"
+		}
+	case n == 8:
+		l = Layout{Load: pick(0, 1, 4), Server: pick(2, 3), Mock: pick(5, 6), Extra: pick(7),
+			Note: "8 CPUs: load 3, server 2, mock 2, N+1 extra 1"}
+	default:
+		l = Layout{Load: pick(0, 1, 4, 5), Server: pick(2, 3), Mock: pick(6, 7), Extra: pick(8),
+			Note: "the study's layout: load 4, server 2, mock 2, N+1 extra 1"}
+	}
+	l.Carriers, l.LoadThreads, l.MockThreads = len(l.Server), len(l.Load), len(l.Mock)
+	return l, nil
+}
+
+// IOLayoutFor derives the I/O-bound preset's layout: 8 carriers where the
+// machine has 16 CPUs (the study's load 0-3, mock 4-7, server 8-15), else the
+// CPU-bound layout with 8 carriers sharing its server CPUs.
+func IOLayoutFor(cpus cpu.Set) (Layout, error) {
+	if len(cpus) >= 16 {
+		pick := func(from, to int) cpu.Set { return append(cpu.Set(nil), cpus[from:to]...) }
+		return Layout{Load: pick(0, 4), Mock: pick(4, 8), Server: pick(8, 16),
+			Carriers: IOCarriers, LoadThreads: 4, MockThreads: 4,
+			Note: "the study's I/O-bound layout: load 4, mock 4, server 8"}, nil
+	}
+	l, err := LayoutFor(cpus)
+	if err != nil {
+		return l, err
+	}
+	l.Carriers, l.Extra = IOCarriers, nil
+	l.Note += fmt.Sprintf("; %d carriers share the server CPUs (the study's I/O-bound layout needs 16)", IOCarriers)
+	return l, nil
+}
+
+// Config is one benchmark configuration: what "spindle bench" runs.
+type Config struct {
+	// Name labels the configuration in reports ("carrier+pinning").
+	Name string `json:"name"`
+	// Mode is ModeNetHTTP, ModeHandoff or ModeCarrier.
+	Mode string `json:"mode"`
+	// Threads is the server's carrier (or GOMAXPROCS) count.
+	Threads int `json:"threads"`
+	// Rate is the total fixed rate in requests per second; 0 runs at max
+	// throughput (closed loop).
+	Rate int `json:"rate"`
+	// Connections and LoadThreads size the load generator.
+	Connections int `json:"connections"`
+	LoadThreads int `json:"load_threads"`
+	// LoadCPUs, ServerCPUs and MockCPUs are the processes' CPU sets.
+	LoadCPUs   cpu.Set `json:"load_cpuset"`
+	ServerCPUs cpu.Set `json:"server_cpuset"`
+	MockCPUs   cpu.Set `json:"mock_cpuset"`
+	// MockThreads and MockThinkTime configure the mock backend.
+	MockThreads   int           `json:"mock_threads"`
+	MockThinkTime time.Duration `json:"mock_think_time_ns"`
+	// WorkStealing enables carrier work stealing (--ws).
+	WorkStealing bool `json:"ws"`
+	// Topology is the carriers' pinning: off, cpu or nosmt.
+	Topology string `json:"topology"`
+	// Wait is the carriers' idle strategy (block, busy, pause, adaptive...).
+	Wait string `json:"wait"`
+	// NPlus1 leaves one server CPU to everything that is not a carrier.
+	NPlus1 bool `json:"nplus1"`
+	// Warmup precedes the measured window Duration.
+	Warmup   time.Duration `json:"warmup_ns"`
+	Duration time.Duration `json:"duration_ns"`
+	// PerfStat, PerfSched and Pidstat select the observers (Pidstat is the
+	// per-thread /proc sampling).
+	PerfStat  bool `json:"perf_stat"`
+	PerfSched bool `json:"perf_sched"`
+	Pidstat   bool `json:"pidstat"`
+	// ServerPort, MockPort and AdminPort are loopback ports; 0 picks free
+	// ones.
+	ServerPort int `json:"server_port"`
+	MockPort   int `json:"mock_port"`
+	AdminPort  int `json:"admin_port"`
+}
+
+// Validate checks the configuration; strict also rejects overlapping CPU
+// sets.
+func (c Config) Validate(strict bool) error {
+	switch c.Mode {
+	case ModeNetHTTP, ModeHandoff, ModeCarrier:
+	default:
+		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier)
+	}
+	switch {
+	case c.Threads < 1:
+		return fmt.Errorf("threads %d: want at least 1", c.Threads)
+	case c.Rate < 0:
+		return fmt.Errorf("rate %d: want 0 (max throughput) or more", c.Rate)
+	case c.Connections < 1 || c.LoadThreads < 1 || c.MockThreads < 1:
+		return fmt.Errorf("connections, load threads and mock threads must be at least 1")
+	case c.Connections < c.LoadThreads:
+		return fmt.Errorf("connections %d: want at least one per load thread (%d)", c.Connections, c.LoadThreads)
+	case c.Duration <= 0 || c.Warmup < 0 || c.MockThinkTime < 0:
+		return fmt.Errorf("duration must be positive, warm-up and think time not negative")
+	}
+	if strict {
+		sets := []struct {
+			name string
+			set  cpu.Set
+		}{{"load", c.LoadCPUs}, {"server", c.ServerCPUs}, {"mock", c.MockCPUs}}
+		for i := range sets {
+			for j := i + 1; j < len(sets); j++ {
+				if both := sets[i].set.Intersect(sets[j].set); len(both) > 0 {
+					return fmt.Errorf("--strict: %s and %s CPU sets overlap on %s", sets[i].name, sets[j].name, both)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Variant is a server design in the compare matrix.
+type Variant struct {
+	Name string
+	// apply sets the variant's server options on a configuration.
+	apply func(c *Config, l Layout)
+}
+
+// Variants are the compare matrix's server designs, in report order. N+1
+// needs Layout.Extra.
+var Variants = []Variant{
+	{"nethttp", func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
+	{"handoff", func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
+	{"carrier", func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
+	{"carrier+ws", func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
+	{"carrier+pinning", func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
+	{"carrier+adaptive", func(c *Config, _ Layout) { c.Mode, c.Wait = ModeCarrier, "adaptive" }},
+	{"carrier+n+1", func(c *Config, l Layout) {
+		c.Mode, c.NPlus1 = ModeCarrier, true
+		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
+	}},
+}
+
+// Phase is one load level of a compare plan.
+type Phase struct {
+	// Name is "max" (max throughput) or "fixed" (a fixed rate).
+	Name string `json:"name"`
+	// Configs run in this order in every round.
+	Configs []Config `json:"configs"`
+}
+
+// Plan is a whole comparison: phases of configurations run interleaved
+// over rounds. The fixed-rate phase's rate is filled in after the
+// max-throughput phase (RateFor).
+type Plan struct {
+	Layout Layout  `json:"layout"`
+	Rounds int     `json:"rounds"`
+	Phases []Phase `json:"phases"`
+}
+
+// CompareOptions selects a compare plan.
+type CompareOptions struct {
+	// CPUs are the CPUs available (cpu.Allowed()).
+	CPUs cpu.Set
+	// Full uses the study's durations instead of the quick ones.
+	Full bool
+	// IOBound selects the I/O-bound preset (think 30 ms, 10,000
+	// connections, 8 carriers).
+	IOBound bool
+	// Rounds; 0 means DefaultRounds.
+	Rounds int
+	// Only keeps the named variants (all when empty).
+	Only []string
+	// Warmup and Duration override the preset's when positive.
+	Warmup, Duration time.Duration
+}
+
+// ComparePlan builds the compare matrix: every variant the layout allows,
+// first at max throughput, then at a fixed rate (RateFor).
+func ComparePlan(o CompareOptions) (Plan, error) {
+	layoutFor := LayoutFor
+	if o.IOBound {
+		layoutFor = IOLayoutFor
+	}
+	l, err := layoutFor(o.CPUs)
+	if err != nil {
+		return Plan{}, err
+	}
+	base := Config{
+		Threads: l.Carriers, Connections: DefaultConnections, LoadThreads: l.LoadThreads,
+		LoadCPUs: l.Load, ServerCPUs: l.Server, MockCPUs: l.Mock,
+		MockThreads: l.MockThreads, MockThinkTime: DefaultThinkTime,
+		Topology: DefaultTopology, Wait: DefaultWait,
+		Warmup: QuickWarmup, Duration: QuickDuration,
+		PerfStat: true, Pidstat: true,
+		ServerPort: DefaultServerPort, MockPort: DefaultMockPort, AdminPort: DefaultAdminPort,
+	}
+	if o.Full {
+		base.Warmup, base.Duration = DefaultWarmup, DefaultDuration
+	}
+	if o.IOBound {
+		base.MockThinkTime, base.Connections = IOThinkTime, IOConnections
+	}
+	if o.Warmup > 0 {
+		base.Warmup = o.Warmup
+	}
+	if o.Duration > 0 {
+		base.Duration = o.Duration
+	}
+	want := map[string]bool{}
+	for _, n := range o.Only {
+		want[n] = true
+	}
+	var configs []Config
+	for _, v := range Variants {
+		if len(want) > 0 && !want[v.Name] {
+			continue
+		}
+		if v.Name == "carrier+n+1" && len(l.Extra) == 0 {
+			continue
+		}
+		c := base
+		c.Name = v.Name
+		v.apply(&c, l)
+		configs = append(configs, c)
+	}
+	if len(configs) == 0 {
+		return Plan{}, fmt.Errorf("no configuration selected (variants: %s)", variantNames())
+	}
+	rounds := o.Rounds
+	if rounds <= 0 {
+		rounds = DefaultRounds
+	}
+	fixed := make([]Config, len(configs))
+	copy(fixed, configs)
+	return Plan{Layout: l, Rounds: rounds, Phases: []Phase{
+		{Name: "max", Configs: configs},
+		{Name: "fixed", Configs: fixed},
+	}}, nil
+}
+
+func variantNames() string {
+	names := make([]string, len(Variants))
+	for i, v := range Variants {
+		names[i] = v.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// RateFor returns the fixed-phase rate: FixedRateShare of the lowest of the
+// configurations' max throughputs (each the median over rounds), in whole
+// requests per second; 0 when none is positive.
+func RateFor(maxThroughput map[string]float64) int {
+	lowest := 0.0
+	for _, v := range maxThroughput {
+		if v > 0 && (lowest == 0 || v < lowest) {
+			lowest = v
+		}
+	}
+	return int(lowest * FixedRateShare)
+}
+
+// Runs returns the number of runs of the plan.
+func (p Plan) Runs() int {
+	n := 0
+	for _, ph := range p.Phases {
+		n += len(ph.Configs) * p.Rounds
+	}
+	return n
+}
+
+// Estimate is the plan's expected wall time given the per-run overhead
+// (starting, health checks, stopping) on top of warm-up and window.
+func (p Plan) Estimate(overhead time.Duration) time.Duration {
+	var d time.Duration
+	for _, ph := range p.Phases {
+		for _, c := range ph.Configs {
+			d += time.Duration(p.Rounds) * (c.Warmup + c.Duration + overhead)
+		}
+	}
+	return d
+}

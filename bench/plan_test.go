@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"spindle/cpu"
+)
+
+func cpus(n int) cpu.Set {
+	s := make(cpu.Set, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+func mustList(t *testing.T, s string) cpu.Set {
+	t.Helper()
+	set, err := cpu.ParseList(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func TestLayoutFor(t *testing.T) {
+	tests := []struct {
+		cpus                      cpu.Set
+		load, server, mock, extra string
+		carriers                  int
+	}{
+		{cpus(1), "0", "0", "0", "", 1},
+		{cpus(2), "1", "0", "1", "", 1},
+		{cpus(3), "0", "1", "2", "", 1},
+		{cpus(4), "0", "1-2", "3", "", 2},
+		{cpus(6), "0", "1-2", "3", "4", 2},
+		{cpus(8), "0-1,4", "2-3", "5-6", "7", 2},
+		// The study's 16-CPU layout: load 0,1,4,5; server 2,3; mock 6,7; N+1 adds 8.
+		{cpus(16), "0-1,4-5", "2-3", "6-7", "8", 2},
+		{cpus(96), "0-1,4-5", "2-3", "6-7", "8", 2},
+		// Positions index the allowed CPUs, not CPU numbers.
+		{cpu.Set{4, 5}, "5", "4", "5", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cpus.String(), func(t *testing.T) {
+			l, err := LayoutFor(tt.cpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name string
+				got  cpu.Set
+				want string
+			}{{"load", l.Load, tt.load}, {"server", l.Server, tt.server}, {"mock", l.Mock, tt.mock}, {"extra", l.Extra, tt.extra}} {
+				if c.got.String() != c.want {
+					t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+				}
+			}
+			if l.Carriers != tt.carriers || l.LoadThreads != len(l.Load) || l.MockThreads != len(l.Mock) {
+				t.Errorf("carriers %d load threads %d mock threads %d", l.Carriers, l.LoadThreads, l.MockThreads)
+			}
+			if l.Note == "" {
+				t.Error("no note")
+			}
+		})
+	}
+	if _, err := LayoutFor(nil); err == nil {
+		t.Error("LayoutFor(no CPUs) succeeded")
+	}
+}
+
+func TestIOLayoutFor(t *testing.T) {
+	l, err := IOLayoutFor(cpus(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Load.String() != "0-3" || l.Mock.String() != "4-7" || l.Server.String() != "8-15" || l.Carriers != 8 {
+		t.Errorf("16-CPU I/O layout = %+v", l)
+	}
+	l, err = IOLayoutFor(cpus(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Carriers != IOCarriers || l.Server.String() != "0" || len(l.Extra) != 0 {
+		t.Errorf("2-CPU I/O layout = %+v", l)
+	}
+}
+
+func names(cs []Config) []string {
+	var n []string
+	for _, c := range cs {
+		n = append(n, c.Name)
+	}
+	return n
+}
+
+func TestComparePlan(t *testing.T) {
+	p, err := ComparePlan(CompareOptions{CPUs: cpus(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"nethttp", "handoff", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	if len(p.Phases) != 2 || p.Phases[0].Name != "max" || p.Phases[1].Name != "fixed" {
+		t.Fatalf("phases = %+v", p.Phases)
+	}
+	if got := names(p.Phases[0].Configs); !slices.Equal(got, want) {
+		t.Errorf("2-CPU variants = %v, want %v (no N+1)", got, want)
+	}
+	for _, c := range p.Phases[0].Configs {
+		if err := c.Validate(false); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+		if c.Rate != 0 || c.MockThinkTime != time.Millisecond || c.Connections != 100 {
+			t.Errorf("%s: rate %d think %v connections %d", c.Name, c.Rate, c.MockThinkTime, c.Connections)
+		}
+	}
+	// The default comparison fits in five minutes on this class of machine,
+	// with 1.5 s per run to start, check health and stop.
+	if est := p.Estimate(1500 * time.Millisecond); est >= 5*time.Minute {
+		t.Errorf("default compare on 2 CPUs estimated at %v, want < 5m", est)
+	}
+	if p.Runs() != 36 || p.Rounds != DefaultRounds {
+		t.Errorf("runs = %d rounds = %d", p.Runs(), p.Rounds)
+	}
+
+	p16, err := ComparePlan(CompareOptions{CPUs: cpus(16), Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Config{}
+	for _, c := range p16.Phases[0].Configs {
+		byName[c.Name] = c
+	}
+	np1, ok := byName["carrier+n+1"]
+	if !ok || np1.ServerCPUs.String() != "2-3,8" || !np1.NPlus1 || np1.Threads != 2 {
+		t.Errorf("16-CPU N+1 = %+v", np1)
+	}
+	if c := byName["carrier+pinning"]; c.Topology != "cpu" || c.Warmup != DefaultWarmup || c.Duration != DefaultDuration {
+		t.Errorf("16-CPU pinning with --full = %+v", c)
+	}
+	if c := byName["carrier+ws"]; !c.WorkStealing {
+		t.Error("carrier+ws without work stealing")
+	}
+	if c := byName["carrier+adaptive"]; c.Wait != "adaptive" {
+		t.Error("carrier+adaptive without the adaptive wait")
+	}
+	if err := np1.Validate(true); err != nil {
+		t.Errorf("study layout overlaps: %v", err)
+	}
+
+	io, err := ComparePlan(CompareOptions{CPUs: cpus(16), IOBound: true, Only: []string{"nethttp", "carrier"}, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := io.Phases[0].Configs[1]
+	if c.MockThinkTime != 30*time.Millisecond || c.Connections != 10000 || c.Threads != 8 || io.Runs() != 4 {
+		t.Errorf("I/O-bound preset = %+v, runs %d", c, io.Runs())
+	}
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nope"}}); err == nil {
+		t.Error("unknown variant accepted")
+	}
+}
+
+func TestRateFor(t *testing.T) {
+	tests := []struct {
+		max  map[string]float64
+		want int
+	}{
+		{map[string]float64{"a": 72000, "b": 61000}, 42700},
+		{map[string]float64{"a": 0, "b": 1000}, 700},
+		{map[string]float64{}, 0},
+	}
+	for _, tt := range tests {
+		if got := RateFor(tt.max); got != tt.want {
+			t.Errorf("RateFor(%v) = %d, want %d", tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Config{Mode: ModeCarrier, Threads: 2, Connections: 10, LoadThreads: 2, MockThreads: 1,
+		Duration: time.Second, LoadCPUs: mustList(t, "0"), ServerCPUs: mustList(t, "1"), MockCPUs: mustList(t, "0")}
+	if err := good.Validate(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := good.Validate(true); err == nil {
+		t.Error("--strict accepted load and mock both on CPU 0")
+	}
+	bad := []func(c *Config){
+		func(c *Config) { c.Mode = "fjp" },
+		func(c *Config) { c.Threads = 0 },
+		func(c *Config) { c.Rate = -1 },
+		func(c *Config) { c.Connections = 1 },
+		func(c *Config) { c.Duration = 0 },
+	}
+	for i, f := range bad {
+		c := good
+		f(&c)
+		if err := c.Validate(false); err == nil {
+			t.Errorf("bad config %d accepted: %+v", i, c)
+		}
+	}
+}
