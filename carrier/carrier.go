@@ -1,0 +1,438 @@
+// Package carrier is spindle's runtime: per-CPU event loops ("carriers")
+// that poll their own epoll instance and run handler code as coroutines
+// with carrier affinity, the Go form of the scheduler study's custom
+// scheduler.
+//
+// A carrier is a goroutine locked to its OS thread (named carrier-N and
+// optionally pinned to one CPU). It owns an epoll instance, an eventfd that
+// producers write only when the carrier is asleep, a timer heap and its run
+// queues: a LIFO slot for the task just woken by I/O, a local FIFO, and an
+// inject queue for work submitted from anywhere. Its loop polls I/O
+// (without blocking while it has work), drains runnable tasks under a time
+// budget (at least one task per pass), and otherwise waits with its
+// wait.Strategy, for which it is the wait.Target.
+//
+// A task is a closure run as a coroutine from its carrier's pool (built on
+// iter.Pull; no allocation per task once warm). Once started, a task never
+// leaves its carrier's thread: the Go runtime forbids resuming a coroutine
+// created on a locked thread from another thread. Inside a task, Conn
+// offers blocking-style I/O that parks the task on the home epoll, and
+// Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
+// when enabled, moves only tasks that have not started.
+//
+// See docs/carrier.md for the options, what can and cannot be stolen, and
+// the telemetry fields.
+package carrier
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+	"spindle/internal/unix"
+)
+
+// eventBatch is how many epoll events one poll returns at most; more ready
+// fds are picked up by the next poll, a few microseconds later.
+const eventBatch = 256
+
+// interleaveInject makes every 16th pick of a drain pass look at the inject
+// queue first, so that new work is not starved by tasks that keep yielding.
+const interleaveInject = 16
+
+// Carrier is one event loop on one locked OS thread.
+type Carrier struct {
+	g        *Group
+	id       int
+	cpu      int     // pinned CPU or -1
+	affinity cpu.Set // CPUs the thread is restricted to; empty: unchanged
+	ep, efd  int
+	strat    wait.Strategy
+	tid      atomic.Int64
+
+	// Run queues. lifo, fifo and timers belong to the carrier's thread.
+	lifo    *Task
+	fifo    ring
+	inject  injectQ // unstarted tasks from anywhere (stealable)
+	local   injectQ // work for this carrier only: Offload resumptions, SubmitLocal (never stolen)
+	timers  timerHeap
+
+	sleeping atomic.Int32 // 1 while the carrier is (about to be) blocked in epoll
+	poke     atomic.Int32 // 1 when someone wants the carrier's attention (stop, steal hint)
+	waiting  atomic.Int32 // 1 while the carrier is idle in its wait strategy
+	stopping atomic.Bool
+
+	cur    *Task // the task whose coroutine is running, nil between tasks
+	tick   uint32
+	coros  map[*coro]struct{} // every coroutine alive, for shutdown
+	idle   []*coro            // coroutines waiting for a task
+	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
+	free   []int32            // free slots in fds
+	events []unix.EpollEvent
+	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
+
+	rng       uint64
+	siblings  []*Carrier // steal candidates in scope
+	stealBuf  []*Task
+	stats     stats
+	done      chan struct{}
+	startErr  chan error
+	lastDrain int64
+}
+
+// ID returns the carrier's index in its group.
+func (c *Carrier) ID() int { return c.id }
+
+// CPU returns the CPU the carrier is pinned to, or -1.
+func (c *Carrier) CPU() int { return c.cpu }
+
+// Submit queues fn to run as a new task on this carrier. Any goroutine may
+// call it. It fails only when the group is closed.
+func (c *Carrier) Submit(fn func(*Task)) error {
+	if fn == nil {
+		return fmt.Errorf("carrier %d: submit: nil function", c.id)
+	}
+	return c.submit(newTask(fn))
+}
+
+func (c *Carrier) submit(t *Task) error {
+	if !c.inject.push(t) {
+		t.release()
+		return fmt.Errorf("carrier %d: submit: %w", c.id, ErrGroupClosed)
+	}
+	c.wake()
+	c.hintThieves()
+	return nil
+}
+
+// SubmitLocal queues fn to run as a new task on this carrier and nowhere
+// else: unlike Submit, the task is never stolen by a sibling. Any goroutine
+// may call it.
+func (c *Carrier) SubmitLocal(fn func(*Task)) error {
+	if fn == nil {
+		return fmt.Errorf("carrier %d: submit: nil function", c.id)
+	}
+	t := newTask(fn)
+	if !c.local.push(t) {
+		t.release()
+		return fmt.Errorf("carrier %d: submit: %w", c.id, ErrGroupClosed)
+	}
+	c.wake()
+	return nil
+}
+
+// resume queues a parked task whose offloaded function finished.
+func (c *Carrier) resume(t *Task) {
+	if c.local.push(t) {
+		c.wake()
+	}
+}
+
+// wake makes a sleeping carrier return from epoll_wait. The producer has
+// already published its work (a sequentially consistent store); the
+// carrier stores sleeping=1 before its last look at the queues. So either
+// the carrier sees the work, or the producer sees sleeping=1 and writes
+// the eventfd: no wake-up is lost, and none is written to a running carrier.
+func (c *Carrier) wake() {
+	if c.sleeping.Load() != 0 && c.sleeping.CompareAndSwap(1, 0) {
+		unix.EventfdSignal(c.efd)
+	}
+}
+
+// nudge sets the poke flag (seen by Ready, so spinning strategies return)
+// and wakes the carrier if it sleeps.
+func (c *Carrier) nudge() {
+	c.poke.Store(1)
+	c.wake()
+}
+
+// Ready reports whether the carrier has work: runnable tasks, queued
+// submissions or resumptions, or a poke. It makes no system call.
+func (c *Carrier) Ready() bool {
+	return c.lifo != nil || c.fifo.n > 0 || c.inject.len() > 0 || c.local.len() > 0 || c.poke.Load() != 0
+}
+
+// Poll handles ready I/O without blocking and reports the events handled.
+func (c *Carrier) Poll() int { return c.pollIO(0) }
+
+// Block sleeps in epoll_wait until I/O, a wake-up or the deadline
+// (monotonic ns; < 0: none) and reports the events handled.
+func (c *Carrier) Block(deadline int64) int {
+	c.sleeping.Store(1)
+	if c.Ready() {
+		c.sleeping.Store(0)
+		return 0
+	}
+	timeout := int64(-1)
+	if deadline >= 0 {
+		timeout = max(0, deadline-wait.Now())
+	}
+	n := c.pollIO(timeout)
+	c.sleeping.Store(0)
+	return n
+}
+
+// Word returns a word that changes whenever work is submitted.
+func (c *Carrier) Word() *uint32 { return &c.inject.word }
+
+var _ wait.Target = (*Carrier)(nil)
+
+// pollIO calls epoll_wait with a timeout in ns (-1: none, 0: poll) and
+// makes the tasks waiting on ready fds runnable.
+func (c *Carrier) pollIO(timeoutNs int64) int {
+	var n int
+	var err error
+	if !c.noPW2 && timeoutNs > 0 {
+		n, err = unix.EpollPwait2(c.ep, c.events, timeoutNs)
+		if err != nil && isENOSYS(err) {
+			c.noPW2 = true
+		}
+	}
+	if c.noPW2 || timeoutNs <= 0 {
+		ms := -1
+		if timeoutNs >= 0 {
+			ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
+		}
+		n, err = unix.EpollWait(c.ep, c.events, ms)
+	}
+	add(&c.stats.ioCycles, 1)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	add(&c.stats.ioEvents, uint64(n))
+	handled := 0
+	for i := range c.events[:n] {
+		ev := &c.events[i]
+		tok := unix.Token(ev)
+		if tok == 0 {
+			unix.EventfdDrain(c.efd)
+			continue
+		}
+		slot := int(uint32(tok)) - 1
+		if slot >= len(c.fds) {
+			continue
+		}
+		pd := c.fds[slot]
+		if pd == nil || pd.gen != uint32(tok>>32) {
+			continue // closed since the event was queued
+		}
+		handled++
+		e := ev.Events
+		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.rwait != nil {
+			c.wakeTask(pd.rwait, true)
+		}
+		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil {
+			c.wakeTask(pd.wwait, true)
+		}
+	}
+	return handled
+}
+
+// wakeTask makes a parked task runnable: into the LIFO slot (I/O wake-ups:
+// the data is hot in cache) or the FIFO.
+func (c *Carrier) wakeTask(t *Task, lifo bool) {
+	if t.state != taskParked {
+		return
+	}
+	t.state = taskRunnable
+	c.timers.remove(t)
+	if lifo {
+		if c.lifo != nil {
+			c.fifo.push(c.lifo)
+		}
+		c.lifo = t
+		return
+	}
+	c.fifo.push(t)
+}
+
+// hasWork reports runnable or queued tasks (Ready without the poke).
+func (c *Carrier) hasWork() bool {
+	return c.lifo != nil || c.fifo.n > 0 || c.inject.len() > 0 || c.local.len() > 0
+}
+
+func (c *Carrier) queued() int {
+	n := c.fifo.n + c.inject.len() + c.local.len()
+	if c.lifo != nil {
+		n++
+	}
+	return n
+}
+
+// nextTask picks the next task to run: the LIFO slot, then the local FIFO,
+// resumptions and submissions, with the inject queue looked at first on
+// every interleaveInject-th pick.
+func (c *Carrier) nextTask() *Task {
+	if t := c.lifo; t != nil {
+		c.lifo = nil
+		return t
+	}
+	c.tick++
+	if c.tick%interleaveInject == 0 {
+		if t := c.inject.pop(); t != nil {
+			return t
+		}
+	}
+	if t := c.fifo.pop(); t != nil {
+		return t
+	}
+	if t := c.local.pop(); t != nil {
+		return t
+	}
+	return c.inject.pop()
+}
+
+// loop is the carrier's event loop; it returns when the group closes.
+func (c *Carrier) loop() {
+	for !c.stopping.Load() {
+		c.poke.Store(0)
+		now := wait.Now()
+		c.fireTimers(now)
+		if c.hasWork() {
+			c.pollIO(0)
+			c.drain(now)
+			continue
+		}
+		if c.g.opts.Steal && c.steal() {
+			continue
+		}
+		c.waiting.Store(1)
+		r := c.strat.Wait(c, c.timers.peek())
+		c.waiting.Store(0)
+		if int(r.Kind) < numKinds {
+			add(&c.stats.waits[r.Kind], 1)
+		}
+		add(&c.stats.spunNs, uint64(r.Spun))
+		add(&c.stats.blockedNs, uint64(r.Blocked))
+	}
+}
+
+func (c *Carrier) fireTimers(now int64) {
+	for t := c.timers.popDue(now); t != nil; t = c.timers.popDue(now) {
+		c.wakeTask(t, false)
+	}
+}
+
+// drain runs runnable tasks until none is left or the budget is spent,
+// always at least one.
+func (c *Carrier) drain(start int64) {
+	c.stats.queueDepth.record(uint64(c.queued()))
+	budget := int64(c.g.opts.DrainBudget)
+	n := uint64(0)
+	for {
+		t := c.nextTask()
+		if t == nil {
+			break
+		}
+		c.run(t)
+		n++
+		if c.stopping.Load() || wait.Now()-start >= budget {
+			break
+		}
+	}
+	add(&c.stats.drains, 1)
+	add(&c.stats.tasksRun, n)
+}
+
+// run resumes t (starting it on a pooled coroutine if it is new) until it
+// parks or finishes.
+func (c *Carrier) run(t *Task) {
+	if t.co == nil {
+		var co *coro
+		if k := len(c.idle); k > 0 {
+			co = c.idle[k-1]
+			c.idle[k-1] = nil
+			c.idle = c.idle[:k-1]
+		} else {
+			co = c.newCoro()
+		}
+		co.task = t
+		t.co = co
+		t.home = c
+		c.stats.submitToRun.record(uint64(max(0, wait.Now()-t.submitted)))
+		gauge(&c.stats.tasksLive, 1)
+	}
+	t.state = taskRunning
+	c.cur = t
+	done, _ := t.co.next()
+	c.cur = nil
+	if done {
+		c.finish(t)
+	}
+}
+
+func (c *Carrier) finish(t *Task) {
+	co := t.co
+	co.task = nil
+	if len(c.idle) < maxIdleCoros {
+		c.idle = append(c.idle, co)
+	} else {
+		delete(c.coros, co)
+		co.stop()
+	}
+	gauge(&c.stats.tasksLive, -1)
+	c.timers.remove(t)
+	t.release()
+}
+
+// start runs on the carrier's own goroutine: it locks the thread, names and
+// pins it, reports the outcome on startErr and runs the loop.
+func (c *Carrier) start() {
+	// The thread is never unlocked: when the goroutine ends the runtime
+	// discards the thread, with the name and affinity given to it here.
+	runtime.LockOSThread()
+	c.tid.Store(int64(unix.Gettid()))
+	err := unix.SetThreadName(fmt.Sprintf("carrier-%d", c.id))
+	if err == nil && len(c.affinity) > 0 {
+		err = cpu.Pin(c.affinity)
+	}
+	if err != nil {
+		c.startErr <- fmt.Errorf("carrier %d: %w", c.id, err)
+		c.shutdown()
+		close(c.done)
+		return
+	}
+	c.startErr <- nil
+	c.loop()
+	c.shutdown()
+	close(c.done)
+}
+
+// shutdown stops every coroutine (parked tasks unwind with errStopped and
+// close their conns), drops queued tasks and closes every registered fd.
+func (c *Carrier) shutdown() {
+	for _, t := range c.inject.close() {
+		t.release()
+	}
+	for _, t := range c.local.close() {
+		if t.co == nil { // a SubmitLocal task that never started
+			t.release()
+		} // else a resumption: its coroutine is stopped below
+	}
+	c.lifo = nil
+	for t := c.fifo.pop(); t != nil; t = c.fifo.pop() {
+		if t.co == nil {
+			t.release()
+		}
+	}
+	for co := range c.coros {
+		t := co.task
+		co.stop()
+		if t != nil {
+			gauge(&c.stats.tasksLive, -1)
+			c.timers.remove(t)
+		}
+	}
+	clear(c.coros)
+	c.idle = nil
+	for _, pd := range c.fds {
+		if pd != nil {
+			pd.shut()
+		}
+	}
+	c.timers = nil
+	// The epoll and eventfd are closed by Group.Close once this carrier is
+	// done, so that no other goroutine can signal a reused fd number.
+}

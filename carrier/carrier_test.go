@@ -1,0 +1,54 @@
+package carrier
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestSubmitRunsOnCarrier(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 2})
+	if g.Len() != 2 {
+		t.Fatalf("Len = %d, want 2", g.Len())
+	}
+	done := make(chan struct{})
+	var ran atomic.Int32
+	const n = 100
+	for i := 0; i < n; i++ {
+		if err := g.Go(func(tk *Task) {
+			if tk.Carrier() == nil {
+				t.Error("task without carrier")
+			}
+			if ran.Add(1) == n {
+				close(done)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	within(t, done, 5*time.Second, "100 tasks")
+	var runs uint64
+	for _, s := range g.Snapshot() {
+		runs += s.TasksRun
+	}
+	if runs < n {
+		t.Errorf("telemetry counts %d task runs, want >= %d", runs, n)
+	}
+}
+
+func BenchmarkYield(b *testing.B) {
+	g := newGroup(b, Options{Carriers: 1})
+	done := make(chan struct{})
+	b.ReportAllocs()
+	g.Carrier(0).Submit(func(tk *Task) {
+		tk.Yield() // warm
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			tk.Yield()
+		}
+		b.StopTimer()
+		close(done)
+	})
+	<-done
+}

@@ -1,0 +1,320 @@
+package carrier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/internal/unix"
+)
+
+// pollDesc is an fd registered on its carrier's epoll (edge-triggered, for
+// reading and writing at once), with the tasks parked on it.
+type pollDesc struct {
+	fd     int
+	c      *Carrier
+	slot   int32
+	gen    uint32
+	conn   bool  // counted in OpenConns
+	rwait  *Task // task parked until readable
+	wwait  *Task // task parked until writable
+	closed bool
+}
+
+// register adds fd to c's epoll and table. It runs on c's thread.
+func (c *Carrier) register(pd *pollDesc) error {
+	var slot int32
+	if k := len(c.free); k > 0 {
+		slot = c.free[k-1]
+		c.free = c.free[:k-1]
+	} else {
+		slot = int32(len(c.fds))
+		c.fds = append(c.fds, nil)
+	}
+	pd.c, pd.slot = c, slot
+	pd.gen++
+	tok := uint64(slot+1) | uint64(pd.gen)<<32
+	if err := unix.EpollAdd(c.ep, pd.fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok); err != nil {
+		c.free = append(c.free, slot)
+		return err
+	}
+	c.fds[slot] = pd
+	if pd.conn {
+		gauge(&c.stats.openConns, 1)
+	}
+	return nil
+}
+
+// shut closes the fd, forgets it and wakes the tasks parked on it (they see
+// closed). The kernel drops a closed fd from the epoll set.
+func (pd *pollDesc) shut() {
+	if pd.closed {
+		return
+	}
+	pd.closed = true
+	c := pd.c
+	c.fds[pd.slot] = nil
+	c.free = append(c.free, pd.slot)
+	if pd.conn {
+		gauge(&c.stats.openConns, -1)
+	}
+	unix.Close(pd.fd)
+	if t := pd.rwait; t != nil {
+		c.wakeTask(t, false)
+	}
+	if t := pd.wwait; t != nil {
+		c.wakeTask(t, false)
+	}
+}
+
+// await parks the current task until pd is ready in the direction slot
+// names (&pd.rwait or &pd.wwait) or the deadline (monotonic ns, 0: none)
+// passes. The caller retries its operation and checks the deadline.
+func (pd *pollDesc) await(t *Task, slot **Task, deadline int64) {
+	*slot = t
+	if deadline != 0 {
+		pd.c.timers.add(t, deadline)
+	}
+	t.block()
+	*slot = nil
+	pd.c.timers.remove(t)
+}
+
+// current returns the running task of pd's carrier, or nil outside one.
+func (pd *pollDesc) current() *Task {
+	if pd.c == nil {
+		return nil
+	}
+	return pd.c.cur
+}
+
+// Conn is a TCP connection driven by its home carrier. Read and Write look
+// blocking but park the calling task, not the thread. A Conn may be used
+// only by tasks of its home carrier, by one reader and one writer at a time.
+type Conn struct {
+	pd            pollDesc
+	owner         *Task
+	local, remote netip.AddrPort
+	rdl, wdl      int64 // deadlines, monotonic ns (wait.Now); 0: none
+}
+
+// newConn wraps a connected non-blocking socket and registers it on c.
+func (c *Carrier) newConn(fd int, remote netip.AddrPort) (*Conn, error) {
+	cn := &Conn{pd: pollDesc{fd: fd, conn: true}, remote: remote}
+	if err := c.register(&cn.pd); err != nil {
+		return nil, fmt.Errorf("register conn: %w", err)
+	}
+	cn.local, _ = unix.LocalAddr(fd)
+	return cn, nil
+}
+
+// Read reads into p, parking the task until data arrives. It returns io.EOF
+// at the end of the stream, os.ErrDeadlineExceeded after the read deadline
+// and net.ErrClosed once the conn is closed.
+func (cn *Conn) Read(p []byte) (int, error) {
+	pd := &cn.pd
+	t := pd.current()
+	if t == nil {
+		return 0, ErrNotInTask
+	}
+	for {
+		if pd.closed {
+			return 0, net.ErrClosed
+		}
+		if cn.rdl != 0 && wait.Now() >= cn.rdl {
+			return 0, os.ErrDeadlineExceeded
+		}
+		n, err := unix.ReadNB(pd.fd, p)
+		switch {
+		case err == nil:
+			if n == 0 && len(p) > 0 {
+				return 0, io.EOF
+			}
+			t.opDone()
+			return n, nil
+		case err == unix.EAGAIN:
+			pd.await(t, &pd.rwait, cn.rdl)
+		case err == unix.EINTR:
+		default:
+			return 0, err
+		}
+	}
+}
+
+// Write writes all of p, parking the task while the socket buffer is full;
+// it returns the bytes written and an error when it could not write all.
+func (cn *Conn) Write(p []byte) (int, error) {
+	pd := &cn.pd
+	t := pd.current()
+	if t == nil {
+		return 0, ErrNotInTask
+	}
+	written := 0
+	for written < len(p) {
+		if pd.closed {
+			return written, net.ErrClosed
+		}
+		if cn.wdl != 0 && wait.Now() >= cn.wdl {
+			return written, os.ErrDeadlineExceeded
+		}
+		n, err := unix.WriteNB(pd.fd, p[written:])
+		switch {
+		case err == nil:
+			written += n
+		case err == unix.EAGAIN:
+			pd.await(t, &pd.wwait, cn.wdl)
+		case err == unix.EINTR:
+		default:
+			return written, err
+		}
+	}
+	t.opDone()
+	return written, nil
+}
+
+// Close closes the connection; tasks parked on it resume with
+// net.ErrClosed. Closing twice returns net.ErrClosed.
+func (cn *Conn) Close() error {
+	if cn.pd.closed {
+		return net.ErrClosed
+	}
+	if o := cn.owner; o != nil {
+		o.disown(cn)
+		if o.accepted == cn {
+			o.accepted = nil
+		}
+	}
+	cn.pd.shut()
+	return nil
+}
+
+// SetDeadline sets the read and write deadlines; the zero time clears them.
+func (cn *Conn) SetDeadline(t time.Time) error {
+	cn.rdl = monoDeadline(t)
+	cn.wdl = cn.rdl
+	return nil
+}
+
+// SetReadDeadline sets the time after which Read fails with
+// os.ErrDeadlineExceeded; the zero time clears it.
+func (cn *Conn) SetReadDeadline(t time.Time) error { cn.rdl = monoDeadline(t); return nil }
+
+// SetWriteDeadline sets the time after which Write fails with
+// os.ErrDeadlineExceeded; the zero time clears it.
+func (cn *Conn) SetWriteDeadline(t time.Time) error { cn.wdl = monoDeadline(t); return nil }
+
+// monoDeadline converts a wall-clock deadline to wait.Now nanoseconds
+// (0 for the zero time; at least 1 so a past deadline is not "none").
+func monoDeadline(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(1, wait.Now()+int64(time.Until(t)))
+}
+
+// LocalAddr returns the local address.
+func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) }
+
+// RemoteAddr returns the peer's address.
+func (cn *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.remote) }
+
+// Dial connects to addr ("host:port"; names are resolved on an offloaded
+// goroutine) with a non-blocking connect on the task's carrier, waiting at
+// most timeout (0: no limit). The conn is held by the task: a panic closes
+// it. Errors are *net.OpError values: errors.Is(err, syscall.ECONNREFUSED)
+// and errors.Is(err, os.ErrDeadlineExceeded) work.
+func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
+	var deadline int64
+	if timeout > 0 {
+		deadline = wait.Now() + int64(timeout)
+	}
+	ap, err := t.resolve(addr)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+	}
+	raddr := net.TCPAddrFromAddrPort(ap)
+	opErr := func(err error) error { return &net.OpError{Op: "dial", Net: "tcp", Addr: raddr, Err: err} }
+	sa, family := unix.SockaddrOf(ap)
+	fd, err := unix.TCPSocket(family)
+	if err != nil {
+		return nil, opErr(err)
+	}
+	cerr := unix.Connect(fd, sa)
+	if cerr != nil && !errors.Is(cerr, unix.EINPROGRESS) {
+		unix.Close(fd)
+		return nil, opErr(cerr)
+	}
+	cn, err := t.home.newConn(fd, ap)
+	if err != nil {
+		unix.Close(fd)
+		return nil, opErr(err)
+	}
+	t.adopt(cn)
+	if cerr != nil { // in progress: writable means connected or failed
+		for {
+			if deadline != 0 && wait.Now() >= deadline {
+				cn.Close()
+				return nil, opErr(os.ErrDeadlineExceeded)
+			}
+			cn.pd.await(t, &cn.pd.wwait, deadline)
+			if cn.pd.closed {
+				return nil, opErr(net.ErrClosed)
+			}
+			if err := unix.SocketError(fd); err != nil {
+				cn.Close()
+				return nil, opErr(err)
+			}
+			if isConnected(fd) {
+				break
+			}
+		}
+	}
+	cn.local, _ = unix.LocalAddr(fd)
+	if err := unix.SetNoDelay(fd); err != nil {
+		cn.Close()
+		return nil, opErr(err)
+	}
+	return cn, nil
+}
+
+// isConnected reports whether a connecting socket has a peer (the
+// writability that woke us was not a spurious edge).
+func isConnected(fd int) bool {
+	_, err := unix.PeerAddr(fd)
+	return err == nil
+}
+
+// resolve turns "host:port" into an address; names other than IP literals
+// and localhost are looked up on an offloaded goroutine.
+func (t *Task) resolve(addr string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return ap, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	pn, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("bad port in %q", addr)
+	}
+	if host == "localhost" || host == "" {
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(pn)), nil
+	}
+	var ips []netip.Addr
+	t.Offload(func() { ips, err = net.DefaultResolver.LookupNetIP(context.Background(), "ip", host) })
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("no address for %q", host)
+	}
+	return netip.AddrPortFrom(ips[0], uint16(pn)), nil
+}

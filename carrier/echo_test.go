@@ -1,0 +1,119 @@
+package carrier
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"spindle/carrier/wait"
+)
+
+// echo is the handler of the echo tests and benchmarks.
+func echo(t *Task, c *Conn) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// strategies lists every strategy name wait.New may know.
+var strategies = []string{"block", "busy", "pause", "adaptive", "tpause", "umwait"}
+
+// newGroupOrSkip starts a group, skipping the test when its wait strategy
+// is not available on this machine.
+func newGroupOrSkip(t *testing.T, o Options) *Group {
+	t.Helper()
+	g, err := New(o)
+	if errors.Is(err, wait.ErrNotSupported) {
+		t.Skipf("wait strategy %s: %v", o.Wait, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// runEchoClients opens conns connections to addr, each sending msgs
+// messages and checking every echo, and fails on any mismatch.
+func runEchoClients(t *testing.T, addr string, conns, msgs int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(20 * time.Second))
+			got := make([]byte, 64)
+			for m := 0; m < msgs; m++ {
+				want := []byte(fmt.Sprintf("conn %d message %d", i, m))
+				if _, err := nc.Write(want); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := io.ReadFull(nc, got[:len(want)]); err != nil {
+					errs <- fmt.Errorf("conn %d message %d: %w", i, m, err)
+					return
+				}
+				if !bytes.Equal(got[:len(want)], want) {
+					errs <- fmt.Errorf("conn %d: echo %q, want %q", i, got[:len(want)], want)
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestEchoMatrix(t *testing.T) {
+	for _, carriers := range []int{1, 2} {
+		for _, w := range strategies {
+			for _, steal := range []bool{false, true} {
+				for _, reuse := range []bool{false, true} {
+					name := fmt.Sprintf("carriers=%d/wait=%s/steal=%v/reuseport=%v", carriers, w, steal, reuse)
+					t.Run(name, func(t *testing.T) {
+						checkLeaks(t)
+						g := newGroupOrSkip(t, Options{Carriers: carriers, Wait: w, Steal: steal})
+						l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: reuse})
+						if err != nil {
+							t.Fatal(err)
+						}
+						runEchoClients(t, l.Addr().String(), 20, 20)
+						if err := l.Close(); err != nil {
+							t.Fatal(err)
+						}
+						var conns int64
+						for _, s := range g.Snapshot() {
+							conns += s.OpenConns
+						}
+						if conns < 0 {
+							t.Errorf("OpenConns sums to %d", conns)
+						}
+					})
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package carrier
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+	"spindle/internal/unix"
+)
+
+// ErrGroupClosed is wrapped by operations on a closed group.
+var ErrGroupClosed = errors.New("carrier group closed")
+
+// Group is a set of carriers started together.
+type Group struct {
+	opts         Options
+	carriers     []*Carrier
+	rr           atomic.Uint32
+	closed       atomic.Bool
+	closeOnce    sync.Once
+	offloads     sync.WaitGroup
+	searching    atomic.Int32
+	maxSearching int32
+
+	mu        sync.Mutex
+	listeners map[*Listener]struct{}
+	moved     []movedThread // threads moved to the N+1 CPU, to restore at Close
+}
+
+type movedThread struct {
+	tid  int
+	cpus []int
+}
+
+// New starts a group of carriers: each on its own locked OS thread named
+// carrier-N, pinned as o.Pin says.
+func New(o Options) (*Group, error) {
+	o = o.withDefaults()
+	p, err := plan(o)
+	if err != nil {
+		return nil, fmt.Errorf("carrier: place carriers: %w", err)
+	}
+	g := &Group{opts: o, listeners: map[*Listener]struct{}{}}
+	g.maxSearching = int32(max(1, p.n/2))
+	for i := 0; i < p.n; i++ {
+		c, err := g.newCarrier(i, p)
+		if err != nil {
+			g.closeUnstarted()
+			return nil, err
+		}
+		g.carriers = append(g.carriers, c)
+	}
+	for _, c := range g.carriers {
+		for _, s := range g.carriers {
+			if s != c && (o.StealScope == ScopeGlobal || p.cluster[s.id] == p.cluster[c.id]) {
+				c.siblings = append(c.siblings, s)
+			}
+		}
+	}
+	for i, c := range g.carriers {
+		go c.start()
+		if err := <-c.startErr; err != nil {
+			for _, later := range g.carriers[i+1:] {
+				later.closeFDs()
+			}
+			g.carriers = g.carriers[:i+1]
+			g.Close()
+			return nil, err
+		}
+	}
+	if o.NPlusOne {
+		if err := g.moveOthers(p.reserved); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
+	strat, err := newStrategy(g.opts.Wait)
+	if err != nil {
+		return nil, fmt.Errorf("carrier: %w", err)
+	}
+	c := &Carrier{
+		g: g, id: i, cpu: p.cpus[i], affinity: p.affinity[i], strat: strat,
+		coros:    map[*coro]struct{}{},
+		events:   make([]unix.EpollEvent, eventBatch),
+		rng:      uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
+		done:     make(chan struct{}),
+		startErr: make(chan error, 1),
+		ep:       -1,
+		efd:      -1,
+	}
+	if c.ep, err = unix.EpollCreate(); err != nil {
+		return nil, fmt.Errorf("carrier %d: %w", i, err)
+	}
+	if c.efd, err = unix.Eventfd(); err != nil {
+		c.closeFDs()
+		return nil, fmt.Errorf("carrier %d: %w", i, err)
+	}
+	// Token 0 is the eventfd; level-triggered, drained when seen.
+	if err := unix.EpollAdd(c.ep, c.efd, unix.EPOLLIN, 0); err != nil {
+		c.closeFDs()
+		return nil, fmt.Errorf("carrier %d: %w", i, err)
+	}
+	return c, nil
+}
+
+func (c *Carrier) closeFDs() {
+	if c.ep >= 0 {
+		unix.Close(c.ep)
+	}
+	if c.efd >= 0 {
+		unix.Close(c.efd)
+	}
+}
+
+// closeUnstarted releases carriers created but not started.
+func (g *Group) closeUnstarted() {
+	for _, c := range g.carriers {
+		c.closeFDs()
+	}
+	g.carriers = nil
+}
+
+// moveOthers restricts every thread of the process that is not a carrier to
+// the reserved CPU. Go creates new threads from a template thread (when the
+// creator is locked) or from another non-carrier thread, so later threads
+// inherit the reserved CPU too.
+func (g *Group) moveOthers(reserved cpu.Set) error {
+	carriers := map[int]bool{}
+	for _, c := range g.carriers {
+		carriers[int(c.tid.Load())] = true
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("carrier: n+1: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil || carriers[tid] {
+			continue
+		}
+		old, err := unix.SchedGetaffinity(tid)
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		if err := unix.SchedSetaffinity(tid, reserved); err != nil {
+			continue
+		}
+		g.moved = append(g.moved, movedThread{tid, old})
+	}
+	return nil
+}
+
+// Len returns the number of carriers.
+func (g *Group) Len() int { return len(g.carriers) }
+
+// Carrier returns carrier i (0 <= i < Len()).
+func (g *Group) Carrier(i int) *Carrier { return g.carriers[i] }
+
+// Go submits fn as a new task. Policy: carriers are chosen round-robin, so
+// a burst of submissions from one goroutine spreads evenly; with stealing
+// on, idle carriers rebalance what piles up.
+func (g *Group) Go(fn func(*Task)) error {
+	n := uint32(len(g.carriers))
+	return g.carriers[(g.rr.Add(1)-1)%n].Submit(fn)
+}
+
+// Snapshot returns each carrier's telemetry.
+func (g *Group) Snapshot() []Telemetry {
+	out := make([]Telemetry, len(g.carriers))
+	for i, c := range g.carriers {
+		out[i] = c.stats.snapshot(c.id, c.cpu)
+	}
+	return out
+}
+
+// Close stops every carrier, closing every conn and listener, waits for
+// offloaded functions to return, and restores the affinity of threads moved
+// by NPlusOne. No goroutine or fd of the group survives it. Closing twice is
+// harmless.
+func (g *Group) Close() error {
+	g.closeOnce.Do(func() {
+		g.closed.Store(true)
+		for _, c := range g.carriers {
+			c.stopping.Store(true)
+			c.poke.Store(1)
+			unix.EventfdSignal(c.efd)
+		}
+		for _, c := range g.carriers {
+			<-c.done
+			c.closeFDs()
+		}
+		g.offloads.Wait()
+		g.mu.Lock()
+		for l := range g.listeners {
+			l.closeUnregistered()
+		}
+		clear(g.listeners)
+		for _, m := range g.moved {
+			unix.SchedSetaffinity(m.tid, m.cpus) // the thread may be gone: nothing to restore
+		}
+		g.moved = nil
+		g.mu.Unlock()
+	})
+	return nil
+}
+
+// onCarrierThread reports whether the caller runs on one of g's carriers
+// (inside a task), where waiting for a carrier would deadlock.
+func (g *Group) onCarrierThread() bool {
+	tid := int64(unix.Gettid())
+	for _, c := range g.carriers {
+		if c.tid.Load() == tid {
+			return true
+		}
+	}
+	return false
+}
+
+func durationSince(start int64) time.Duration { return time.Duration(wait.Now() - start) }
+
+func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }

@@ -1,0 +1,59 @@
+package carrier
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count fds: %v", err)
+	}
+	return len(ents)
+}
+
+// checkLeaks records goroutines and fds now and, at cleanup (after the
+// cleanups registered later, such as Group.Close), fails if either grew.
+func checkLeaks(t *testing.T) {
+	t.Helper()
+	g0, f0 := runtime.NumGoroutine(), openFDs(t)
+	t.Cleanup(func() {
+		var g, f int
+		for i := 0; i < 200; i++ { // exiting goroutines take a moment to be counted out
+			g, f = runtime.NumGoroutine(), openFDs(t)
+			if g <= g0 && f <= f0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		buf := make([]byte, 1<<16)
+		n := runtime.Stack(buf, true)
+		t.Errorf("leak: goroutines %d -> %d, fds %d -> %d\n%s", g0, g, f0, f, buf[:n])
+	})
+}
+
+// newGroup starts a group closed at the end of the test.
+func newGroup(t testing.TB, o Options) *Group {
+	t.Helper()
+	g, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// within fails the test if ch is not closed (or sent on) within d.
+func within(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not done within %v", what, d)
+	}
+}

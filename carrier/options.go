@@ -1,0 +1,138 @@
+package carrier
+
+import (
+	"fmt"
+	"time"
+
+	"spindle/cpu"
+)
+
+// Defaults for Options; the spindle command reuses them as flag defaults.
+const (
+	// DefaultDrainBudget bounds one drain pass so that I/O is polled at
+	// least every 50µs while tasks are runnable (the scheduler study's value).
+	DefaultDrainBudget = 50 * time.Microsecond
+	// DefaultWait is the idle strategy: block in epoll_wait.
+	DefaultWait = "block"
+	// DefaultOpBudget is how many I/O operations a task may complete in a
+	// row without blocking before it is made to yield: enough for a request
+	// and its backend round trip, few enough that one busy connection
+	// cannot hold its carrier for long.
+	DefaultOpBudget = 64
+	// DefaultBacklog is the listen backlog when ListenOptions.Backlog is 0
+	// (the kernel caps it at net.core.somaxconn).
+	DefaultBacklog = 4096
+	// AcceptBackoff is how long an acceptor sleeps after accept failed for
+	// lack of file descriptors (EMFILE, ENFILE), instead of spinning on a
+	// listener that stays readable.
+	AcceptBackoff = 10 * time.Millisecond
+)
+
+// Pinning says how carrier threads are bound to CPUs.
+type Pinning int
+
+// The pinning modes.
+const (
+	PinOff     Pinning = iota // carriers may run on any CPU of the set
+	PinCPU                    // carrier i on the i-th CPU of the set
+	PinSkipSMT                // carrier i on the first CPU of the i-th core (one CPU per core)
+)
+
+var pinningNames = [...]string{PinOff: "off", PinCPU: "cpu", PinSkipSMT: "nosmt"}
+
+// String returns the flag value of p.
+func (p Pinning) String() string {
+	if p >= 0 && int(p) < len(pinningNames) {
+		return pinningNames[p]
+	}
+	return fmt.Sprintf("Pinning(%d)", int(p))
+}
+
+// ParsePinning parses a pinning flag value: off, cpu or nosmt.
+func ParsePinning(s string) (Pinning, error) {
+	for i, n := range pinningNames {
+		if s == n {
+			return Pinning(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown pinning %q (want off, cpu or nosmt)", s)
+}
+
+// Scope is how far an idle carrier looks for work to steal.
+type Scope int
+
+// The stealing scopes.
+const (
+	ScopeGlobal  Scope = iota // any other carrier
+	ScopeCluster              // carriers on CPUs that share the thief's L3 cache
+)
+
+var scopeNames = [...]string{ScopeGlobal: "global", ScopeCluster: "cluster"}
+
+// String returns the flag value of s.
+func (s Scope) String() string {
+	if s >= 0 && int(s) < len(scopeNames) {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("Scope(%d)", int(s))
+}
+
+// ParseScope parses a stealing-scope flag value: global or cluster.
+func ParseScope(s string) (Scope, error) {
+	for i, n := range scopeNames {
+		if s == n {
+			return Scope(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown steal scope %q (want global or cluster)", s)
+}
+
+// Options configure a Group of carriers. The zero value is valid: one
+// carrier per allowed CPU, unpinned, blocking when idle, no stealing.
+type Options struct {
+	// Carriers is the number of carriers; 0: one per CPU of the set (minus
+	// the reserved one with NPlusOne).
+	Carriers int
+	// CPUs are the CPUs carriers are placed on; empty: the CPUs the process
+	// may run on.
+	CPUs cpu.Set
+	// DrainBudget is the longest time (ns resolution) one drain pass runs
+	// tasks before the carrier polls I/O again; a pass always runs at least
+	// one task. 0: DefaultDrainBudget.
+	DrainBudget time.Duration
+	// Wait names the idle strategy (block, busy, pause, adaptive, tpause,
+	// umwait) passed to wait.New; "": DefaultWait.
+	Wait string
+	// Steal lets an idle carrier take unstarted work from a sibling.
+	Steal bool
+	// StealScope limits where a thief looks: every carrier or its L3 cluster.
+	StealScope Scope
+	// Pin binds carrier threads to CPUs.
+	Pin Pinning
+	// NPlusOne reserves the first CPU of the set for everything that is not a
+	// carrier (GC workers, sysmon, offloaded goroutines): carriers run on the
+	// others and the process's other threads are moved onto it.
+	NPlusOne bool
+	// OpBudget is the number of I/O operations a task may complete without
+	// blocking before it is made to yield; 0: DefaultOpBudget.
+	OpBudget int
+	// SysRoot is the filesystem root under which sysfs topology is read
+	// ("" means "/"), for tests.
+	SysRoot string
+}
+
+func (o Options) withDefaults() Options {
+	if o.DrainBudget <= 0 {
+		o.DrainBudget = DefaultDrainBudget
+	}
+	if o.Wait == "" {
+		o.Wait = DefaultWait
+	}
+	if o.OpBudget <= 0 {
+		o.OpBudget = DefaultOpBudget
+	}
+	if o.SysRoot == "" {
+		o.SysRoot = "/"
+	}
+	return o
+}

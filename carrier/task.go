@@ -1,0 +1,224 @@
+package carrier
+
+import (
+	"errors"
+	"iter"
+	"sync"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/internal/unix"
+)
+
+// Task states. Only the home carrier's thread reads or writes them.
+const (
+	taskIdle     uint8 = iota // queued, not started
+	taskRunning               // its coroutine is executing
+	taskParked                // waiting for I/O, a timer or an offloaded function
+	taskRunnable              // in a run queue again
+)
+
+// Task is one unit of work: a closure run as a coroutine on a carrier.
+// Its methods may be called only from the task's own coroutine (the fn it
+// was started with and what fn calls); a *Task must not be kept after fn
+// returns, because the runtime reuses it.
+type Task struct {
+	fn    func(*Task)
+	home  *Carrier
+	co    *coro
+	state uint8
+
+	when int64 // timer deadline, monotonic ns (wait.Now)
+	hidx int   // index in the home carrier's timer heap, -1 when absent
+
+	submitted int64 // wait.Now at Submit/Go, for submit-to-run telemetry
+	ops       int   // I/O operations completed since the task last blocked
+
+	owned    []*Conn // conns the task holds: closed if it panics
+	accepted *Conn   // the handler's conn: closed when the task ends
+
+	// An accepted connection travelling with an unstarted handler task, so
+	// that a thief can register it on its own epoll (and the fd is closed
+	// if the task is dropped at Close).
+	lis   *Listener
+	afd   int
+	asa   unix.Sockaddr
+	panic any // a panic raised by an offloaded function, re-raised in the task
+}
+
+var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
+
+func newTask(fn func(*Task)) *Task {
+	t := taskPool.Get().(*Task)
+	t.fn = fn
+	t.submitted = wait.Now()
+	return t
+}
+
+// release returns a finished (or never started) task to the pool.
+func (t *Task) release() {
+	if t.afd >= 0 { // dropped before it started: nobody else will close it
+		unix.Close(t.afd)
+	}
+	clear(t.owned)
+	*t = Task{hidx: -1, afd: -1, owned: t.owned[:0]}
+	taskPool.Put(t)
+}
+
+// errStopped unwinds a parked task's coroutine when its carrier stops.
+var errStopped = errors.New("carrier: stopped")
+
+// ErrNotInTask is returned by Conn methods called outside a task of the
+// conn's home carrier.
+var ErrNotInTask = errors.New("carrier: conn used outside a task of its home carrier")
+
+// Carrier returns the carrier the task runs on.
+func (t *Task) Carrier() *Carrier { return t.home }
+
+// block parks the task until something makes it runnable again. When the
+// carrier stops instead, it panics with errStopped, which the task's runner
+// recovers after the task's deferred functions ran.
+func (t *Task) block() {
+	t.state = taskParked
+	t.ops = 0
+	if !t.co.yield(false) {
+		panic(errStopped)
+	}
+	t.state = taskRunning
+}
+
+// Yield lets the carrier run its other runnable tasks and poll I/O, then
+// resumes the task.
+func (t *Task) Yield() {
+	t.home.fifo.push(t)
+	t.block()
+}
+
+// Sleep parks the task for d on its carrier's timer heap.
+func (t *Task) Sleep(d time.Duration) {
+	if d <= 0 {
+		t.Yield()
+		return
+	}
+	c := t.home
+	c.timers.add(t, wait.Now()+int64(d))
+	t.block()
+}
+
+// Go starts another task on the same carrier. It is queued as unstarted
+// work, so with stealing on an idle sibling may take it.
+func (t *Task) Go(fn func(*Task)) {
+	c := t.home
+	nt := newTask(fn)
+	if !c.inject.push(nt) {
+		nt.release()
+		return
+	}
+	c.hintThieves()
+}
+
+// Offload runs fn on a plain goroutine, where it may block the Go way
+// (channels, mutexes, net, time.Sleep), and parks the task until fn
+// returns; the task then resumes on its home carrier. A panic in fn is
+// re-raised in the task. Group.Close waits for offloaded functions.
+func (t *Task) Offload(fn func()) {
+	c := t.home
+	c.g.offloads.Add(1)
+	t.state = taskParked // before fn can finish and queue the resumption
+	go func() {
+		defer c.g.offloads.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				t.panic = p
+			}
+			c.resume(t)
+		}()
+		fn()
+	}()
+	t.block()
+	if p := t.panic; p != nil {
+		t.panic = nil
+		panic(p)
+	}
+}
+
+// opDone counts a completed I/O operation and yields when the task has
+// used its budget without blocking.
+func (t *Task) opDone() {
+	t.ops++
+	if t.ops >= t.home.g.opts.OpBudget {
+		t.Yield()
+	}
+}
+
+// adopt records that t holds cn, so a panic in t closes it.
+func (t *Task) adopt(cn *Conn) {
+	cn.owner = t
+	t.owned = append(t.owned, cn)
+}
+
+func (t *Task) disown(cn *Conn) {
+	for i, o := range t.owned {
+		if o == cn {
+			last := len(t.owned) - 1
+			t.owned[i] = t.owned[last]
+			t.owned[last] = nil
+			t.owned = t.owned[:last]
+			break
+		}
+	}
+	cn.owner = nil
+}
+
+// coro is a pooled coroutine: one iter.Pull coroutine runs task after task
+// on its carrier's thread, so starting a task allocates nothing once the
+// pool is warm.
+type coro struct {
+	c     *Carrier
+	next  func() (bool, bool)
+	stop  func()
+	yield func(bool) bool
+	task  *Task
+}
+
+// body is the coroutine's function. It yields false when its task parks
+// and true when the task has finished; it then waits for the next task.
+func (co *coro) body(yield func(bool) bool) {
+	co.yield = yield
+	for {
+		co.c.execute(co.task)
+		if !yield(true) {
+			return
+		}
+	}
+}
+
+func (c *Carrier) newCoro() *coro {
+	co := &coro{c: c}
+	co.next, co.stop = iter.Pull(co.body)
+	c.coros[co] = struct{}{}
+	return co
+}
+
+// maxIdleCoros bounds the coroutine pool of one carrier: a burst of 10,000
+// connections does not keep 10,000 idle goroutine stacks after it ends.
+const maxIdleCoros = 1024
+
+// execute runs t's function in the current coroutine, recovering a panic:
+// the panic is counted and the conns the task holds are closed.
+func (c *Carrier) execute(t *Task) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != errStopped {
+				add(&c.stats.panics, 1)
+			}
+			for len(t.owned) > 0 {
+				t.owned[len(t.owned)-1].Close()
+			}
+		}
+		if t.accepted != nil {
+			t.accepted.Close()
+		}
+	}()
+	t.fn(t)
+}

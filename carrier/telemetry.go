@@ -1,0 +1,222 @@
+package carrier
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+
+	"spindle/carrier/wait"
+)
+
+// histBuckets is the number of log2 buckets: bucket 0 holds the value 0 and
+// bucket i (1..64) the values v with 2^(i-1) <= v < 2^i, so every uint64 fits.
+const histBuckets = 65
+
+// Histogram is a snapshot of a log2-bucketed histogram of non-negative
+// integer samples (queue depths, nanoseconds). It is cumulative, so the
+// difference of two snapshots (Sub) describes the window between them.
+type Histogram struct {
+	Buckets [histBuckets]uint64 `json:"buckets"` // sample counts per log2 bucket
+	Sum     uint64              `json:"sum"`     // sum of all samples
+}
+
+// Count returns the number of samples.
+func (h Histogram) Count() uint64 {
+	var n uint64
+	for _, c := range h.Buckets {
+		n += c
+	}
+	return n
+}
+
+// Mean returns the mean sample, or NaN when there is none.
+func (h Histogram) Mean() float64 {
+	n := h.Count()
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(h.Sum) / float64(n)
+}
+
+// Quantile returns an estimate of the q-quantile (0 <= q <= 1), linear
+// within the bucket that holds it (so within a factor of 2 of the true
+// value), or NaN when there are no samples.
+func (h Histogram) Quantile(q float64) float64 {
+	n := h.Count()
+	if n == 0 || q < 0 || q > 1 || math.IsNaN(q) {
+		return math.NaN()
+	}
+	rank := q * float64(n)
+	var seen float64
+	for i, c := range h.Buckets {
+		if c == 0 {
+			continue
+		}
+		if seen+float64(c) >= rank {
+			if i == 0 {
+				return 0
+			}
+			lo := math.Ldexp(1, i-1)
+			frac := (rank - seen) / float64(c)
+			return lo + frac*lo // bucket i spans [lo, 2lo)
+		}
+		seen += float64(c)
+	}
+	return math.Ldexp(1, histBuckets-1)
+}
+
+// Sub returns h minus an earlier snapshot of the same histogram.
+func (h Histogram) Sub(earlier Histogram) Histogram {
+	for i := range h.Buckets {
+		h.Buckets[i] -= earlier.Buckets[i]
+	}
+	h.Sum -= earlier.Sum
+	return h
+}
+
+// histRec records samples with a single writer (its carrier); readers load
+// the words atomically. A snapshot taken during a record may see the count
+// without the sum: the error is one sample.
+type histRec struct {
+	buckets [histBuckets]atomic.Uint64
+	sum     atomic.Uint64
+}
+
+func (h *histRec) record(v uint64) {
+	b := &h.buckets[bits.Len64(v)]
+	b.Store(b.Load() + 1)
+	h.sum.Store(h.sum.Load() + v)
+}
+
+func (h *histRec) snapshot() Histogram {
+	var s Histogram
+	for i := range h.buckets {
+		s.Buckets[i] = h.buckets[i].Load()
+	}
+	s.Sum = h.sum.Load()
+	return s
+}
+
+// add increments a counter that has a single writer: a plain load and an
+// uncontended store, never a locked read-modify-write on the hot path.
+func add(c *atomic.Uint64, d uint64) { c.Store(c.Load() + d) }
+
+// stats is a carrier's telemetry. Its carrier is the only writer of every
+// field except stealsOut, which thieves increment on the (cold) steal path.
+type stats struct {
+	ioCycles, ioEvents atomic.Uint64
+	drains, tasksRun   atomic.Uint64
+	queueDepth         histRec
+	submitToRun        histRec
+	stealsIn           atomic.Uint64
+	stealsOut          atomic.Uint64
+	waits              [numKinds]atomic.Uint64
+	spunNs, blockedNs  atomic.Uint64
+	panics             atomic.Uint64
+	acceptBackoffs     atomic.Uint64
+	openConns          atomic.Int64
+	tasksLive          atomic.Int64
+}
+
+// numKinds is the number of wait.Kind values counted.
+const numKinds = 4
+
+var kindNames = [numKinds]string{
+	wait.KindNone:  "none",
+	wait.KindSpin:  "spin",
+	wait.KindBlock: "block",
+	wait.KindTimer: "timer",
+}
+
+// Telemetry is one carrier's cumulative counters at one instant. The
+// difference of two snapshots (Sub) describes the window between them;
+// OpenConns and TasksLive are gauges and keep the later value. Fields are
+// read one by one, so a snapshot taken while the carrier works may be off
+// by the events of one loop turn between fields.
+type Telemetry struct {
+	Carrier        int               `json:"carrier"`
+	CPU            int               `json:"cpu"`             // pinned CPU or -1
+	IOCycles       uint64            `json:"io_cycles"`       // epoll_wait calls
+	IOEvents       uint64            `json:"io_events"`       // events those calls returned
+	Drains         uint64            `json:"drains"`          // drain passes
+	TasksRun       uint64            `json:"tasks_run"`       // task resumptions in those passes
+	QueueDepth     Histogram         `json:"queue_depth"`     // runnable tasks at drain start
+	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from Submit/Go to a task's first run
+	StealsIn       uint64            `json:"steals_in"`       // tasks this carrier took from others
+	StealsOut      uint64            `json:"steals_out"`      // tasks others took from this carrier
+	Waits          map[string]uint64 `json:"waits"`           // idle waits by wait.Kind: none, spin, block, timer
+	SpunNs         uint64            `json:"spun_ns"`         // ns spent spinning while idle
+	BlockedNs      uint64            `json:"blocked_ns"`      // ns spent blocked in epoll_wait while idle
+	Panics         uint64            `json:"panics"`          // tasks that panicked (recovered)
+	AcceptBackoffs uint64            `json:"accept_backoffs"` // accepts that failed for lack of fds and backed off
+	OpenConns      int64             `json:"open_conns"`      // gauge: conns registered on this carrier
+	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
+}
+
+// IOEventsPerCycle returns IOEvents/IOCycles, or NaN with no cycles.
+func (t Telemetry) IOEventsPerCycle() float64 {
+	if t.IOCycles == 0 {
+		return math.NaN()
+	}
+	return float64(t.IOEvents) / float64(t.IOCycles)
+}
+
+// TasksPerDrain returns TasksRun/Drains, or NaN with no drains.
+func (t Telemetry) TasksPerDrain() float64 {
+	if t.Drains == 0 {
+		return math.NaN()
+	}
+	return float64(t.TasksRun) / float64(t.Drains)
+}
+
+// Sub returns t minus an earlier snapshot of the same carrier: the counts
+// of the window between them. Gauges keep t's values.
+func (t Telemetry) Sub(earlier Telemetry) Telemetry {
+	d := t
+	d.IOCycles -= earlier.IOCycles
+	d.IOEvents -= earlier.IOEvents
+	d.Drains -= earlier.Drains
+	d.TasksRun -= earlier.TasksRun
+	d.QueueDepth = t.QueueDepth.Sub(earlier.QueueDepth)
+	d.SubmitToRun = t.SubmitToRun.Sub(earlier.SubmitToRun)
+	d.StealsIn -= earlier.StealsIn
+	d.StealsOut -= earlier.StealsOut
+	d.Waits = make(map[string]uint64, len(t.Waits))
+	for k, v := range t.Waits {
+		d.Waits[k] = v - earlier.Waits[k]
+	}
+	d.SpunNs -= earlier.SpunNs
+	d.BlockedNs -= earlier.BlockedNs
+	d.Panics -= earlier.Panics
+	d.AcceptBackoffs -= earlier.AcceptBackoffs
+	return d
+}
+
+func (s *stats) snapshot(id, cpu int) Telemetry {
+	t := Telemetry{
+		Carrier:        id,
+		CPU:            cpu,
+		IOCycles:       s.ioCycles.Load(),
+		IOEvents:       s.ioEvents.Load(),
+		Drains:         s.drains.Load(),
+		TasksRun:       s.tasksRun.Load(),
+		QueueDepth:     s.queueDepth.snapshot(),
+		SubmitToRun:    s.submitToRun.snapshot(),
+		StealsIn:       s.stealsIn.Load(),
+		StealsOut:      s.stealsOut.Load(),
+		Waits:          make(map[string]uint64, numKinds),
+		SpunNs:         s.spunNs.Load(),
+		BlockedNs:      s.blockedNs.Load(),
+		Panics:         s.panics.Load(),
+		AcceptBackoffs: s.acceptBackoffs.Load(),
+		OpenConns:      s.openConns.Load(),
+		TasksLive:      s.tasksLive.Load(),
+	}
+	for k, name := range kindNames {
+		t.Waits[name] = s.waits[k].Load()
+	}
+	return t
+}
+
+// gauge adjusts a single-writer gauge.
+func gauge(g *atomic.Int64, d int64) { g.Store(g.Load() + d) }
