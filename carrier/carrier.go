@@ -53,11 +53,11 @@ type Carrier struct {
 	tid      atomic.Int64
 
 	// Run queues. lifo, fifo and timers belong to the carrier's thread.
-	lifo    *Task
-	fifo    ring
-	inject  injectQ // unstarted tasks from anywhere (stealable)
-	local   injectQ // work for this carrier only: Offload resumptions, SubmitLocal (never stolen)
-	timers  timerHeap
+	lifo   *Task
+	fifo   ring
+	inject injectQ // unstarted tasks from anywhere (stealable)
+	local  injectQ // work for this carrier only: Offload resumptions, SubmitLocal (never stolen)
+	timers timerHeap
 
 	sleeping atomic.Int32 // 1 while the carrier is (about to be) blocked in epoll
 	poke     atomic.Int32 // 1 when someone wants the carrier's attention (stop, steal hint)

@@ -56,9 +56,9 @@ func (r *ring) grow() {
 type injectQ struct {
 	mu     sync.Mutex
 	q      ring
-	length atomic.Int64  // q.n, published for lock-free emptiness checks
-	word   uint32        // bumped (atomically) on every push: a word UMONITOR can watch
-	closed bool          // set under mu when the carrier stops: pushes fail
+	length atomic.Int64 // q.n, published for lock-free emptiness checks
+	word   uint32       // bumped (atomically) on every push: a word UMONITOR can watch
+	closed bool         // set under mu when the carrier stops: pushes fail
 }
 
 // push appends t; it reports false when the queue's carrier has stopped.
