@@ -116,8 +116,9 @@ type Options struct {
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
 	OpBudget int
-	// SysRoot is the filesystem root under which sysfs topology is read
-	// ("" means "/"), for tests.
+	// SysRoot is where sysfs is mounted, for reading the topology (SMT
+	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
+	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
 	SysRoot string
 }
 
@@ -132,7 +133,7 @@ func (o Options) withDefaults() Options {
 		o.OpBudget = DefaultOpBudget
 	}
 	if o.SysRoot == "" {
-		o.SysRoot = "/"
+		o.SysRoot = cpu.DefaultSysRoot
 	}
 	return o
 }

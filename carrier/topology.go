@@ -1,12 +1,6 @@
 package carrier
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-
 	"spindle/cpu"
 )
 
@@ -16,10 +10,14 @@ type placement struct {
 	affinity []cpu.Set // per carrier: CPUs its thread is restricted to (empty: unchanged)
 	cpus     []int     // per carrier: pinned CPU or -1
 	cluster  []int     // per carrier: L3 cluster id (the cluster's lowest CPU), -1 unknown
-	reserved cpu.Set   // the N+1 CPU, when NPlusOne
+	reserved cpu.Set   // the CPUs for everything else, with NPlusOne
 }
 
-// plan places o.Carriers carriers on o.CPUs (or the allowed CPUs).
+var pinModes = [...]cpu.PinMode{PinOff: cpu.PinOff, PinCPU: cpu.PinCPU, PinSkipSMT: cpu.PinCore}
+
+// plan places the carriers with cpu.PlanCarriers on o.CPUs (or the allowed
+// CPUs), reading the topology under o.SysRoot. Unpinned carriers may
+// outnumber the CPUs; pinned ones may not.
 func plan(o Options) (placement, error) {
 	var p placement
 	set := o.CPUs
@@ -29,78 +27,48 @@ func plan(o Options) (placement, error) {
 			return p, err
 		}
 	}
-	if o.NPlusOne {
-		if len(set) < 2 {
-			return p, fmt.Errorf("n+1 placement needs at least 2 CPUs, have %s", set)
-		}
-		p.reserved, set = set[:1], set[1:]
+	topo, err := cpu.ReadTopology(o.SysRoot)
+	if err != nil {
+		topo = nil // no sysfs (a sandbox): every CPU is its own core and cluster
 	}
-	cands := set
-	if o.Pin == PinSkipSMT {
-		cands = firstOfEachCore(o.SysRoot, set)
+	mode := cpu.PinOff
+	if o.Pin >= 0 && int(o.Pin) < len(pinModes) {
+		mode = pinModes[o.Pin]
 	}
+	req := cpu.CarrierRequest{Carriers: o.Carriers, Mode: mode, Reserve: o.NPlusOne}
+	if mode == cpu.PinOff {
+		req.Carriers = 0 // count the units only; any number of unpinned carriers fits
+	}
+	cp, err := cpu.PlanCarriers(set, topo, req)
+	if err != nil {
+		return p, err
+	}
+	p.reserved = cp.Reserved
 	p.n = o.Carriers
 	if p.n <= 0 {
-		p.n = len(cands)
+		p.n = len(cp.Carriers)
+	}
+	var unpinned cpu.Set // unpinned carriers: restricted only when the user narrowed the set
+	if len(o.CPUs) > 0 || o.NPlusOne {
+		unpinned = set.Minus(p.reserved)
 	}
 	for i := 0; i < p.n; i++ {
-		switch o.Pin {
-		case PinCPU, PinSkipSMT:
-			c := cands[i%len(cands)] // more carriers than CPUs: they share, round-robin
-			p.affinity = append(p.affinity, cpu.Set{c})
-			p.cpus = append(p.cpus, c)
-			p.cluster = append(p.cluster, l3Cluster(o.SysRoot, c))
-		default:
-			var aff cpu.Set
-			if len(o.CPUs) > 0 || o.NPlusOne {
-				aff = set
-			}
-			p.affinity = append(p.affinity, aff)
+		if mode == cpu.PinOff {
+			p.affinity = append(p.affinity, unpinned)
 			p.cpus = append(p.cpus, -1)
 			p.cluster = append(p.cluster, -1) // unpinned: one cluster
+			continue
 		}
+		c := cp.Carriers[i]
+		p.affinity = append(p.affinity, cpu.Set{c})
+		p.cpus = append(p.cpus, c)
+		cl := -1
+		if topo != nil {
+			if s := topo.ClusterOf(c); len(s) > 0 {
+				cl = s[0]
+			}
+		}
+		p.cluster = append(p.cluster, cl)
 	}
 	return p, nil
-}
-
-// cpuDir is the sysfs directory of one CPU under root.
-func cpuDir(root string, c int) string {
-	return filepath.Join(root, "sys/devices/system/cpu", "cpu"+strconv.Itoa(c))
-}
-
-// readSet reads a sysfs CPU-list file; nil when it is missing or malformed.
-func readSet(path string) cpu.Set {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	s, err := cpu.ParseList(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// firstOfEachCore keeps, of the CPUs in set, the lowest of each core's SMT
-// siblings (as sysfs topology/thread_siblings_list tells); a CPU whose
-// siblings cannot be read counts as a core of its own.
-func firstOfEachCore(root string, set cpu.Set) cpu.Set {
-	var out cpu.Set
-	for _, c := range set {
-		sib := readSet(filepath.Join(cpuDir(root, c), "topology/thread_siblings_list")).Intersect(set)
-		if len(sib) == 0 || sib[0] == c {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// l3Cluster returns the lowest CPU sharing c's L3 cache (cache/index3), or
-// -1 when sysfs does not say.
-func l3Cluster(root string, c int) int {
-	s := readSet(filepath.Join(cpuDir(root, c), "cache/index3/shared_cpu_list"))
-	if len(s) == 0 {
-		return -1
-	}
-	return s[0]
 }
