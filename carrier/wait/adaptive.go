@@ -19,7 +19,7 @@ type Adaptive struct {
 // measuredB caches the process-wide block-and-wake measurement used when
 // Options.BlockWake is zero.
 var measuredB = sync.OnceValues(func() (time.Duration, error) {
-	return MeasureBlockWake(DefaultMeasureRounds)
+	return MeasureBlockWakeAfter(DefaultMeasureRounds, DefaultMeasureIdle)
 })
 
 func newAdaptive(o Options) (Strategy, error) {

@@ -10,17 +10,38 @@ import (
 	"spindle/internal/unix"
 )
 
-// DefaultMeasureRounds is how many block-and-wake round trips
-// MeasureBlockWake makes when a strategy measures B for itself: a few
-// milliseconds of work, enough for a stable median.
-const DefaultMeasureRounds = 400
+// Defaults for the B measurement the adaptive strategy makes when
+// Options.BlockWake is zero.
+const (
+	// DefaultMeasureRounds is how many round trips (two wake-ups each) it
+	// makes: enough for a stable median in about 30ms.
+	DefaultMeasureRounds = 200
+	// DefaultMeasureIdle is how long the sleeper is blocked before each
+	// wake-up: long enough for its CPU to enter its idle path, as a
+	// carrier's CPU does when the adaptive strategy decides to block, and
+	// short enough to keep the measurement brief. On dev-2vcpu (a KVM
+	// guest with halt polling) B was about 1.6µs with no idle time, 25µs
+	// after 10µs and 5-7µs after 1ms: see docs/wait.md.
+	DefaultMeasureIdle = 50 * time.Microsecond
+)
 
 // MeasureBlockWake measures B, the cost of one block-and-wake: two locked
 // OS threads, each blocked in epoll_wait on its own eventfd, wake each other
 // in turn, and each wake-up's latency is the time from just before the
 // waker's eventfd write to the woken thread's return from epoll_wait (both
 // read the monotonic clock). It returns the median of 2*rounds wake-ups.
+// The threads wake each other at once, which is the cheapest case: see
+// MeasureBlockWakeAfter for a wake-up after the sleeper's CPU was idle.
 func MeasureBlockWake(rounds int) (time.Duration, error) {
+	return MeasureBlockWakeAfter(rounds, 0)
+}
+
+// MeasureBlockWakeAfter is MeasureBlockWake with each waker first spinning
+// for idle before it wakes its peer, so that the peer has been blocked (and
+// its CPU idle) that long. Where the idle path depends on how long a CPU has
+// been idle (cpuidle states; a virtual machine's halt polling), B depends on
+// it too.
+func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error) {
 	if rounds <= 0 {
 		return 0, fmt.Errorf("measure block-and-wake: %d rounds", rounds)
 	}
@@ -43,7 +64,7 @@ func MeasureBlockWake(rounds int) (time.Duration, error) {
 			me, peer := &ends[side], &ends[1-side]
 			lat := make([]int64, 0, rounds)
 			if side == 0 { // side 0 serves first
-				if err := peer.wake(); err != nil {
+				if err := peer.wake(idle); err != nil {
 					errs <- err
 					return
 				}
@@ -56,7 +77,7 @@ func MeasureBlockWake(rounds int) (time.Duration, error) {
 				}
 				lat = append(lat, d)
 				if side == 1 || len(lat) < rounds {
-					if err := peer.wake(); err != nil {
+					if err := peer.wake(idle); err != nil {
 						errs <- err
 						return
 					}
@@ -103,8 +124,10 @@ func (w *waker) close() {
 	}
 }
 
-// wake stamps the time and signals w's eventfd.
-func (w *waker) wake() error {
+// wake spins for idle, then stamps the time and signals w's eventfd.
+func (w *waker) wake(idle time.Duration) error {
+	for until := Now() + int64(idle); Now() < until; {
+	}
 	w.sent.Store(Now())
 	return unix.EventfdSignal(w.efd)
 }

@@ -41,7 +41,7 @@ type Options struct {
 	// of wall time from a producer's wake-up to the blocked thread running
 	// again, plus the system calls on both sides). The adaptive policy
 	// weighs spinning against it. 0 means: measure it once per process
-	// with MeasureBlockWake.
+	// with MeasureBlockWakeAfter(DefaultMeasureRounds, DefaultMeasureIdle).
 	BlockWake time.Duration
 	// Trust is the adaptive policy's λ in (0, 1]: how far the learned
 	// threshold may stray from B (it stays within [λB, B/λ]). Smaller

@@ -1,0 +1,230 @@
+package wait
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spindle/cpu"
+	"spindle/internal/unix"
+)
+
+func TestMeasureBlockWake(t *testing.T) {
+	b, err := MeasureBlockWake(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("B (median block-and-wake over 400 wake-ups) = %v", b)
+	if b <= 0 || b > 50*time.Millisecond {
+		t.Errorf("B = %v, not a plausible block-and-wake cost", b)
+	}
+	if _, err := MeasureBlockWake(0); err == nil {
+		t.Error("0 rounds accepted")
+	}
+	for _, idle := range []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond} {
+		d, err := MeasureBlockWakeAfter(20, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("B after %v idle = %v", idle, d)
+	}
+}
+
+func TestMeasurePause(t *testing.T) {
+	ns, err := MeasurePause(100000)
+	if errors.Is(err, ErrNotSupported) {
+		t.Skipf("no PAUSE here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PAUSE = %.1f ns", ns)
+	if ns <= 0 || ns > 10000 {
+		t.Errorf("PAUSE = %.1f ns, not plausible", ns)
+	}
+	if _, err := MeasurePause(0); err == nil {
+		t.Error("0 instructions accepted")
+	}
+}
+
+func TestUmwaitMaxTime(t *testing.T) {
+	root := t.TempDir()
+	if m, c02 := umwaitMaxTime(root); m != 0 || !c02 {
+		t.Errorf("absent: %d, %v; want 0 (no cap), C0.2 allowed", m, c02)
+	}
+	dir := filepath.Join(root, umwaitControlDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "max_time"), []byte("100000\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "enable_c02"), []byte("0\n"), 0o644)
+	if m, c02 := umwaitMaxTime(root); m != 100000 || c02 {
+		t.Errorf("got %d, %v; want 100000, C0.2 off", m, c02)
+	}
+}
+
+// efdTarget is a real target: a flag, an epoll instance and an eventfd the
+// producer signals when the waiter may be blocked.
+type efdTarget struct {
+	flag     atomic.Uint32
+	sleeping atomic.Bool
+	ep, efd  int
+	evs      [4]unix.EpollEvent
+}
+
+func newEfdTarget(t testing.TB) *efdTarget {
+	ep, err := unix.EpollCreate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	efd, err := unix.Eventfd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.EpollAdd(ep, efd, unix.EPOLLIN, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(efd); unix.Close(ep) })
+	return &efdTarget{ep: ep, efd: efd}
+}
+
+func (e *efdTarget) Ready() bool { return e.flag.Load() != 0 }
+func (e *efdTarget) Poll() int {
+	n, _ := unix.EpollWait(e.ep, e.evs[:], 0)
+	if n > 0 {
+		unix.EventfdDrain(e.efd)
+	}
+	return 0 // the eventfd is only a wake-up; work shows in Ready
+}
+func (e *efdTarget) Block(deadline int64) int {
+	e.sleeping.Store(true)
+	defer e.sleeping.Store(false)
+	if e.Ready() {
+		return 0
+	}
+	timeout := int64(-1)
+	if deadline >= 0 {
+		timeout = max(0, deadline-Now())
+	}
+	if n, _ := unix.EpollPwait2(e.ep, e.evs[:], timeout); n > 0 {
+		unix.EventfdDrain(e.efd)
+	}
+	return 0
+}
+func (e *efdTarget) Word() *uint32 { return (*uint32)(unsafePointer(&e.flag)) }
+
+// submit makes work ready and wakes the waiter if it sleeps.
+func (e *efdTarget) submit() {
+	e.flag.Store(1)
+	if e.sleeping.Load() {
+		unix.EventfdSignal(e.efd)
+	}
+}
+
+// pinTo locks the goroutine to its thread and, when the CPU is allowed, pins
+// the thread there.
+func pinTo(c int) {
+	runtime.LockOSThread()
+	if allowed, err := cpu.Allowed(); err == nil && allowed.Contains(c) && len(allowed) > 1 {
+		cpu.Pin(cpu.Set{c})
+	}
+}
+
+// BenchmarkWake measures, per strategy, the latency from a producer making
+// work ready (on CPU 0) to the waiter (on CPU 1) returning from Wait, with
+// the producer waiting 50µs between submissions so that blocking strategies
+// really block. It reports the median and p99 as wake-p50-ns and wake-p99-ns.
+func BenchmarkWake(b *testing.B) {
+	for _, name := range Names() {
+		b.Run(name, func(b *testing.B) {
+			s, err := New(name, Options{})
+			if err != nil {
+				b.Skipf("%s: %v", name, err)
+			}
+			b.ReportAllocs()
+			e := newEfdTarget(b)
+			var sent atomic.Int64
+			lat := make([]int64, 0, b.N)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pinTo(1)
+				defer runtime.UnlockOSThread()
+				for range b.N {
+					for {
+						s.Wait(e, -1)
+						if e.Ready() {
+							break
+						}
+					}
+					lat = append(lat, Now()-sent.Load())
+					e.flag.Store(0)
+				}
+			}()
+			pinTo(0)
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			for range b.N {
+				until := Now() + int64(50*time.Microsecond)
+				for Now() < until {
+				}
+				for e.Ready() { // the waiter has not consumed the last one
+				}
+				sent.Store(Now())
+				e.submit()
+			}
+			<-done
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2]), "wake-p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100]), "wake-p99-ns")
+		})
+	}
+}
+
+// BenchmarkBlockWake reports B (B-ns, the median of 2*b.N wake-ups) after
+// the sleeper's CPU has been idle for 0 (ping-pong), 10µs, 100µs and 1ms.
+func BenchmarkBlockWake(b *testing.B) {
+	for _, idle := range []time.Duration{0, 10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond} {
+		b.Run("idle="+idle.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			d, err := MeasureBlockWakeAfter(b.N, idle)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(d), "B-ns")
+		})
+	}
+}
+
+func BenchmarkPause(b *testing.B) {
+	if !hasPause {
+		b.Skip("no PAUSE instruction on " + runtime.GOARCH)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pause()
+	}
+}
+
+func BenchmarkWaitReady(b *testing.B) {
+	for _, name := range Names() {
+		b.Run(name, func(b *testing.B) {
+			s, err := New(name, Options{BlockWake: 5 * time.Microsecond})
+			if err != nil {
+				b.Skipf("%s: %v", name, err)
+			}
+			b.ReportAllocs()
+			f := &fakeTarget{}
+			f.setReady()
+			for b.Loop() {
+				s.Wait(f, -1)
+			}
+		})
+	}
+}
