@@ -1,0 +1,264 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"spindle/latency"
+)
+
+// Stat is a figure over rounds: median, min and max of the runs that have
+// it. N is 0 when no run has it.
+type Stat struct {
+	Median, Min, Max float64
+	N                int
+}
+
+// statOf summarizes vs (NaN values are skipped).
+func statOf(vs []float64) Stat {
+	var xs []float64
+	for _, v := range vs {
+		if !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return Stat{}
+	}
+	slices.Sort(xs)
+	med := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return Stat{Median: med, Min: xs[0], Max: xs[len(xs)-1], N: len(xs)}
+}
+
+// Format renders the median with prec decimals and, over several runs,
+// the range: "1.20 (1.10–1.35)"; "n/a (reason)" when no run has it.
+func (s Stat) Format(prec int, reason string) string {
+	if s.N == 0 {
+		return fmt.Sprintf("n/a (%s)", reason)
+	}
+	if s.N == 1 || s.Min == s.Max {
+		return fmt.Sprintf("%.*f", prec, s.Median)
+	}
+	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Median, prec, s.Min, prec, s.Max)
+}
+
+// Group is one configuration in one phase over its rounds.
+type Group struct {
+	Phase, Name, Mode string
+	ServerCPUs        string
+	Threads           int
+	// Runs counts complete runs; Incomplete the others.
+	Runs, Incomplete int
+	// Rate is the fixed rate asked for (0: max throughput).
+	Rate int
+	// Throughput in req/s; latency percentiles in ms (corrected).
+	Throughput, P50, P90, P99, P999 Stat
+	// ErrorRuns counts complete runs with request errors.
+	Errors Stat
+	// CPUs and ContextSwitches come from perf stat when it ran, else from
+	// the /proc thread sampling; CPUSource says which.
+	CPUs, ContextSwitches Stat
+	CPUSource             string
+	IPC                   Stat
+	// Threads of the server process (all, active), mean %wait of active
+	// threads, migrations per second.
+	AllThreads, ActiveThreads, WaitPct, Migrations Stat
+	// Carrier telemetry.
+	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
+	SubmitP50, SubmitP99, Steals                                         Stat
+	// Hist is the corrected latency of all complete runs merged; nil if none.
+	Hist *latency.Histogram
+	// NA collects why figures are missing.
+	NA map[string]string
+}
+
+// Report is the aggregated view of a set of result directories.
+type Report struct {
+	// Groups in phase order (max, fixed, then others) and run order.
+	Groups []*Group
+	// Incomplete lists runs that did not complete: dir and reason.
+	Incomplete []Result
+	// Results is how many directories were read.
+	Results int
+}
+
+// phaseRank orders phases in reports.
+func phaseRank(p string) int {
+	switch p {
+	case "max":
+		return 0
+	case "fixed":
+		return 1
+	}
+	return 2
+}
+
+// Build aggregates results, grouping runs by phase and configuration name.
+func Build(results []Result) (*Report, error) {
+	rs := slices.Clone(results)
+	// Run order: the first round's order of configurations is the report's.
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Summary.Started.Before(rs[j].Summary.Started) })
+	rep := &Report{Results: len(rs)}
+	type key struct{ phase, name string }
+	byKey := map[key]*Group{}
+	runs := map[key][]Summary{}
+	for _, r := range rs {
+		s := r.Summary
+		k := key{s.Phase, s.Name}
+		g := byKey[k]
+		if g == nil {
+			g = &Group{Phase: s.Phase, Name: s.Name, Mode: s.Mode, ServerCPUs: s.ServerCPUs, Threads: s.Threads, NA: map[string]string{}}
+			byKey[k] = g
+			rep.Groups = append(rep.Groups, g)
+		}
+		if !s.Complete {
+			g.Incomplete++
+			rep.Incomplete = append(rep.Incomplete, r)
+			continue
+		}
+		g.Runs++
+		runs[k] = append(runs[k], s)
+	}
+	sort.SliceStable(rep.Groups, func(i, j int) bool {
+		return phaseRank(rep.Groups[i].Phase) < phaseRank(rep.Groups[j].Phase)
+	})
+	for _, g := range rep.Groups {
+		if err := g.fill(runs[key{g.Phase, g.Name}]); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", g.Phase, g.Name, err)
+		}
+	}
+	return rep, nil
+}
+
+// fill computes the group's figures from its complete runs.
+func (g *Group) fill(ss []Summary) error {
+	col := func(f func(s Summary) float64) Stat {
+		vs := make([]float64, len(ss))
+		for i, s := range ss {
+			vs[i] = f(s)
+		}
+		return statOf(vs)
+	}
+	nan := math.NaN()
+	pct := func(p string) Stat {
+		return col(func(s Summary) float64 {
+			if s.Latency == nil || s.Latency.Count == 0 {
+				return nan
+			}
+			return float64(s.Latency.PercentilesUs[p]) / 1000
+		})
+	}
+	rates := col(func(s Summary) float64 { return float64(s.Rate) })
+	g.Rate = int(rates.Median)
+	g.Throughput = col(func(s Summary) float64 { return s.Throughput })
+	g.Errors = col(func(s Summary) float64 { return float64(s.Errors) })
+	g.P50, g.P90, g.P99, g.P999 = pct("50"), pct("90"), pct("99"), pct("99.9")
+	perfRuns := 0
+	for _, s := range ss {
+		if s.Perf != nil && s.Perf.CPUsUtilized.NA == "" {
+			perfRuns++
+		}
+		for k, v := range s.NA {
+			g.NA[k] = v
+		}
+	}
+	if perfRuns > 0 && perfRuns == len(ss) {
+		g.CPUSource = "perf stat"
+		g.CPUs = col(func(s Summary) float64 { return figure(s.Perf.CPUsUtilized.Value, s.Perf.CPUsUtilized.NA) })
+		g.ContextSwitches = col(func(s Summary) float64 {
+			return figure(s.Perf.ContextSwitchesPerSec.Value, s.Perf.ContextSwitchesPerSec.NA)
+		})
+		g.IPC = col(func(s Summary) float64 { return figure(s.Perf.IPC.Value, s.Perf.IPC.NA) })
+		if g.IPC.N == 0 && len(ss) > 0 {
+			g.NA["ipc"] = ss[0].Perf.IPC.NA
+		}
+	} else {
+		g.CPUSource = "/proc"
+		g.CPUs = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return t.CPUs }) })
+		g.ContextSwitches = col(func(s Summary) float64 {
+			return threadFig(s, func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
+		})
+		g.NA["ipc"] = "perf stat did not run"
+		if r, ok := g.NA["perf-stat"]; ok {
+			g.NA["ipc"] = r
+		}
+	}
+	g.AllThreads = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Threads) }) })
+	g.ActiveThreads = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) }) })
+	g.WaitPct = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return t.WaitPct }) })
+	g.Migrations = col(func(s Summary) float64 {
+		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Migrations) / s.ObserveWindow.Seconds() })
+	})
+	car := func(f func(c *CarrierFigures) float64) Stat {
+		return col(func(s Summary) float64 {
+			if s.Carrier == nil {
+				return nan
+			}
+			return f(s.Carrier)
+		})
+	}
+	g.IOCycles = car(func(c *CarrierFigures) float64 { return c.IOCyclesPer10s })
+	g.EventsPerCycle = car(func(c *CarrierFigures) float64 { return c.EventsPerCycle })
+	g.TasksPerDrain = car(func(c *CarrierFigures) float64 { return c.TasksPerDrain })
+	g.QueueDepthAvg = car(func(c *CarrierFigures) float64 { return c.QueueDepthAvg })
+	g.QueueDepthP50 = car(func(c *CarrierFigures) float64 { return c.QueueDepthP50 })
+	g.SubmitP50 = car(func(c *CarrierFigures) float64 { return c.SubmitToRunP50Us })
+	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return c.SubmitToRunP99Us })
+	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
+	var sums []latency.Summary
+	for _, s := range ss {
+		if s.Latency != nil && s.Latency.Count > 0 {
+			sums = append(sums, *s.Latency)
+		}
+	}
+	if len(sums) > 0 {
+		h, err := latency.MergeSummaries(sums...)
+		if err != nil {
+			return err
+		}
+		g.Hist = h
+	}
+	return nil
+}
+
+// figure is v, or NaN when the figure is missing.
+func figure(v float64, na string) float64 {
+	if na != "" {
+		return math.NaN()
+	}
+	return v
+}
+
+// threadFig reads a thread figure, NaN when the run has none.
+func threadFig(s Summary, f func(*ThreadFigures) float64) float64 {
+	if s.Server == nil {
+		return math.NaN()
+	}
+	return f(s.Server)
+}
+
+// Find returns the group of phase and name, or nil.
+func (r *Report) Find(phase, name string) *Group {
+	for _, g := range r.Groups {
+		if g.Phase == phase && g.Name == name {
+			return g
+		}
+	}
+	return nil
+}
+
+// Phases returns the phases present, in report order.
+func (r *Report) Phases() []string {
+	var ps []string
+	for _, g := range r.Groups {
+		if !slices.Contains(ps, g.Phase) {
+			ps = append(ps, g.Phase)
+		}
+	}
+	return ps
+}

@@ -1,0 +1,206 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File is the name of the report written by Write.
+const File = "report.md"
+
+// Options configures Write.
+type Options struct {
+	// Title heads the report; "" means "spindle report".
+	Title string
+	// Preamble is Markdown printed under the title (the layout, the
+	// command that ran); may be empty.
+	Preamble string
+}
+
+// Write builds the report of results into dir: report.md and its PNG plots.
+// A plot without data is skipped and the report says why.
+func Write(dir string, results []Result, opt Options) (*Report, error) {
+	rep, err := Build(results)
+	if err != nil {
+		return nil, err
+	}
+	plots := func(name string, draw func(path string) error) string {
+		if err := draw(filepath.Join(dir, name)); err != nil {
+			return fmt.Sprintf("_(%s not drawn: %v)_\n", name, err)
+		}
+		return fmt.Sprintf("![%s](%s)\n", strings.TrimSuffix(name, ".png"), name)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteMarkdown(&b, opt, plots); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, File), b.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("write report: %w", err)
+	}
+	return rep, nil
+}
+
+// phaseTitle is a phase's heading.
+func (r *Report) phaseTitle(phase string) string {
+	switch phase {
+	case "max":
+		return "Max throughput (closed loop)"
+	case "fixed":
+		for _, g := range r.Groups {
+			if g.Phase == "fixed" && g.Rate > 0 {
+				return fmt.Sprintf("Fixed rate: %d req/s (70%% of the lowest max throughput)", g.Rate)
+			}
+		}
+		return "Fixed rate"
+	case "":
+		return "Runs"
+	}
+	return "Phase " + phase
+}
+
+// fileTag names a phase in plot file names.
+func fileTag(phase string) string {
+	if phase == "" {
+		return "runs"
+	}
+	return phase
+}
+
+// WriteMarkdown writes the report; plot draws one PNG and returns the
+// Markdown that shows it (or says why it is missing).
+func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, draw func(path string) error) string) error {
+	title := opt.Title
+	if title == "" {
+		title = "spindle report"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	if opt.Preamble != "" {
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(opt.Preamble))
+	}
+	fmt.Fprintf(&b, "%d result directories, %d incomplete. Figures are the median over rounds with (min–max); "+
+		"latency is corrected for coordinated omission.\n\n", r.Results, len(r.Incomplete))
+
+	b.WriteString("## Findings\n\nThe scheduler study's claims, checked on this machine.\n\n")
+	b.WriteString("| # | claim (study) | verdict | figures here |\n|---|---|---|---|\n")
+	for i, f := range r.Findings() {
+		fmt.Fprintf(&b, "| %d | %s | **%s** | %s |\n", i+1, cell(f.Claim), f.Verdict, cell(f.Figures))
+	}
+	b.WriteString("\n")
+
+	for _, phase := range r.Phases() {
+		var gs []*Group
+		for _, g := range r.Groups {
+			if g.Phase == phase {
+				gs = append(gs, g)
+			}
+		}
+		fmt.Fprintf(&b, "## %s\n\n", r.phaseTitle(phase))
+		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, g := range gs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				g.Name, g.ServerCPUs, runs(g), g.Throughput.Format(0, "no run"),
+				g.P50.Format(2, "no latency"), g.P90.Format(2, "no latency"), g.P99.Format(2, "no latency"),
+				g.P999.Format(2, "no latency"), g.Errors.Format(0, "no run"),
+				g.CPUs.Format(2, g.naReason("perf-stat")), g.ContextSwitches.Format(0, g.naReason("perf-stat")),
+				g.IPC.Format(2, g.naReason("ipc")))
+		}
+		fmt.Fprintf(&b, "\nCPUs utilized and context switches of the server process, from %s.\n\n", sources(gs))
+
+		b.WriteString("Server threads (from /proc over the observers' window):\n\n")
+		b.WriteString("| configuration | threads | active threads | mean %wait of active | migrations/s |\n|---|---|---|---|---|\n")
+		for _, g := range gs {
+			na := g.naReason("threads")
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", g.Name, g.AllThreads.Format(0, na),
+				g.ActiveThreads.Format(0, na), g.WaitPct.Format(1, na), g.Migrations.Format(1, na))
+		}
+		b.WriteString("\n")
+
+		var cs []*Group
+		for _, g := range gs {
+			if g.IOCycles.N > 0 {
+				cs = append(cs, g)
+			}
+		}
+		if len(cs) > 0 {
+			b.WriteString("Carrier telemetry (all carriers, observers' window):\n\n")
+			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+			for _, g := range cs {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name,
+					g.IOCycles.Format(0, ""), g.EventsPerCycle.Format(2, ""), g.TasksPerDrain.Format(2, ""),
+					g.QueueDepthAvg.Format(2, ""), g.QueueDepthP50.Format(1, ""), g.SubmitP50.Format(1, ""),
+					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""))
+			}
+			b.WriteString("\n")
+		}
+
+		tag := fileTag(phase)
+		b.WriteString(plot("latency-"+tag+".png", func(path string) error {
+			return latencyPlot(gs, "Latency by percentile: "+r.phaseTitle(phase), path)
+		}))
+		if phase == "max" {
+			b.WriteString(plot("throughput.png", func(path string) error {
+				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, "Max throughput", "requests/s", path)
+			}))
+		}
+		b.WriteString(plot("cpu-"+tag+".png", func(path string) error {
+			return barPlot(gs, func(g *Group) Stat { return g.CPUs }, "CPUs utilized by the server: "+r.phaseTitle(phase), "CPUs", path)
+		}))
+		b.WriteString(plot("cswitch-"+tag+".png", func(path string) error {
+			return barPlot(gs, func(g *Group) Stat { return g.ContextSwitches }, "Server context switches: "+r.phaseTitle(phase), "per second", path)
+		}))
+		b.WriteString("\n")
+	}
+
+	if len(r.Incomplete) > 0 {
+		b.WriteString("## Incomplete runs\n\nLeft out of every figure above.\n\n")
+		for _, res := range r.Incomplete {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", filepath.Base(res.Dir), res.Summary.Name, res.Summary.Reason)
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// runs renders complete runs, with the incomplete ones if any.
+func runs(g *Group) string {
+	if g.Incomplete > 0 {
+		return fmt.Sprintf("%d (+%d incomplete)", g.Runs, g.Incomplete)
+	}
+	return fmt.Sprint(g.Runs)
+}
+
+// naReason is why a group lacks an observer's figures.
+func (g *Group) naReason(key string) string {
+	if r, ok := g.NA[key]; ok && r != "" {
+		return r
+	}
+	if g.Runs == 0 {
+		return "no complete run"
+	}
+	return key + " off"
+}
+
+// sources lists where the CPU figures of gs come from.
+func sources(gs []*Group) string {
+	var ss []string
+	for _, g := range gs {
+		if g.CPUSource != "" && !strings.Contains(strings.Join(ss, ","), g.CPUSource) {
+			ss = append(ss, g.CPUSource)
+		}
+	}
+	if len(ss) == 0 {
+		return "no source"
+	}
+	return strings.Join(ss, " and ")
+}
+
+// cell escapes a table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }

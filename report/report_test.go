@@ -1,0 +1,148 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden report.md files in testdata")
+
+func loadAll(t *testing.T, root string) []Result {
+	t.Helper()
+	dirs, err := Discover(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	for _, d := range dirs {
+		r, err := Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// TestGolden rebuilds the report of testdata/compare and compares report.md
+// with testdata/compare.golden.md (go test ./report -update rewrites it).
+func TestGolden(t *testing.T) {
+	for _, name := range []string{"compare"} {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			rep, err := Write(out, loadAll(t, filepath.Join("testdata", name)), Options{Title: "spindle compare", Preamble: "Layout: fixture."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(out, File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", name+".golden.md")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("report.md differs from %s (run with -update after checking):\n%s", golden, got)
+			}
+			if len(rep.Incomplete) == 0 {
+				t.Error("the fixture's interrupted run was not listed as incomplete")
+			}
+			for _, png := range []string{"latency-max.png", "latency-fixed.png", "throughput.png", "cpu-fixed.png", "cswitch-fixed.png"} {
+				checkPNG(t, filepath.Join(out, png))
+			}
+		})
+	}
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 200 {
+		t.Errorf("%s: %v is too small", path, b)
+	}
+}
+
+func TestStat(t *testing.T) {
+	s := statOf([]float64{3, 1, 2})
+	if s.Median != 2 || s.Min != 1 || s.Max != 3 || s.N != 3 {
+		t.Errorf("statOf = %+v", s)
+	}
+	if got := s.Format(1, ""); got != "2.0 (1.0–3.0)" {
+		t.Errorf("Format = %q", got)
+	}
+	if got := statOf([]float64{1, 4}).Median; got != 2.5 {
+		t.Errorf("even median = %v", got)
+	}
+	if got := statOf(nil).Format(1, "perf not installed"); got != "n/a (perf not installed)" {
+		t.Errorf("empty stat = %q", got)
+	}
+}
+
+func TestFindingsNotMeasurable(t *testing.T) {
+	rep, err := Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings() {
+		if f.Verdict != NotMeasurable || f.Figures == "" {
+			t.Errorf("empty report: %+v", f)
+		}
+	}
+}
+
+func TestFindingsPinningOneCPU(t *testing.T) {
+	rep, err := Build(loadAll(t, filepath.Join("testdata", "compare")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := rep.Findings()
+	// The fixture has carrier at 0.9 ms and nethttp at 1.14 ms p50 (fixed):
+	// the study's first claim is refuted there.
+	if fs[0].Verdict != Refuted {
+		t.Errorf("claim 1: %+v", fs[0])
+	}
+	if fs[1].Verdict != NotMeasurable || !strings.Contains(fs[1].Figures, "no complete carrier+pinning") {
+		t.Errorf("claim 2 without a pinning run: %+v", fs[1])
+	}
+	if fs[2].Verdict != Confirmed {
+		t.Errorf("claim 3: %+v", fs[2])
+	}
+	if fs[5].Verdict != Confirmed {
+		t.Errorf("claim 6: %+v", fs[5])
+	}
+}
+
+func TestDiscoverErrors(t *testing.T) {
+	if _, err := Discover(t.TempDir()); err == nil {
+		t.Error("Discover of an empty directory succeeded")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil {
+		t.Error("Load of a broken summary.json succeeded")
+	}
+}

@@ -1,0 +1,194 @@
+// Package report reads benchmark result directories (written by package
+// bench) and turns them into report.md: tables of throughput, latency, CPU
+// and context switches per configuration, the scheduler study's findings
+// marked confirmed, refuted or not measurable here with the figures, and PNG
+// plots (gonum.org/v1/plot) of latency percentile distributions on the
+// HdrHistogram log axis, max throughput, CPUs utilized and context switches.
+//
+// summary.json (type Summary) is the contract between the two packages: it
+// holds every figure a report needs, so a report is rebuilt from result
+// directories alone.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"spindle/latency"
+	"spindle/observe"
+)
+
+// SummaryFile is the name of the summary in a result directory.
+const SummaryFile = "summary.json"
+
+// Summary is summary.json: one run of one configuration.
+type Summary struct {
+	// Complete is false when the run failed or was interrupted; Reason
+	// says why. Reports list incomplete runs and leave them out of figures.
+	Complete bool   `json:"complete"`
+	Reason   string `json:"reason,omitempty"`
+	// Name is the configuration's name ("carrier+pinning"); Phase is
+	// "max", "fixed" or "" for a single "spindle bench"; Round counts from 1.
+	Name  string `json:"name"`
+	Phase string `json:"phase,omitempty"`
+	Round int    `json:"round,omitempty"`
+	// Mode, Threads, ServerCPUs, Rate are copied from config.json.
+	Mode       string `json:"mode"`
+	Threads    int    `json:"threads"`
+	ServerCPUs string `json:"server_cpuset"`
+	// Rate is the fixed rate asked for, req/s; 0 means max throughput.
+	Rate int `json:"rate"`
+	// Started and Finished bound the whole run.
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Window is the load generator's measured window; ObserveWindow is the
+	// observers' sub-window inside it (nanoseconds in JSON).
+	Window        time.Duration `json:"window_ns"`
+	ObserveWindow time.Duration `json:"observe_window_ns"`
+	// Throughput is completed requests per second in the window.
+	Throughput float64 `json:"throughput"`
+	// Requests and Errors are counts in the window.
+	Requests int64 `json:"requests"`
+	Errors   int64 `json:"errors"`
+	// Latency is the coordinated-omission-corrected distribution (at max
+	// throughput it equals Uncorrected); nil when the load did not finish.
+	Latency     *latency.Summary `json:"latency,omitempty"`
+	Uncorrected *latency.Summary `json:"uncorrected,omitempty"`
+	// Perf is the perf stat summary of the server process; nil with the
+	// reason in NA["perf-stat"] when it could not be had.
+	Perf *observe.PerfSummary `json:"perf,omitempty"`
+	// Server summarizes the server's threads from /proc; nil with the
+	// reason in NA["threads"] when not sampled.
+	Server *ThreadFigures `json:"server,omitempty"`
+	// Carrier sums the carriers' telemetry over the observers' window; nil
+	// for nethttp or with the reason in NA["carrier"].
+	Carrier *CarrierFigures `json:"carrier,omitempty"`
+	// NA maps an observer or file ("perf-stat", "perf-sched", "threads",
+	// "carrier") to why it has no figures: "perf not installed".
+	NA map[string]string `json:"na,omitempty"`
+}
+
+// ThreadFigures are the server process's threads over the observers'
+// window, from observe.SampleThreads.
+type ThreadFigures struct {
+	// Threads is every thread seen; Active those that used at least
+	// ActiveThreshold of a CPU.
+	Threads int `json:"threads"`
+	Active  int `json:"active"`
+	// WaitPct is the mean %wait of the active threads; MaxWaitPct the
+	// largest.
+	WaitPct    float64 `json:"wait_pct"`
+	MaxWaitPct float64 `json:"max_wait_pct"`
+	// CPUs is the sum of %usr and %sys over threads, in CPUs.
+	CPUs float64 `json:"cpus"`
+	// ContextSwitchesPerSec sums cswch/s and nvcswch/s over threads.
+	ContextSwitchesPerSec float64 `json:"context_switches_per_sec"`
+	// Migrations sums the threads' migrations in the window.
+	Migrations uint64 `json:"migrations"`
+}
+
+// ActiveThreshold is the share of one CPU (1%) a thread must use in the
+// window to count as active: below it are Go's idle runtime threads.
+const ActiveThreshold = 1.0
+
+// FromThreads summarizes the threads of process proc in a thread report.
+func FromThreads(rep *observe.ThreadReport, proc string) *ThreadFigures {
+	f := &ThreadFigures{}
+	for _, t := range rep.Threads {
+		if t.Process != proc {
+			continue
+		}
+		f.Threads++
+		f.CPUs += (t.UsrPct + t.SysPct) / 100
+		f.ContextSwitchesPerSec += t.CswchPerSec + t.NvcswchPerSec
+		f.Migrations += t.Migrations
+		if t.UsrPct+t.SysPct >= ActiveThreshold || 100*float64(t.RunNS)/float64(rep.Window.Nanoseconds()) >= ActiveThreshold {
+			f.Active++
+			f.WaitPct += t.WaitPct
+			f.MaxWaitPct = max(f.MaxWaitPct, t.WaitPct)
+		}
+	}
+	if f.Active > 0 {
+		f.WaitPct /= float64(f.Active)
+	}
+	return f
+}
+
+// CarrierFigures are the carriers' telemetry summed over the observers'
+// window (carrier.json), in the study's terms.
+type CarrierFigures struct {
+	Carriers int `json:"carriers"`
+	// IOCyclesPer10s is epoll_wait calls per 10 seconds, all carriers.
+	IOCyclesPer10s float64 `json:"io_cycles_per_10s"`
+	// EventsPerCycle is I/O events per cycle.
+	EventsPerCycle float64 `json:"io_events_per_cycle"`
+	// TasksPerDrain is task resumptions per drain pass.
+	TasksPerDrain float64 `json:"tasks_per_drain"`
+	// QueueDepthAvg and QueueDepthP50 are the runnable tasks at drain
+	// start (p50 from log2 buckets: within a factor of 2).
+	QueueDepthAvg float64 `json:"queue_depth_avg"`
+	QueueDepthP50 float64 `json:"queue_depth_p50"`
+	// SubmitToRunP50Us and SubmitToRunP99Us are the delay from submitting
+	// a task to its first run, µs (log2 buckets).
+	SubmitToRunP50Us float64 `json:"submit_to_run_p50_us"`
+	SubmitToRunP99Us float64 `json:"submit_to_run_p99_us"`
+	// Steals is tasks taken from siblings.
+	Steals uint64 `json:"steals"`
+}
+
+// Result is one result directory.
+type Result struct {
+	Dir     string
+	Summary Summary
+}
+
+// Load reads dir's summary.json.
+func Load(dir string) (Result, error) {
+	var s Summary
+	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return Result{}, fmt.Errorf("result %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Result{}, fmt.Errorf("result %s: %s: %w", dir, SummaryFile, err)
+	}
+	return Result{Dir: dir, Summary: s}, nil
+}
+
+// Discover returns the result directories at or under root: root itself if
+// it holds a summary.json, else every directory below it that does, in
+// lexical order.
+func Discover(root string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(root, SummaryFile)); err == nil {
+		return []string{root}, nil
+	}
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == SummaryFile {
+			dirs = append(dirs, filepath.Dir(path))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find results under %s: %w", root, err)
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no %s at or under %s", SummaryFile, root)
+	}
+	return dirs, nil
+}
+
+// WriteJSON writes v as indented JSON to path.
+func WriteJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
