@@ -70,7 +70,7 @@ type Group struct {
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
-	SubmitP50, SubmitP99, Steals                                         Stat
+	SubmitP50, SubmitP99, Steals                                          Stat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
@@ -188,8 +188,12 @@ func (g *Group) fill(ss []Summary) error {
 			g.NA["ipc"] = r
 		}
 	}
-	g.AllThreads = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Threads) }) })
-	g.ActiveThreads = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) }) })
+	g.AllThreads = col(func(s Summary) float64 {
+		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Threads) })
+	})
+	g.ActiveThreads = col(func(s Summary) float64 {
+		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) })
+	})
 	g.WaitPct = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return t.WaitPct }) })
 	g.Migrations = col(func(s Summary) float64 {
 		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Migrations) / s.ObserveWindow.Seconds() })
