@@ -1,7 +1,3 @@
-// Package cpu describes the processors spindle runs on: CPU lists in the
-// kernel's "0-3,8" syntax, the sysfs topology (SMT siblings, dies, L3
-// clusters, packages), the process's affinity, the CPUID capabilities that
-// matter for waiting, and the placement of threads onto CPUs.
 package cpu
 
 import (

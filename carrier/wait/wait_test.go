@@ -168,3 +168,26 @@ func TestWaitPkgGating(t *testing.T) {
 		}
 	}
 }
+
+func TestAdaptiveSpinsToNearDeadline(t *testing.T) {
+	s, err := New("adaptive", Options{BlockWake: 200 * time.Microsecond, Trust: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.(*Adaptive)
+	f := &fakeTarget{}
+	// A deadline 50µs away is closer than B: spinning to it is cheaper
+	// than one block-and-wake, so the strategy must not block.
+	r := s.Wait(f, Now()+int64(50*time.Microsecond))
+	if r.Kind != KindTimer || f.blocks.Load() != 0 || r.Blocked != 0 {
+		t.Errorf("near deadline: %+v, %d blocks; want a spun-out timer", r, f.blocks.Load())
+	}
+	// Far deadline, no work: spins B (θ = B with trust 1), then blocks.
+	r = s.Wait(f, Now()+int64(2*time.Millisecond))
+	if r.Kind != KindTimer || f.blocks.Load() != 1 || r.Spun < 200*time.Microsecond {
+		t.Errorf("far deadline: %+v, %d blocks; want a block after spinning B", r, f.blocks.Load())
+	}
+	if a.Policy.count != 2 {
+		t.Errorf("policy saw %d idle periods, want 2", a.Policy.count)
+	}
+}
