@@ -1,0 +1,215 @@
+package http1
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Conn is what the readers need from a connection: a carrier.Conn and a
+// net.Conn both qualify.
+type Conn interface {
+	Read(p []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+}
+
+const (
+	// initialBuffer holds any ordinary request or response head in one read.
+	initialBuffer = 4 << 10
+	// keepBuffer is the largest buffer kept between messages; a larger one
+	// (grown for a large body) is dropped once that message is consumed.
+	keepBuffer = 64 << 10
+	// deadlineSlack is how stale an idle deadline may get before it is
+	// re-armed: idle connections close between IdleTimeout-1s and
+	// IdleTimeout, and a busy connection does not pay for a timer update on
+	// every request.
+	deadlineSlack = time.Second
+)
+
+// buffer is a read buffer holding buf[start:end], unconsumed input.
+type buffer struct {
+	buf        []byte
+	start, end int
+	deadline   time.Time // read deadline last set on the connection
+	eof        bool      // the connection reached end of file
+}
+
+func (b *buffer) pending() []byte { return b.buf[b.start:b.end] }
+
+// consume drops n bytes of input; with nothing left it rewinds, dropping an
+// oversized buffer.
+func (b *buffer) consume(n int) {
+	b.start += n
+	if b.start == b.end {
+		b.start, b.end = 0, 0
+		if cap(b.buf) > keepBuffer {
+			b.buf = nil
+		}
+	}
+}
+
+// fill reads once from c into the free space, making room first (moving
+// pending bytes to the front, or doubling the buffer up to limit bytes).
+func (b *buffer) fill(c Conn, limit int) error {
+	if b.buf == nil {
+		b.buf = make([]byte, initialBuffer)
+	}
+	if b.end == len(b.buf) {
+		if b.start > 0 {
+			b.end = copy(b.buf, b.buf[b.start:b.end])
+			b.start = 0
+		} else {
+			if len(b.buf) >= limit {
+				return errTooLarge // callers' parsers refuse before this
+			}
+			nb := make([]byte, min(2*len(b.buf), limit))
+			b.end = copy(nb, b.buf[b.start:b.end])
+			b.buf = nb
+		}
+	}
+	n, err := c.Read(b.buf[b.end:])
+	b.end += n
+	if n > 0 {
+		return nil
+	}
+	if errors.Is(err, io.EOF) {
+		b.eof = true
+		return io.EOF
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// setDeadline arms c's read deadline at d unless the one armed is within
+// slack of it.
+func (b *buffer) setDeadline(c Conn, d time.Time, slack time.Duration) error {
+	if diff := d.Sub(b.deadline); diff >= 0 && diff <= slack && !b.deadline.IsZero() {
+		return nil
+	}
+	b.deadline = d
+	if err := c.SetReadDeadline(d); err != nil {
+		return fmt.Errorf("http1: set read deadline: %w", err)
+	}
+	return nil
+}
+
+// reader is what ServerReader and ClientReader share.
+type reader struct {
+	c Conn
+	o Options
+	b buffer
+}
+
+func newReader(c Conn, o Options) reader { return reader{c: c, o: o.withDefaults()} }
+
+// fill reads more input, growing the buffer up to what one message may take.
+func (r *reader) fill() error {
+	limit := r.o.MaxHeaderBytes + int(r.o.MaxBodyBytes) + maxChunkExcess + initialBuffer
+	if err := r.b.fill(r.c, limit); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+// ServerReader reads pipelined requests from one client connection,
+// enforcing Options' limits and timeouts. It allocates its buffer once and
+// reuses it.
+type ServerReader struct{ reader }
+
+// NewServerReader returns a reader of requests from c.
+func NewServerReader(c Conn, o Options) *ServerReader { return &ServerReader{newReader(c, o)} }
+
+// Next reads the next request into req; its slices are valid until the next
+// call. It returns io.EOF when the client closed between requests,
+// io.ErrUnexpectedEOF when it closed within one, an error wrapping
+// os.ErrDeadlineExceeded when the client was idle for IdleTimeout or took
+// longer than ReadHeaderTimeout to send a request (head and body), and an
+// *Error for a request to refuse.
+func (r *ServerReader) Next(req *Request) error {
+	var first time.Time // when the first byte of this request was seen
+	for {
+		if r.b.end > r.b.start {
+			n, err := ParseRequest(r.b.pending(), req, r.o)
+			if err == nil {
+				r.b.consume(n)
+				return nil
+			}
+			if err != ErrIncomplete {
+				return err
+			}
+		}
+		if r.b.eof {
+			if r.b.end > r.b.start {
+				return io.ErrUnexpectedEOF
+			}
+			return io.EOF
+		}
+		now := time.Now()
+		var err error
+		if r.b.end == r.b.start {
+			err = r.b.setDeadline(r.c, now.Add(r.o.IdleTimeout), deadlineSlack)
+		} else {
+			if first.IsZero() {
+				first = now
+			}
+			err = r.b.setDeadline(r.c, first.Add(r.o.ReadHeaderTimeout), 0)
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// Buffered returns the number of bytes received beyond the requests read so
+// far: more than zero means pipelined requests are waiting, so a server may
+// hold its responses and write them together.
+func (r *ServerReader) Buffered() int { return r.b.end - r.b.start }
+
+// ClientReader reads responses from one backend connection.
+type ClientReader struct{ reader }
+
+// NewClientReader returns a reader of responses from c; o's MaxHeaderBytes
+// and MaxBodyBytes bound each response.
+func NewClientReader(c Conn, o Options) *ClientReader { return &ClientReader{newReader(c, o)} }
+
+// Next reads the next response into resp, waiting until deadline at most;
+// its slices are valid until the next call. It returns io.ErrUnexpectedEOF
+// when the server closed before a whole response, and an error wrapping
+// os.ErrDeadlineExceeded when the deadline passed.
+func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
+	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
+		return err
+	}
+	for {
+		if r.b.end > r.b.start || r.b.eof {
+			n, err := ParseResponse(r.b.pending(), resp, r.b.eof, r.o)
+			if err == nil {
+				r.b.consume(n)
+				return nil
+			}
+			if err != ErrIncomplete {
+				return err
+			}
+			if r.b.eof {
+				return io.ErrUnexpectedEOF
+			}
+		}
+		if err := r.fill(); err != nil {
+			return err
+		}
+	}
+}
+
+// Reset discards buffered input and reads from c from now on (a new
+// backend connection after a failure).
+func (r *ClientReader) Reset(c Conn) {
+	r.c = c
+	r.b.start, r.b.end, r.b.eof = 0, 0, false
+	r.b.deadline = time.Time{}
+}

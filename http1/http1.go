@@ -1,0 +1,159 @@
+// Package http1 parses and writes HTTP/1.x messages for event loops: an
+// incremental request parser (request line, headers, Content-Length and
+// chunked bodies, keep-alive rules of HTTP/1.0 and 1.1, pipelining), a
+// response writer and an incremental response parser for backend clients.
+//
+// The parsers are pure functions over a byte buffer: they either consume one
+// complete message or report ErrIncomplete, so a caller that reads from a
+// non-blocking socket simply appends what arrived and calls again. Parsed
+// fields are slices of the caller's buffer (or of a scratch buffer owned by
+// the message, for chunked bodies) and are valid until the buffer is reused.
+// Once a Request or Response value has grown to the size of the traffic, no
+// call allocates.
+//
+// The accept/reject decisions follow net/http's http.ReadRequest and
+// http.ReadResponse (checked by a differential fuzzer), with two deliberate
+// exceptions allowed by RFC 9112: a header line folded onto the next line
+// (obs-fold, §5.2) and whitespace between a field name and its colon (§5.1)
+// are rejected with 400 where net/http tolerates them.
+package http1
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Limits and timeouts of a server connection. The zero value of every field
+// means its Default* constant.
+type Options struct {
+	// MaxHeaderBytes bounds the request line plus header section, in bytes;
+	// a request over it is answered 431 and the connection closed.
+	MaxHeaderBytes int
+	// MaxBodyBytes bounds a request body, in bytes (decoded size for chunked
+	// bodies); a request over it is answered 413 and the connection closed.
+	MaxBodyBytes int64
+	// ReadHeaderTimeout is the longest time from the first byte of a request
+	// to the end of its header section; a slower client is disconnected.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is the longest time a keep-alive connection may wait for
+	// the first byte of its next request; an idle client is disconnected.
+	IdleTimeout time.Duration
+}
+
+const (
+	// DefaultMaxHeaderBytes is 8 KiB, the limit of nginx's default
+	// large_client_header_buffers line and of most proxies.
+	DefaultMaxHeaderBytes = 8 << 10
+	// DefaultMaxBodyBytes is 1 MiB, nginx's default client_max_body_size.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultReadHeaderTimeout is 10 s: generous for any real client, short
+	// enough that slow-loris connections do not pile up.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout is 60 s, nginx's keepalive_timeout default (75 s)
+	// rounded down to a minute.
+	DefaultIdleTimeout = 60 * time.Second
+)
+
+// withDefaults returns o with zero fields replaced by their defaults.
+func (o Options) withDefaults() Options {
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	return o
+}
+
+// ErrIncomplete reports that the buffer holds only the beginning of a
+// message: read more and parse again.
+var ErrIncomplete = errors.New("http1: incomplete message")
+
+// Error is a request the server must refuse: Status is the response status
+// (400, 413, 431, 501 or 505) and the connection is closed after answering.
+type Error struct {
+	Status int    // HTTP status code to answer with
+	Reason string // what was wrong, for logs and the response body
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("http1: %d %s: %s", e.Status, StatusText(e.Status), e.Reason)
+}
+
+// Static errors, so that rejecting a request does not allocate.
+var (
+	errBadRequestLine  = &Error{400, "malformed request line"}
+	errBadMethod       = &Error{400, "invalid method"}
+	errBadTarget       = &Error{400, "invalid request target"}
+	errBadVersion      = &Error{400, "malformed HTTP version"}
+	errVersion         = &Error{505, "unsupported HTTP major version"}
+	errBadHeader       = &Error{400, "malformed header line"}
+	errFolded          = &Error{400, "obsolete line folding in header"}
+	errManyHosts       = &Error{400, "too many Host headers"}
+	errNoHost          = &Error{400, "missing required Host header"}
+	errBadLength       = &Error{400, "invalid Content-Length"}
+	errLengths         = &Error{400, "differing Content-Length headers"}
+	errTooLarge        = &Error{431, "request header fields too large"}
+	errBodyTooLarge    = &Error{413, "content too large"}
+	errCoding          = &Error{501, "unsupported transfer coding"}
+	errChunked         = &Error{400, "malformed chunked encoding"}
+	errTrailer         = &Error{400, "malformed trailer section"}
+	errBadTrailerKey   = &Error{400, "forbidden field in Trailer"}
+	errBadStatusLine   = &Error{400, "malformed status line"}
+	errResponseTooLong = &Error{400, "response header section too large"}
+)
+
+// StatusOf returns the status a server answers to a parse error: the
+// Error's status, or 400 for anything else.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 400
+}
+
+// StatusText returns the reason phrase of the statuses this package writes,
+// or "Status" for others.
+func StatusText(code int) string {
+	switch code {
+	case 100:
+		return "Continue"
+	case 200:
+		return "OK"
+	case 204:
+		return "No Content"
+	case 400:
+		return "Bad Request"
+	case 404:
+		return "Not Found"
+	case 405:
+		return "Method Not Allowed"
+	case 408:
+		return "Request Timeout"
+	case 413:
+		return "Request Entity Too Large"
+	case 431:
+		return "Request Header Fields Too Large"
+	case 500:
+		return "Internal Server Error"
+	case 501:
+		return "Not Implemented"
+	case 502:
+		return "Bad Gateway"
+	case 503:
+		return "Service Unavailable"
+	case 504:
+		return "Gateway Timeout"
+	case 505:
+		return "HTTP Version Not Supported"
+	}
+	return "Status"
+}

@@ -1,0 +1,291 @@
+package http1
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRequestStatuses(t *testing.T) {
+	long := "GET / HTTP/1.1\r\nHost: x\r\nX-Long: " + strings.Repeat("a", DefaultMaxHeaderBytes) + "\r\n\r\n"
+	tests := []struct {
+		name, in   string
+		wantStatus int // 0: accepted
+		wantKeep   bool
+		wantBody   string
+	}{
+		{"get", "GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n", 0, true, ""},
+		{"http10", "GET / HTTP/1.0\r\n\r\n", 0, false, ""},
+		{"http10 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 0, true, ""},
+		{"close", "GET / HTTP/1.1\r\nHost: x\r\nConnection: Close\r\n\r\n", 0, false, ""},
+		{"length body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 0, true, "abc"},
+		{"chunked body", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n1;e\r\nd\r\n0\r\n\r\n", 0, true, "abcd"},
+		{"header too large", long, 431, false, ""},
+		{"line too large", "GET /" + strings.Repeat("a", DefaultMaxHeaderBytes) + " HTTP/1.1\r\n", 431, false, ""},
+		{"body too large", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n", 413, false, ""},
+		{"malformed line", "GET/ HTTP/1.1\r\n\r\n", 400, false, ""},
+		{"bad method", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, false, ""},
+		{"bad header", "GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, false, ""},
+		{"folded header", "GET / HTTP/1.1\r\nHost: x\r\nA: b\r\n c\r\n\r\n", 400, false, ""},
+		{"no host", "GET / HTTP/1.1\r\n\r\n", 400, false, ""},
+		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, false, ""},
+		{"bad length", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", 400, false, ""},
+		{"differing lengths", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, false, ""},
+		{"http2", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, false, ""},
+		{"http3", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505, false, ""},
+		{"gzip", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, false, ""},
+		{"gzip chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, false, ""},
+		{"bad chunk", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, false, ""},
+		{"chunked too large", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n", 413, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Request
+			n, err := ParseRequest([]byte(tt.in), &r, Options{})
+			if tt.wantStatus != 0 {
+				if err == nil || err == ErrIncomplete || StatusOf(err) != tt.wantStatus {
+					t.Fatalf("err = %v (status %d), want status %d", err, StatusOf(err), tt.wantStatus)
+				}
+				return
+			}
+			if err != nil || n != len(tt.in) {
+				t.Fatalf("n, err = %d, %v; want %d, nil", n, err, len(tt.in))
+			}
+			if r.KeepAlive != tt.wantKeep || string(r.Body) != tt.wantBody {
+				t.Fatalf("keep-alive %v body %q, want %v %q", r.KeepAlive, r.Body, tt.wantKeep, tt.wantBody)
+			}
+		})
+	}
+}
+
+// TestParseRequestPrefixes checks that every proper prefix of a request is
+// ErrIncomplete and that pipelined requests are taken one at a time.
+func TestParseRequestPrefixes(t *testing.T) {
+	reqs := []string{
+		"GET /a HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /b?q=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody",
+		"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nT: v\r\n\r\n",
+	}
+	all := strings.Join(reqs, "")
+	var r Request
+	for _, want := range reqs {
+		for i := 0; i < len(want); i++ {
+			if _, err := ParseRequest([]byte(want[:i]), &r, Options{}); err != ErrIncomplete {
+				t.Fatalf("prefix %q: err = %v, want ErrIncomplete", want[:i], err)
+			}
+		}
+		n, err := ParseRequest([]byte(all), &r, Options{})
+		if err != nil || n != len(want) {
+			t.Fatalf("pipelined %q: n, err = %d, %v; want %d", all, n, err, len(want))
+		}
+		all = all[n:]
+	}
+	if string(r.Path()) != "/c" || string(r.Body) != "hi" {
+		t.Fatalf("last request path %q body %q", r.Path(), r.Body)
+	}
+}
+
+func TestParseResponse(t *testing.T) {
+	tests := []struct {
+		name, in string
+		atEOF    bool
+		wantErr  error // nil, ErrIncomplete, or any *Error (checked by errors.As)
+		status   int
+		body     string
+		keep     bool
+	}{
+		{"length", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", false, nil, 200, "{}", true},
+		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", false, nil, 200, "{}", true},
+		{"until close, open", "HTTP/1.1 200 OK\r\n\r\nabc", false, ErrIncomplete, 0, "", false},
+		{"until close, closed", "HTTP/1.1 200 OK\r\n\r\nabc", true, nil, 200, "abc", false},
+		{"no content", "HTTP/1.1 204 No Content\r\n\r\n", false, nil, 204, "", true},
+		{"close", "HTTP/1.1 500 Oops\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false, nil, 500, "", false},
+		{"http10", "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false, nil, 200, "", false},
+		{"bad status", "HTTP/1.1 2000 OK\r\n\r\n", false, &Error{}, 0, "", false},
+		{"short", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", false, ErrIncomplete, 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Response
+			_, err := ParseResponse([]byte(tt.in), &r, tt.atEOF, Options{})
+			var e *Error
+			switch {
+			case tt.wantErr == nil && err != nil, tt.wantErr == ErrIncomplete && err != ErrIncomplete:
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			case tt.wantErr != nil && tt.wantErr != ErrIncomplete && !errors.As(err, &e):
+				t.Fatalf("err = %v, want an *Error", err)
+			case tt.wantErr == nil && (r.Status != tt.status || string(r.Body) != tt.body || r.KeepAlive != tt.keep):
+				t.Fatalf("got %d %q keep=%v, want %d %q keep=%v", r.Status, r.Body, r.KeepAlive, tt.status, tt.body, tt.keep)
+			}
+		})
+	}
+}
+
+func TestAppendResponse(t *testing.T) {
+	var w Writer
+	out := w.AppendResponse(nil, ResponseHead{Status: 404, ContentType: "text/plain", Close: true}, []byte("nope"))
+	var r Response
+	n, err := ParseResponse(out, &r, false, Options{})
+	if err != nil || n != len(out) {
+		t.Fatalf("parse own output %q: %d, %v", out, n, err)
+	}
+	if r.Status != 404 || string(r.Reason) != "Not Found" || string(r.Body) != "nope" || r.KeepAlive ||
+		string(r.Get("content-type")) != "text/plain" || len(r.Get("Date")) != len(dateFormat) {
+		t.Fatalf("unexpected response %q", out)
+	}
+	head := w.AppendResponse(nil, ResponseHead{Status: 200, KeepAlive10: true, OmitBody: true}, []byte("body"))
+	if !bytes.HasSuffix(head, []byte("Content-Length: 4\r\nConnection: keep-alive\r\n\r\n")) {
+		t.Fatalf("HEAD answer %q", head)
+	}
+}
+
+// pipeConn is one end of a loopback TCP connection, for the readers.
+func pipeConn(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+func TestServerReader(t *testing.T) {
+	client, server := pipeConn(t)
+	go func() {
+		// Pipelined, split at awkward places, then a clean close.
+		for _, part := range []string{"GET /a HTTP/1.1\r\nHo", "st: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nPOST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n", "ok"} {
+			client.Write([]byte(part))
+			time.Sleep(5 * time.Millisecond)
+		}
+		client.Close()
+	}()
+	rd := NewServerReader(server, Options{})
+	var r Request
+	for _, want := range []string{"/a", "/b", "/c"} {
+		if err := rd.Next(&r); err != nil || string(r.Target) != want {
+			t.Fatalf("Next: %q, %v; want %q", r.Target, err, want)
+		}
+	}
+	if string(r.Body) != "ok" {
+		t.Fatalf("body %q", r.Body)
+	}
+	if err := rd.Next(&r); err != io.EOF {
+		t.Fatalf("after close: %v, want io.EOF", err)
+	}
+}
+
+func TestServerReaderTimeouts(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		send string
+		o    Options
+	}{
+		{"idle", "", Options{IdleTimeout: 50 * time.Millisecond}},
+		{"read header", "GET / HTTP/1.1\r\n", Options{ReadHeaderTimeout: 50 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			client, server := pipeConn(t)
+			client.Write([]byte(tt.send))
+			start := time.Now()
+			var r Request
+			err := NewServerReader(server, tt.o).Next(&r)
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("err = %v, want deadline exceeded", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestClientReader(t *testing.T) {
+	client, server := pipeConn(t)
+	go func() {
+		server.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}HTTP/1.1 200 OK\r\n\r\nrest"))
+		server.Close()
+	}()
+	rd := NewClientReader(client, Options{})
+	var r Response
+	deadline := time.Now().Add(2 * time.Second)
+	if err := rd.Next(&r, deadline); err != nil || string(r.Body) != "{}" || !r.KeepAlive {
+		t.Fatalf("first: %q keep=%v %v", r.Body, r.KeepAlive, err)
+	}
+	if err := rd.Next(&r, deadline); err != nil || string(r.Body) != "rest" || r.KeepAlive {
+		t.Fatalf("second: %q keep=%v %v", r.Body, r.KeepAlive, err)
+	}
+	if err := rd.Next(&r, deadline); err != io.ErrUnexpectedEOF {
+		t.Fatalf("third: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+var benchRequest = []byte("GET /fruits HTTP/1.1\r\nHost: 127.0.0.1:8081\r\nUser-Agent: spindle-load\r\nAccept: */*\r\n\r\n")
+
+func BenchmarkParseRequest(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchRequest)))
+	var r Request
+	for b.Loop() {
+		if _, err := ParseRequest(benchRequest, &r, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendResponse(b *testing.B) {
+	b.ReportAllocs()
+	body := bytes.Repeat([]byte("x"), 480)
+	var w Writer
+	buf := make([]byte, 0, 1024)
+	for b.Loop() {
+		buf = w.AppendResponse(buf[:0], ResponseHead{Status: 200, ContentType: "application/json"}, body)
+	}
+}
+
+func BenchmarkParseResponse(b *testing.B) {
+	b.ReportAllocs()
+	var w Writer
+	in := w.AppendResponse(nil, ResponseHead{Status: 200, ContentType: "application/json"}, bytes.Repeat([]byte("x"), 600))
+	b.SetBytes(int64(len(in)))
+	var r Response
+	for b.Loop() {
+		if _, err := ParseResponse(in, &r, false, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkServerReader reads pipelined requests through ServerReader, as a
+// server loop does: the allocation figure must be 0.
+func BenchmarkServerReader(b *testing.B) {
+	b.ReportAllocs()
+	src := &repeatConn{data: benchRequest}
+	rd := NewServerReader(src, Options{})
+	var r Request
+	for b.Loop() {
+		if err := rd.Next(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// repeatConn returns one copy of data per Read, forever.
+type repeatConn struct{ data []byte }
+
+func (c *repeatConn) Read(p []byte) (int, error)      { return copy(p, c.data), nil }
+func (c *repeatConn) SetReadDeadline(time.Time) error { return nil }

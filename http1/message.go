@@ -1,0 +1,389 @@
+package http1
+
+import "bytes"
+
+// Header is one header field as received: Name as sent (not canonicalized),
+// Value with surrounding spaces and tabs removed.
+type Header struct {
+	Name, Value []byte
+}
+
+// Message holds what requests and responses share. Its slices point into the
+// parsed buffer, or for a chunked body into a scratch buffer the Message
+// keeps and reuses.
+type Message struct {
+	Major, Minor int      // protocol version, e.g. 1 and 1
+	Headers      []Header // header fields in the order received
+	// ContentLength is the body length declared by Content-Length, or -1
+	// when the body is chunked or (responses only) delimited by the close.
+	ContentLength int64
+	Chunked       bool   // Transfer-Encoding: chunked
+	Body          []byte // the whole body, decoded
+	// KeepAlive reports whether the connection may carry another message
+	// after this one (HTTP/1.1 without "Connection: close", HTTP/1.0 with
+	// "Connection: keep-alive").
+	KeepAlive bool
+
+	chunks []byte // reused buffer for decoded chunked bodies
+}
+
+// Get returns the value of the first header field named name (compared
+// case-insensitively), or nil.
+func (m *Message) Get(name string) []byte {
+	for i := range m.Headers {
+		if equalFold(m.Headers[i].Name, name) {
+			return m.Headers[i].Value
+		}
+	}
+	return nil
+}
+
+func (m *Message) reset() {
+	m.Major, m.Minor = 0, 0
+	m.Headers = m.Headers[:0]
+	m.ContentLength = 0
+	m.Chunked = false
+	m.Body = nil
+	m.KeepAlive = false
+	m.chunks = m.chunks[:0]
+}
+
+// equalFold reports whether b equals the ASCII string s, ignoring case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasToken reports whether a comma-separated header value contains token,
+// ignoring case and surrounding spaces (net/http's HeaderValuesContainsToken
+// for one value).
+func hasToken(v []byte, token string) bool {
+	for len(v) > 0 {
+		var elem []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			elem, v = v[:i], v[i+1:]
+		} else {
+			elem, v = v, nil
+		}
+		if equalFold(trimOWS(elem), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimOWS removes leading and trailing spaces and tabs.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// isTokenChar reports whether c is an RFC 9110 tchar.
+func isTokenChar(c byte) bool { return tokenTable[c] }
+
+var tokenTable = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// isValueChar reports whether c may appear in a header value: HTAB, SP,
+// VCHAR or obs-text.
+func isValueChar(c byte) bool { return c == '\t' || (c >= 0x20 && c != 0x7f) }
+
+// line returns the line starting at off (without its LF and an optional CR
+// before it) and the offset after its LF; ok is false when no LF follows.
+func line(buf []byte, off int) (l []byte, next int, ok bool) {
+	i := bytes.IndexByte(buf[off:], '\n')
+	if i < 0 {
+		return nil, off, false
+	}
+	l = buf[off : off+i]
+	if len(l) > 0 && l[len(l)-1] == '\r' {
+		l = l[:len(l)-1]
+	}
+	return l, off + i + 1, true
+}
+
+// startLine returns the first line of a message in buf and the offset after
+// it: ErrIncomplete without a whole line, tooLarge past limit bytes.
+func startLine(buf []byte, limit int, tooLarge error) ([]byte, int, error) {
+	l, off, ok := line(buf, 0)
+	switch {
+	case !ok && len(buf) > limit, ok && off > limit:
+		return nil, 0, tooLarge
+	case !ok:
+		return nil, 0, ErrIncomplete
+	}
+	return l, off, nil
+}
+
+// parseVersion parses "HTTP/d.d" as net/http's ParseHTTPVersion does.
+func parseVersion(v []byte) (major, minor int, ok bool) {
+	if len(v) != len("HTTP/1.1") || string(v[:5]) != "HTTP/" || v[6] != '.' ||
+		v[5] < '0' || v[5] > '9' || v[7] < '0' || v[7] > '9' {
+		return 0, 0, false
+	}
+	return int(v[5] - '0'), int(v[7] - '0'), true
+}
+
+// parseHeaders parses header lines from off up to and including the empty
+// line that ends them, appending to *hs when hs is not nil. start is where
+// the message began: the section may not extend past start+limit.
+func parseHeaders(buf []byte, start, off, limit int, hs *[]Header) (int, error) {
+	first := true
+	for {
+		l, next, ok := line(buf, off)
+		if !ok {
+			if len(buf)-start > limit {
+				return 0, errTooLarge
+			}
+			return 0, ErrIncomplete
+		}
+		if next-start > limit {
+			return 0, errTooLarge
+		}
+		if len(l) == 0 {
+			return next, nil
+		}
+		if l[0] == ' ' || l[0] == '\t' {
+			if first {
+				return 0, errBadHeader
+			}
+			return 0, errFolded
+		}
+		first = false
+		colon := bytes.IndexByte(l, ':')
+		if colon <= 0 {
+			return 0, errBadHeader
+		}
+		name := l[:colon]
+		for _, c := range name {
+			if !isTokenChar(c) {
+				return 0, errBadHeader
+			}
+		}
+		value := l[colon+1:]
+		for _, c := range value {
+			if !isValueChar(c) {
+				return 0, errBadHeader
+			}
+		}
+		if hs != nil {
+			*hs = append(*hs, Header{Name: name, Value: trimOWS(value)})
+		}
+		off = next
+	}
+}
+
+// framing holds what the header fields say about the body and connection.
+type framing struct {
+	length    int64 // Content-Length, -1 if absent
+	chunked   bool
+	closeTok  bool // Connection: close
+	keepTok   bool // Connection: keep-alive
+	hosts     int  // number of Host fields
+	badTrail  bool // Trailer names a field that may not be a trailer
+	hasTrailr bool
+}
+
+// frame inspects m's headers as net/http's readTransfer does.
+func frame(m *Message) (framing, error) {
+	f := framing{length: -1}
+	var cl []byte
+	tes := 0
+	var te []byte
+	for i := range m.Headers {
+		h := &m.Headers[i]
+		switch len(h.Name) {
+		case len("host"):
+			if equalFold(h.Name, "host") {
+				f.hosts++
+			}
+		case len("content-length"):
+			if equalFold(h.Name, "content-length") {
+				if cl != nil && !bytes.Equal(cl, h.Value) {
+					return f, errLengths
+				}
+				cl = h.Value
+			}
+		case len("transfer-encoding"):
+			if equalFold(h.Name, "transfer-encoding") {
+				tes++
+				te = h.Value
+			}
+		case len("connection"):
+			if equalFold(h.Name, "connection") {
+				f.closeTok = f.closeTok || hasToken(h.Value, "close")
+				f.keepTok = f.keepTok || hasToken(h.Value, "keep-alive")
+			}
+		case len("trailer"):
+			if equalFold(h.Name, "trailer") {
+				f.hasTrailr = true
+				f.badTrail = f.badTrail || hasToken(h.Value, "transfer-encoding") ||
+					hasToken(h.Value, "trailer") || hasToken(h.Value, "content-length")
+			}
+		}
+	}
+	// HTTP/1.0 messages cannot be chunked: net/http ignores the field.
+	if tes > 0 && (m.Major > 1 || m.Major == 1 && m.Minor >= 1) {
+		if tes > 1 || !equalFold(te, "chunked") {
+			return f, errCoding
+		}
+		f.chunked = true
+	}
+	if cl != nil {
+		n, ok := parseLength(cl)
+		if !ok {
+			return f, errBadLength
+		}
+		f.length = n
+	}
+	if f.chunked && f.hasTrailr && f.badTrail {
+		return f, errBadTrailerKey
+	}
+	return f, nil
+}
+
+// parseLength parses a Content-Length: decimal digits (leading zeros
+// allowed, as strconv.ParseUint does), below 2^63.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > 1<<63/10 { // n*10 would not fit in 63 bits
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n >= 1<<63 {
+			return 0, false
+		}
+	}
+	return int64(n), true
+}
+
+// maxChunkLine is net/http's limit on a chunk-size line, in bytes.
+const maxChunkLine = 4096
+
+// maxChunkExcess is net/http's bound on chunk framing overhead beyond 16
+// bytes plus twice the data per chunk, against senders that trickle data.
+const maxChunkExcess = 16 << 10
+
+// parseChunked decodes a chunked body starting at off into m.chunks and
+// returns the offset after its trailer section.
+func parseChunked(buf []byte, off int, m *Message, maxBody int64, limit int) (int, error) {
+	m.chunks = m.chunks[:0]
+	var excess int64
+	for {
+		i := bytes.IndexByte(buf[off:], '\n')
+		if i < 0 {
+			if len(buf)-off >= maxChunkLine {
+				return 0, errChunked
+			}
+			return 0, ErrIncomplete
+		}
+		l := buf[off : off+i+1]
+		if cr := bytes.IndexByte(l, '\r'); cr < 0 || cr != len(l)-2 {
+			return 0, errChunked // bare LF, or CR inside the line
+		}
+		l = l[:len(l)-2]
+		if len(l) >= maxChunkLine {
+			return 0, errChunked
+		}
+		off += i + 1
+		excess += int64(len(l)) + 2
+		l = trimOWS(l)
+		if j := bytes.IndexByte(l, ';'); j >= 0 {
+			l = l[:j]
+		}
+		n, ok := parseHex(l)
+		if !ok {
+			return 0, errChunked
+		}
+		excess = max(excess-16-2*int64(min(n, 1<<40)), 0)
+		if excess > maxChunkExcess {
+			return 0, errChunked
+		}
+		if n == 0 {
+			break
+		}
+		if n > uint64(maxBody) || int64(len(m.chunks))+int64(n) > maxBody {
+			return 0, errBodyTooLarge
+		}
+		if uint64(len(buf)-off) < n+2 {
+			return 0, ErrIncomplete
+		}
+		end := off + int(n)
+		if buf[end] != '\r' || buf[end+1] != '\n' {
+			return 0, errChunked
+		}
+		m.chunks = append(m.chunks, buf[off:end]...)
+		off = end + 2
+	}
+	// Trailer section: an empty line, or header fields and an empty line.
+	if len(buf)-off < 2 {
+		return 0, ErrIncomplete
+	}
+	if buf[off] == '\r' && buf[off+1] == '\n' {
+		return off + 2, nil
+	}
+	next, err := parseHeaders(buf, off, off, limit, nil)
+	if err == errFolded || err == errTooLarge {
+		err = errTrailer
+	}
+	return next, err
+}
+
+// parseHex parses a chunk size: 1 to 16 hex digits.
+func parseHex(v []byte) (uint64, bool) {
+	if len(v) == 0 || len(v) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range v {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, true
+}

@@ -1,0 +1,147 @@
+package http1
+
+import (
+	"bytes"
+	"net/url"
+)
+
+// Request is a parsed request. Method and Target point into the parsed
+// buffer.
+type Request struct {
+	Method []byte // e.g. "GET"
+	Target []byte // request-target as sent, e.g. "/fruits?x=1"
+	Message
+}
+
+// Path returns the target without its query.
+func (r *Request) Path() []byte {
+	if i := bytes.IndexByte(r.Target, '?'); i >= 0 {
+		return r.Target[:i]
+	}
+	return r.Target
+}
+
+// ParseRequest parses one complete request from the start of buf into r and
+// returns the number of bytes it took. It returns ErrIncomplete when buf
+// holds only part of a request, and an *Error for a request to refuse.
+// Limits come from o (zero fields: defaults). A request for HTTP/1.1 must
+// carry exactly one Host field (RFC 9112 §3.2); more than one is refused in
+// every version.
+func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
+	o = o.withDefaults()
+	r.Method, r.Target = nil, nil
+	r.reset()
+	l, off, err := startLine(buf, o.MaxHeaderBytes, errTooLarge)
+	if err != nil {
+		return 0, err
+	}
+	sp1 := bytes.IndexByte(l, ' ')
+	if sp1 < 0 {
+		return 0, errBadRequestLine
+	}
+	sp2 := bytes.IndexByte(l[sp1+1:], ' ')
+	if sp2 < 0 {
+		return 0, errBadRequestLine
+	}
+	sp2 += sp1 + 1
+	r.Method, r.Target = l[:sp1], l[sp1+1:sp2]
+	if len(r.Method) == 0 {
+		return 0, errBadMethod
+	}
+	for _, c := range r.Method {
+		if !isTokenChar(c) {
+			return 0, errBadMethod
+		}
+	}
+	var ok bool
+	if r.Major, r.Minor, ok = parseVersion(l[sp2+1:]); !ok {
+		return 0, errBadVersion
+	}
+	if !validTarget(r.Method, r.Target) {
+		return 0, errBadTarget
+	}
+	off, err = parseHeaders(buf, 0, off, o.MaxHeaderBytes, &r.Headers)
+	if err != nil {
+		return 0, err
+	}
+	if r.Major != 1 {
+		return 0, errVersion
+	}
+	f, err := frame(&r.Message)
+	if err != nil {
+		return 0, err
+	}
+	if f.hosts > 1 {
+		return 0, errManyHosts
+	}
+	if f.hosts == 0 && r.Minor >= 1 {
+		return 0, errNoHost
+	}
+	if r.Minor == 0 {
+		r.KeepAlive = f.keepTok && !f.closeTok
+	} else {
+		r.KeepAlive = !f.closeTok
+	}
+	switch {
+	case f.chunked:
+		r.Chunked, r.ContentLength = true, -1
+		off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes)
+		if err != nil {
+			return 0, err
+		}
+		r.Body = r.chunks
+	case f.length > 0:
+		if f.length > o.MaxBodyBytes {
+			return 0, errBodyTooLarge
+		}
+		r.ContentLength = f.length
+		if int64(len(buf)-off) < f.length {
+			return 0, ErrIncomplete
+		}
+		r.Body = buf[off : off+int(f.length)]
+		off += int(f.length)
+	}
+	return off, nil
+}
+
+// validTarget reports whether url.ParseRequestURI (with net/http's
+// treatment of CONNECT) accepts target. The common origin form is checked
+// here without allocating; other forms go to net/url.
+func validTarget(method, target []byte) bool {
+	if len(target) == 0 {
+		return false
+	}
+	for _, c := range target {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	if target[0] == '/' {
+		path := target
+		if i := bytes.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		for i := 0; i < len(path); i++ {
+			if path[i] == '%' {
+				if i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2]) {
+					return false
+				}
+				i += 2
+			}
+		}
+		return true
+	}
+	if len(target) == 1 && target[0] == '*' {
+		return true
+	}
+	raw := string(target)
+	if string(method) == "CONNECT" {
+		raw = "http://" + raw
+	}
+	_, err := url.ParseRequestURI(raw)
+	return err == nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
