@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,12 +31,8 @@ type Group struct {
 
 	mu        sync.Mutex
 	listeners map[*Listener]struct{}
-	moved     []movedThread // threads moved to the N+1 CPU, to restore at Close
-}
-
-type movedThread struct {
-	tid  int
-	cpus []int
+	reserved  cpu.Set // with NPlusOne: the CPUs other threads were moved to
+	origMask  cpu.Set // with NPlusOne: the mask to give them back at Close
 }
 
 // New starts a group of carriers: each on its own locked OS thread named
@@ -75,9 +72,13 @@ func New(o Options) (*Group, error) {
 		}
 	}
 	if o.NPlusOne {
-		if err := g.moveOthers(p.reserved); err != nil {
+		g.reserved = p.reserved
+		if g.origMask, err = cpu.Allowed(); err == nil {
+			err = g.moveOthers(p.reserved, nil)
+		}
+		if err != nil {
 			g.Close()
-			return nil, err
+			return nil, fmt.Errorf("carrier: n+1: %w", err)
 		}
 	}
 	return g, nil
@@ -130,34 +131,33 @@ func (g *Group) closeUnstarted() {
 	g.carriers = nil
 }
 
-// moveOthers restricts every thread of the process that is not a carrier to
-// the reserved CPU. Go creates new threads from a template thread (when the
-// creator is locked) or from another non-carrier thread, so later threads
-// inherit the reserved CPU too.
-func (g *Group) moveOthers(reserved cpu.Set) error {
+// moveOthers gives every thread of the process that is not a carrier the
+// mask to; with from set, only the threads whose mask is exactly from. At
+// New it moves everything else onto the reserved CPUs (Go creates later
+// threads from a template thread, or from another non-carrier thread, so
+// they inherit the reserve); at Close it gives the reserved threads, also
+// those created meanwhile, their original mask back.
+func (g *Group) moveOthers(to, from cpu.Set) error {
 	carriers := map[int]bool{}
 	for _, c := range g.carriers {
 		carriers[int(c.tid.Load())] = true
 	}
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
-		return fmt.Errorf("carrier: n+1: %w", err)
+		return err
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil || carriers[tid] {
 			continue
 		}
-		old, err := unix.SchedGetaffinity(tid)
-		if err != nil {
-			continue // the thread exited meanwhile
+		if from != nil {
+			cur, err := unix.SchedGetaffinity(tid)
+			if err != nil || !slices.Equal(cur, []int(from)) {
+				continue // exited meanwhile, or not ours to restore
+			}
 		}
-		if err := unix.SchedSetaffinity(tid, reserved); err != nil {
-			continue
-		}
-		g.moved = append(g.moved, movedThread{tid, old})
+		unix.SchedSetaffinity(tid, to) // fails only for a thread that exited meanwhile
 	}
 	return nil
 }
@@ -207,11 +207,10 @@ func (g *Group) Close() error {
 			l.closeUnregistered()
 		}
 		clear(g.listeners)
-		for _, m := range g.moved {
-			unix.SchedSetaffinity(m.tid, m.cpus) // the thread may be gone: nothing to restore
-		}
-		g.moved = nil
 		g.mu.Unlock()
+		if g.reserved != nil && g.origMask != nil {
+			g.moveOthers(g.origMask, g.reserved)
+		}
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"net/netip"
 	"os"
 	"runtime"
 	"testing"
@@ -57,3 +58,5 @@ func within(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
 		t.Fatalf("%s: not done within %v", what, d)
 	}
 }
+
+func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

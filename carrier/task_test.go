@@ -1,0 +1,297 @@
+package carrier
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"spindle/internal/unix"
+)
+
+// inTask runs fn as a task on carrier 0 of g and waits for it.
+func inTask(t *testing.T, g *Group, fn func(*Task)) {
+	t.Helper()
+	done := make(chan struct{})
+	if err := g.Carrier(0).Submit(func(tk *Task) {
+		defer close(done)
+		fn(tk)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, done, 10*time.Second, "task")
+}
+
+// TestNoLostWakeup submits to a blocking carrier from several producers,
+// each waiting for its task before submitting the next, so every
+// submission finds the carrier asleep or falling asleep: a lost wake-up
+// hangs one producer and fails the test.
+func TestNoLostWakeup(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 2, Wait: "block"})
+	const producers, rounds = 4, 5000
+	var wg sync.WaitGroup
+	var ran atomic.Int64
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			c := g.Carrier(p % g.Len())
+			ch := make(chan struct{}, 1)
+			for i := 0; i < rounds; i++ {
+				if err := c.Submit(func(*Task) { ran.Add(1); ch <- struct{}{} }); err != nil {
+					t.Error(err)
+					return
+				}
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+					t.Errorf("producer %d round %d: task not run within 5s (lost wake-up)", p, i)
+					return
+				}
+				if i%64 == 0 {
+					time.Sleep(50 * time.Microsecond) // let the carrier fall asleep
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	if got := ran.Load(); got != producers*rounds {
+		t.Fatalf("ran %d tasks, want %d", got, producers*rounds)
+	}
+	var blocks uint64
+	for _, s := range g.Snapshot() {
+		blocks += s.Waits["block"]
+	}
+	if blocks == 0 {
+		t.Error("the carriers never blocked: the test did not exercise the wake-up path")
+	}
+}
+
+func TestSleepAndYieldStayOnThread(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 2})
+	inTask(t, g, func(tk *Task) {
+		tid := unix.Gettid()
+		start := time.Now()
+		tk.Sleep(20 * time.Millisecond)
+		if d := time.Since(start); d < 20*time.Millisecond {
+			t.Errorf("Sleep(20ms) returned after %v", d)
+		}
+		tk.Yield()
+		tk.Offload(func() { time.Sleep(time.Millisecond) })
+		if got := unix.Gettid(); got != tid {
+			t.Errorf("task moved from thread %d to %d", tid, got)
+		}
+	})
+}
+
+func TestOffload(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(tk *Task) {
+		ch := make(chan int)
+		go func() { ch <- 42 }()
+		var v int
+		tk.Offload(func() { v = <-ch }) // a channel receive would block the carrier
+		if v != 42 {
+			t.Errorf("offloaded receive got %d", v)
+		}
+	})
+	// A panic in the offloaded function surfaces in the task.
+	inTask(t, g, func(tk *Task) {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want boom", p)
+			}
+		}()
+		tk.Offload(func() { panic("boom") })
+	})
+}
+
+func TestPanicRecoveredConnsClosed(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	g := newGroup(t, Options{Carriers: 1})
+	done := make(chan struct{})
+	g.Carrier(0).Submit(func(tk *Task) {
+		defer close(done)
+		if _, err := tk.Dial(ln.Addr().String(), time.Second); err != nil {
+			t.Error(err)
+			return
+		}
+		panic("handler bug")
+	})
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	within(t, done, 5*time.Second, "panicking task")
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := peer.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("peer read after the panic: %v, want EOF (conn closed)", err)
+	}
+	s := g.Snapshot()[0]
+	if s.Panics != 1 || s.OpenConns != 0 {
+		t.Errorf("panics=%d open_conns=%d, want 1 and 0", s.Panics, s.OpenConns)
+	}
+	inTask(t, g, func(*Task) {}) // the carrier goes on
+}
+
+func TestReadDeadline(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			<-stop // never writes
+			c.Close()
+		}
+	}()
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(tk *Task) {
+		c, err := tk.Dial(ln.Addr().String(), time.Second)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+		start := time.Now()
+		_, err = c.Read(make([]byte, 8))
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("read: %v, want deadline exceeded", err)
+		}
+		if d := time.Since(start); d < 30*time.Millisecond || d > 900*time.Millisecond {
+			t.Errorf("deadline fired after %v, want about 30ms", d)
+		}
+		c.SetDeadline(time.Time{})
+		if c.LocalAddr() == nil || c.RemoteAddr().String() != ln.Addr().String() {
+			t.Errorf("addrs %v -> %v", c.LocalAddr(), c.RemoteAddr())
+		}
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("read after close: %v", err)
+		}
+	})
+}
+
+func TestDialRefused(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(tk *Task) {
+		_, err := tk.Dial(addr, time.Second)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("dial closed port: %v, want connection refused", err)
+		}
+		if _, err := tk.Dial("no-port", time.Second); err == nil {
+			t.Error("dial without a port succeeded")
+		}
+	})
+	if s := g.Snapshot()[0]; s.OpenConns != 0 {
+		t.Errorf("open_conns = %d after failed dials", s.OpenConns)
+	}
+}
+
+// TestDialTimeout fills a listener's accept queue (backlog 0, nobody
+// accepting) so that further SYNs are dropped and connect hangs.
+func TestDialTimeout(t *testing.T) {
+	checkLeaks(t)
+	lfd, err := unix.ListenTCP(mustAddrPort("127.0.0.1:0"), false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
+	ap, _ := unix.LocalAddr(lfd)
+	g := newGroup(t, Options{Carriers: 1})
+	timedOut := false // t.Skip must not run inside a task: it calls runtime.Goexit
+	inTask(t, g, func(tk *Task) {
+		var held []*Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for i := 0; i < 8; i++ {
+			start := time.Now()
+			c, err := tk.Dial(ap.String(), 100*time.Millisecond)
+			if err == nil {
+				held = append(held, c) // the queue still had room
+				continue
+			}
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("dial: %v, want a timeout", err)
+			}
+			if d := time.Since(start); d < 100*time.Millisecond {
+				t.Errorf("timed out after %v, want >= 100ms", d)
+			}
+			timedOut = true
+			return
+		}
+	})
+	if !timedOut {
+		t.Skip("the kernel accepted 8 connections into a backlog-0 queue: cannot provoke a connect timeout here")
+	}
+}
+
+// TestOpBudget: a task whose writes never block must still let another
+// task of its carrier run.
+func TestOpBudget(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	g := newGroup(t, Options{Carriers: 1, OpBudget: 8})
+	var other atomic.Bool
+	inTask(t, g, func(tk *Task) {
+		c, err := tk.Dial(ln.Addr().String(), time.Second)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		tk.Go(func(*Task) { other.Store(true) })
+		for i := 0; i < 10000 && !other.Load(); i++ {
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if !other.Load() {
+			t.Error("10000 non-blocking writes and the other task never ran")
+		}
+	})
+}
