@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"spindle/carrier/wait"
 )
 
 // N is the side of the foreground's matrices: the paper multiplies 16x16
@@ -14,8 +15,9 @@ const N = 16
 type Matrix [N * N]float32
 
 // ErrNotSupported is wrapped when this machine cannot run something (a
-// kernel, a mode, a placement); the message says why.
-var ErrNotSupported = errors.New("not supported")
+// kernel, a mode); the message says why. It is carrier/wait's sentinel, so
+// one errors.Is covers the wait strategies too.
+var ErrNotSupported = wait.ErrNotSupported
 
 // Kernel multiplies two matrices: dst = a × b. One call is one "op" in the
 // Mop/s figures.

@@ -3,14 +3,14 @@ package spectrum
 import (
 	"fmt"
 
-	xcpu "golang.org/x/sys/cpu"
+	"spindle/cpu"
 )
 
 // AVX512 returns the AVX-512 kernel, or an error wrapping ErrNotSupported
 // when CPUID lacks AVX-512F or the OS does not save the ZMM registers (the
-// x/sys/cpu probe checks XCR0 for both).
+// cpu package's probe checks CPUID and XCR0).
 func AVX512() (Kernel, error) {
-	if !xcpu.X86.HasAVX512F {
+	if !cpu.Capabilities().AVX512F {
 		return Kernel{}, fmt.Errorf("avx512 kernel: %w: CPUID or the OS does not offer AVX-512F", ErrNotSupported)
 	}
 	return Kernel{Name: "avx512", Mul: mulAVX512}, nil

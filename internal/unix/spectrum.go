@@ -112,3 +112,14 @@ func ReadCounter(fd int) (uint64, error) {
 	}
 	return *(*uint64)(unsafe.Pointer(&b[0])), nil
 }
+
+// ThreadCPUTime returns the calling thread's CPU time in nanoseconds
+// (CLOCK_THREAD_CPUTIME_ID): cheaper than getrusage for timing a stretch of
+// work on one thread.
+func ThreadCPUTime() int64 {
+	var ts xunix.Timespec
+	if xunix.ClockGettime(xunix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0 // cannot fail for the calling thread on Linux 2.6.12+
+	}
+	return ts.Nano()
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+	"spindle/observe"
+	"spindle/spectrum"
+)
+
+func init() {
+	register(command{
+		name:    "probe",
+		summary: "describe this machine for the waiting spectrum: CPU, topology, power and frequency sources, B, PAUSE, steal",
+		run:     runProbe,
+		flags:   func() *flagSet { fs, _ := probeFlags(); return fs },
+	})
+}
+
+type probeArgs struct {
+	json      bool
+	calibrate time.Duration
+}
+
+func probeFlags() (*flagSet, *probeArgs) {
+	a := &probeArgs{}
+	fs := newFlagSet("probe", "", "Prints the CPU's capabilities that matter for waiting (PAUSE, WAITPKG, MONITORX,\n"+
+		"AVX-512 with OS support), the topology, each power and frequency source as \"available\" or\n"+
+		"\"n/a (reason)\" (a counter that does not move during a busy calibration counts as n/a),\n"+
+		"the measured cost of one block-and-wake (B) and of one PAUSE, and steal time.")
+	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
+	fs.DurationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	return fs, a
+}
+
+func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs, a := probeFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("probe takes no arguments (got %q)", pos[0])
+	}
+	if a.calibrate <= 0 {
+		return badInput("--calibrate %v: must be positive", a.calibrate)
+	}
+	r, m, err := spectrum.Probe(spectrum.ProbeOptions{Calibrate: a.calibrate})
+	if err != nil {
+		return err
+	}
+	m.Close()
+	if a.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return writeProbe(stdout, r)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func sets(ss []cpu.Set) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.String()
+	}
+	return strings.Join(out, " | ")
+}
+
+// writeProbe prints the report as text.
+func writeProbe(w io.Writer, r *spectrum.ProbeReport) error {
+	fmt.Fprintf(w, "CPU:            %s (%s, %s)\n", r.Model, r.Vendor, r.Arch)
+	fmt.Fprintf(w, "capabilities:   PAUSE %s, WAITPKG (TPAUSE/UMWAIT) %s, MONITORX (MWAITX) %s, AVX-512F with OS support %s, invariant TSC %s\n",
+		yesNo(r.Caps["PAUSE"]), yesNo(r.Caps["WAITPKG"]), yesNo(r.Caps["MONITORX"]), yesNo(r.Caps["AVX512F"]), yesNo(r.Caps["InvariantTSC"]))
+	if r.CapsNote != "" {
+		fmt.Fprintf(w, "                (%s)\n", r.CapsNote)
+	}
+	t := r.Topology
+	if t.Error != "" {
+		fmt.Fprintf(w, "topology:       n/a (%s)\n", t.Error)
+	} else {
+		fmt.Fprintf(w, "topology:       %s\n", t.Summary)
+		fmt.Fprintf(w, "  CPUs:         %s (this process may use %s)\n", t.CPUs, t.Allowed)
+		fmt.Fprintf(w, "  SMT siblings: %s\n", sets(t.Cores))
+		fmt.Fprintf(w, "  dies:         %s\n", sets(t.Dies))
+		fmt.Fprintf(w, "  L3 clusters:  %s\n", sets(t.Clusters))
+		fmt.Fprintf(w, "  packages:     %s\n", sets(t.Packages))
+	}
+	fmt.Fprintf(w, "kernels:        %s\n", named(r.Kernels, []string{"scalar", "avx512"}))
+	fmt.Fprintf(w, "wait:           %s\n", named(r.Strategies, wait.Names()))
+	fmt.Fprintln(w, "power sources:")
+	for _, s := range r.Power {
+		fmt.Fprintf(w, "  %-24s %s\n", s.Name+":", s)
+	}
+	fmt.Fprintln(w, "frequency sources:")
+	for _, s := range r.Freq {
+		fmt.Fprintf(w, "  %-24s %s\n", s.Name+":", s)
+	}
+	if r.BlockWakeNA != "" {
+		fmt.Fprintf(w, "block-and-wake: B %s\n", r.BlockWakeNA)
+	} else {
+		fmt.Fprintf(w, "block-and-wake: B = %.1fµs after %v idle (%.1fµs back-to-back), median of %d\n",
+			r.BlockWakeUs, wait.DefaultMeasureIdle, r.BlockWakeHotUs, 2*wait.DefaultMeasureRounds)
+	}
+	if r.PauseNA != "" {
+		fmt.Fprintf(w, "PAUSE:          %s\n", r.PauseNA)
+	} else {
+		fmt.Fprintf(w, "PAUSE:          %.1fns each\n", r.PauseNs)
+	}
+	_, err := fmt.Fprintf(w, "steal:          %s since boot, %s during the probe\n", r.StealBoot, r.StealNow)
+	return err
+}
+
+// named renders "a available, b n/a (why)" in the given order, then any
+// other names sorted.
+func named(m map[string]string, order []string) string {
+	var parts []string
+	for _, n := range order {
+		if v, ok := m[n]; ok {
+			parts = append(parts, n+" "+v)
+		}
+	}
+	var rest []string
+	for n := range m {
+		if !slices.Contains(order, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	for _, n := range rest {
+		parts = append(parts, n+" "+m[n])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+	"spindle/observe"
+	"spindle/spectrum"
+)
+
+func init() {
+	register(command{
+		name:    "spectrum",
+		summary: "run the waiting-spectrum presets (knee, background, placement, bursty): table, JSON, PNG plots",
+		run:     runSpectrum,
+		flags:   func() *flagSet { fs, _ := spectrumFlags(); return fs },
+	})
+}
+
+type spectrumArgs struct {
+	quick    bool
+	duration time.Duration
+	repeats  int
+	kernels  string
+	modes    string
+	fg, bg   int
+	scales   string
+	cpus     cpuSetFlag
+	out      string
+	seed     uint64
+}
+
+func spectrumFlags() (*flagSet, *spectrumArgs) {
+	a := &spectrumArgs{}
+	fs := newFlagSet("spectrum", "[PRESET...]", "Reproduces the waiting paper's figures on this machine. Presets: knee (throughput\n"+
+		"against foreground threads), background (foreground throughput, frequency and power against\n"+
+		"background threads by mode), placement (SMT, Die, Socket), bursty (both applications by burst\n"+
+		"scale, busy:idle ratio and mode). No preset runs all four. Each cell runs --repeats times,\n"+
+		"interleaved; figures are medians with [min-max]. Modes and placements this machine cannot\n"+
+		"run are listed as skipped with the reason.")
+	fs.BoolVar(&a.quick, "quick", false, fmt.Sprintf("short runs (%v each) and no second-scale bursts: all presets in under 3 minutes on 2 CPUs", spectrum.DefaultQuickDuration))
+	fs.DurationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
+	fs.IntVar(&a.repeats, "repeats", spectrum.DefaultRepeats, "runs of every cell")
+	fs.StringVar(&a.kernels, "kernel", "", "comma-separated kernels, scalar and avx512 (default: all this CPU runs; placement and bursty use the first)")
+	fs.StringVar(&a.modes, "modes", "", "comma-separated background modes (default: each preset's own): "+strings.Join(spectrum.Modes(), ", "))
+	fs.IntVar(&a.fg, "fg", 0, "foreground threads (default: the preset's own)")
+	fs.IntVar(&a.bg, "bg", 0, "background threads, or the largest count a sweep reaches (default: the preset's own)")
+	fs.StringVar(&a.scales, "scales", "", "comma-separated burst scales: us, ms, s (default: all; --quick leaves s out)")
+	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
+	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
+	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
+	return fs, a
+}
+
+// quickCalibration is the sources' calibration with --quick.
+const quickCalibration = 50 * time.Millisecond
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, a := spectrumFlags()
+	presets, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(presets) == 0 {
+		presets = spectrum.Presets
+	}
+	for _, p := range presets {
+		if !slices.Contains(spectrum.Presets, p) {
+			return badInput("unknown preset %q (want %s)", p, strings.Join(spectrum.Presets, ", "))
+		}
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if a.quick && !explicit["duration"] {
+		a.duration = spectrum.DefaultQuickDuration
+	}
+	switch {
+	case a.duration <= 0:
+		return badInput("--duration %v: must be positive", a.duration)
+	case a.repeats < 1:
+		return badInput("--repeats %d: must be at least 1", a.repeats)
+	case a.fg < 0 || a.bg < 0:
+		return badInput("--fg and --bg must not be negative")
+	}
+	kernels := splitList(a.kernels)
+	for _, k := range kernels {
+		if _, err := spectrum.KernelByName(k); err != nil {
+			return asBadInput(err)
+		}
+	}
+	modes := splitList(a.modes)
+	for _, m := range modes {
+		if !slices.Contains(spectrum.Modes(), m) {
+			return badInput("unknown mode %q (want %s)", m, strings.Join(spectrum.Modes(), ", "))
+		}
+	}
+	var scales []spectrum.Scale
+	for _, s := range splitList(a.scales) {
+		i := slices.IndexFunc(spectrum.Scales, func(x spectrum.Scale) bool { return x.Name == s })
+		if i < 0 {
+			return badInput("unknown scale %q (want us, ms or s)", s)
+		}
+		scales = append(scales, spectrum.Scales[i])
+	}
+	if err := checkCPUs("cpus", a.cpus.set); err != nil {
+		return err
+	}
+
+	calib := observe.DefaultCalibration
+	if a.quick {
+		calib = quickCalibration
+	}
+	probe, meters, err := spectrum.Probe(spectrum.ProbeOptions{Calibrate: calib})
+	if err != nil {
+		return err
+	}
+	defer meters.Close()
+	allowed := probe.Topology.Allowed
+	if len(a.cpus.set) > 0 {
+		allowed = a.cpus.set
+	}
+	topo, err := cpu.ReadTopology(cpu.DefaultSysRoot)
+	if err != nil {
+		topo = nil // planning falls back to one core per CPU; placement is skipped
+	}
+	var avail []string
+	for _, k := range spectrum.Kernels() {
+		avail = append(avail, k.Name)
+	}
+	m := spectrum.Machine{Topo: topo, Allowed: allowed, Kernels: avail, ModeErr: spectrum.ModeAvailable}
+	o := spectrum.PlanOptions{Kernels: kernels, Modes: modes, FG: a.fg, BG: a.bg, Duration: a.duration, Quick: a.quick, Scales: scales}
+	var cells []spectrum.Cell
+	for _, p := range presets {
+		cs, err := spectrum.Plan(p, m, o)
+		if err != nil {
+			return asBadInput(err)
+		}
+		cells = append(cells, cs...)
+	}
+
+	env := &spectrum.Env{Power: meters.Power, PowerNA: meters.PowerNA, Freq: meters.Freq, FreqNA: meters.FreqNA,
+		BlockWake: time.Duration(probe.BlockWakeUs * 1e3), Seed: a.seed}
+	if probe.BlockWakeNA != "" {
+		return fmt.Errorf("spectrum: cannot measure B: %s", probe.BlockWakeNA)
+	}
+	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs\n", len(cells), a.repeats, allowed, probe.BlockWakeUs)
+	start := time.Now()
+	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
+
+	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs", probe.Model, probe.Topology.Summary, a.repeats, a.duration, probe.BlockWakeUs)
+	if n := env.DriverNote(); n != "" {
+		fmt.Fprintf(stdout, "; burst driver on %s", n)
+	}
+	fmt.Fprintf(stdout, "; %v\n\n", time.Since(start).Round(time.Second))
+	for _, p := range presets {
+		if err := spectrum.WriteTable(stdout, p, res); err != nil {
+			return err
+		}
+	}
+	if a.out != "" {
+		if err := writeSpectrumFiles(a.out, probe, res, stdout); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// spectrumJSON is the file the spectrum command writes.
+type spectrumJSON struct {
+	Probe   *spectrum.ProbeReport `json:"probe"`
+	Results []spectrum.Result     `json:"results"`
+	Wait    []string              `json:"wait_strategies"`
+}
+
+func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.Result, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("spectrum: %w", err)
+	}
+	b, err := json.MarshalIndent(spectrumJSON{Probe: probe, Results: res, Wait: wait.Names()}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("spectrum: encode results: %w", err)
+	}
+	path := filepath.Join(dir, "spectrum.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("spectrum: %w", err)
+	}
+	plots, err := spectrum.WritePlots(dir, res)
+	if err != nil {
+		return fmt.Errorf("spectrum: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s and %d plots in %s\n", path, len(plots), dir)
+	return err
+}

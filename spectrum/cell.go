@@ -1,0 +1,259 @@
+package spectrum
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+	"spindle/internal/unix"
+	"spindle/observe"
+)
+
+// Cell is one configuration of a figure: foreground threads on FG running
+// Kernel, background threads on BG in Mode, optionally driven by a burst
+// Pattern. A cell without BG is a baseline.
+type Cell struct {
+	Preset    string   `json:"preset"`
+	Kernel    string   `json:"kernel"`
+	Mode      string   `json:"mode,omitempty"`      // background mode; "" for a baseline
+	Placement string   `json:"placement,omitempty"` // SMT, Die, Socket, or "" (not a placement cell)
+	Pattern   *Pattern `json:"-"`
+	PatternS  string   `json:"pattern,omitempty"`
+	FG        cpu.Set  `json:"fg_cpus"`
+	BG        cpu.Set  `json:"bg_cpus,omitempty"`
+	// Driver is the CPU of the burst driver (bursty cells), -1 for none.
+	Driver int `json:"driver_cpu"`
+	// Duration is how long one run measures.
+	Duration time.Duration `json:"duration_ns"`
+	// Baseline is the key of the cell this one is normalised to.
+	Baseline string `json:"baseline,omitempty"`
+	// Skipped says why the cell cannot run here ("" when it can).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Key identifies the cell within its preset.
+func (c Cell) Key() string {
+	k := fmt.Sprintf("%s fg=%d", c.Kernel, len(c.FG))
+	if c.Placement != "" {
+		k += " " + c.Placement
+	}
+	if c.PatternS != "" {
+		k += " " + c.PatternS
+	}
+	if c.Mode == "" {
+		return k + " baseline"
+	}
+	return fmt.Sprintf("%s bg=%d %s", k, len(c.BG), c.Mode)
+}
+
+// Sample is one run of a cell.
+type Sample struct {
+	FgMops      float64 // foreground matmuls per µs, summed over threads (Mop/s)
+	FgOps       int64
+	BgMpps      float64 // background pseudo packets, millions per second
+	BgMops      float64 // background matmuls (matmul mode), Mop/s
+	WakeP50     float64 // µs, NaN when no wake-up was measured
+	WakeP99     float64
+	Wakes       int
+	BgCPU       float64 // background CPU time over wall time, percent of one CPU per thread
+	FgCPU       float64
+	CtxSwitches float64 // background voluntary+involuntary switches per second
+	Watts       float64 // NaN: n/a
+	GHz         float64 // NaN: n/a
+	Steal       float64 // percent of the cell's CPUs' time; NaN: n/a
+	// WaitCost is the waiting cost per background thread in percent of
+	// one CPU: CPU time spent waiting (total minus packet processing) plus
+	// B for every block-and-wake, over the run's wall time.
+	WaitCost float64
+	Blocks   int64 // waits that blocked, all background threads
+	Late     time.Duration
+}
+
+// Env is what every cell run shares: the meters and the waiting options.
+type Env struct {
+	Power     observe.EnergyMeter // nil: watts n/a
+	PowerNA   string              // the reason, when Power is nil
+	Freq      observe.FreqMeter   // nil: GHz n/a
+	FreqNA    string
+	BlockWake time.Duration // B, measured once
+	Wait      wait.Options  // for the strategies; BlockWake is set to B
+	Seed      uint64
+	// RealTimeDriver reports whether the burst driver may use SCHED_FIFO;
+	// set by the first bursty run.
+	driverNote string
+}
+
+// DriverNote says how the burst driver ran ("" before any bursty cell).
+func (e *Env) DriverNote() string { return e.driverNote }
+
+// driverPriority is the burst driver's SCHED_FIFO priority: above every
+// ordinary thread, below the kernel's own real-time threads (which use 99).
+const driverPriority = 50
+
+// RunCell runs one cell once. round varies the seed between repeats.
+func (e *Env) RunCell(c Cell, round int) (Sample, error) {
+	if c.Skipped != "" {
+		return Sample{}, fmt.Errorf("%w: %s", ErrNotSupported, c.Skipped)
+	}
+	k, err := KernelByName(c.Kernel)
+	if err != nil {
+		return Sample{}, err
+	}
+	g := newGate()
+	fg := make([]threadStats, len(c.FG))
+	for i, cc := range c.FG {
+		g.pinned(cc, fmt.Sprintf("spectrum-fg%d", i), &fg[i], matmulLoop(g, k, e.Seed+uint64(i)))
+	}
+	line := &Line{}
+	bg := make([]threadStats, len(c.BG))
+	for i, cc := range c.BG {
+		var body func(*threadStats)
+		switch c.Mode {
+		case ModeMatmul:
+			body = matmulLoop(g, k, e.Seed+uint64(1000+i))
+		case ModeWork:
+			body = workLoop(g)
+		default:
+			o := e.Wait
+			o.BlockWake = e.BlockWake
+			s, err := wait.New(c.Mode, o)
+			if err != nil {
+				g.stop.Store(true)
+				close(g.start)
+				g.done.Wait()
+				return Sample{}, err
+			}
+			body = pollLoop(line, s, c.Pattern != nil)
+		}
+		g.pinned(cc, fmt.Sprintf("spectrum-bg%d", i), &bg[i], body)
+	}
+	g.ready.Wait()
+
+	cells := slices.Concat(c.FG, c.BG)
+	st0, stealErr := observe.ReadStatTimes("")
+	var j0 float64
+	var powerErr error
+	if e.Power != nil {
+		j0, powerErr = e.Power.Joules()
+	}
+	var endFreq func() (float64, error)
+	var freqErr error
+	if e.Freq != nil {
+		endFreq, freqErr = e.Freq.Begin(c.FG)
+	}
+
+	start := time.Now()
+	close(g.start)
+	var drv *Driver
+	drvDone := make(chan DriverStats, 1)
+	if c.Pattern != nil {
+		drv = NewDriver(line, NewSchedule(*c.Pattern, e.Seed+uint64(round)))
+		go e.drive(drv, c.Driver, wait.Now()+int64(c.Duration)+int64(time.Second), drvDone)
+	}
+	time.Sleep(c.Duration)
+	g.stop.Store(true)
+	if drv != nil {
+		drv.Stop()
+	}
+	line.Close()
+	g.done.Wait()
+	wall := time.Since(start)
+	var ds DriverStats
+	if drv != nil {
+		ds = <-drvDone
+	}
+
+	s := Sample{Watts: math.NaN(), GHz: math.NaN(), Steal: math.NaN(), WakeP50: math.NaN(), WakeP99: math.NaN()}
+	if e.Power != nil && powerErr == nil {
+		if j1, err := e.Power.Joules(); err == nil {
+			s.Watts = observe.Watts(j0, j1, wall)
+		}
+	}
+	if endFreq != nil && freqErr == nil {
+		if ghz, err := endFreq(); err == nil {
+			s.GHz = ghz
+		}
+	}
+	if stealErr == nil {
+		if st1, err := observe.ReadStatTimes(""); err == nil {
+			if p, txt := observe.StealPercent(st0, st1, cells); len(txt) < 4 || txt[:4] != "n/a " {
+				s.Steal = p
+			}
+		}
+	}
+	for _, t := range slices.Concat(fg, bg) {
+		if t.err != nil {
+			return Sample{}, t.err
+		}
+	}
+	var fgCPU time.Duration
+	for _, t := range fg {
+		s.FgOps += t.ops
+		s.FgMops += float64(t.ops) / float64(t.elapsed.Nanoseconds()) * 1e3
+		fgCPU += time.Duration(t.usage.UserNs + t.usage.SysNs)
+	}
+	s.FgCPU = 100 * float64(fgCPU) / float64(wall) / float64(max(len(fg), 1))
+	var wakes []int64
+	var bgCPU, waitNs, ctx int64
+	for _, t := range bg {
+		sec := t.elapsed.Seconds()
+		s.BgMpps += float64(t.packets) / sec / 1e6
+		s.BgMops += float64(t.ops) / sec / 1e6
+		cpuNs := t.usage.UserNs + t.usage.SysNs
+		bgCPU += cpuNs
+		ctx += t.usage.Voluntary + t.usage.Involuntary
+		s.Blocks += t.blocks
+		waitNs += max(cpuNs-t.procNs, 0) + t.blocks*int64(e.BlockWake)
+		wakes = append(wakes, t.wakes...)
+	}
+	if n := len(bg); n > 0 {
+		s.BgCPU = 100 * float64(bgCPU) / float64(wall) / float64(n)
+		s.WaitCost = 100 * float64(waitNs) / float64(wall) / float64(n)
+		s.CtxSwitches = float64(ctx) / wall.Seconds()
+	}
+	if len(wakes) > 0 {
+		slices.Sort(wakes)
+		s.Wakes = len(wakes)
+		s.WakeP50 = float64(percentile(wakes, 50)) / 1e3
+		s.WakeP99 = float64(percentile(wakes, 99)) / 1e3
+	}
+	if ds.Periods > 0 {
+		s.Late = time.Duration(ds.LateNs / int64(2*ds.Periods))
+	}
+	return s, nil
+}
+
+// percentile returns the p-th percentile of sorted values (nearest rank).
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// drive runs the burst driver on its own locked thread, pinned to c, at
+// real-time priority where allowed.
+func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
+	runtime.LockOSThread() // never unlocked: the thread exits with its priority
+	note := "SCHED_FIFO"
+	if c >= 0 {
+		if err := cpu.Pin(cpu.Set{c}); err != nil {
+			note = "unpinned: " + err.Error()
+		}
+		note = fmt.Sprintf("CPU %d, %s", c, note)
+	}
+	if err := unix.SetFIFO(driverPriority); err != nil {
+		note = fmt.Sprintf("normal priority (%v)", errors.Unwrap(err))
+	}
+	_ = unix.SetThreadName("spectrum-drv")
+	if e.driverNote == "" {
+		e.driverNote = note
+	}
+	done <- d.Run(until)
+}

@@ -1,0 +1,179 @@
+package spectrum
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Figure is a metric over the repeats of a cell: the median with the
+// minimum and maximum, or NA with the reason it cannot be had.
+type Figure struct {
+	Median, Min, Max float64
+	N                int    // repeats that gave a value
+	NA               string // "n/a (reason)" when N is 0
+	// Inapplicable marks a metric that does not apply to the cell (wake
+	// latency without bursts): NA then says "not applicable (why)".
+	Inapplicable bool
+}
+
+func notApplicable(why string) Figure {
+	return Figure{NA: "not applicable (" + why + ")", Inapplicable: true}
+}
+
+// MarshalJSON writes {"median","min","max","n"} or {"na": reason}.
+func (f Figure) MarshalJSON() ([]byte, error) {
+	if f.N == 0 {
+		return json.Marshal(struct {
+			NA string `json:"na"`
+		}{f.NA})
+	}
+	return json.Marshal(struct {
+		Median float64 `json:"median"`
+		Min    float64 `json:"min"`
+		Max    float64 `json:"max"`
+		N      int     `json:"n"`
+	}{f.Median, f.Min, f.Max, f.N})
+}
+
+// figureOf summarises vals, ignoring NaN (a repeat without the value); na
+// is the reason shown when no value is left.
+func figureOf(vals []float64, na string) Figure {
+	v := slices.DeleteFunc(slices.Clone(vals), math.IsNaN)
+	if len(v) == 0 {
+		return Figure{NA: "n/a (" + na + ")"}
+	}
+	slices.Sort(v)
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return Figure{Median: med, Min: v[0], Max: v[len(v)-1], N: len(v)}
+}
+
+// Result is a cell with its figures over the repeats.
+type Result struct {
+	Cell
+	Error string `json:"error,omitempty"`
+	// FgMops is foreground throughput, Mop/s (one op: one 16x16 matmul).
+	FgMops Figure `json:"fg_mops"`
+	// FgRel is FgMops over the baseline's in the same repeat.
+	FgRel Figure `json:"fg_rel"`
+	// BgMpps is background pseudo packets, millions per second.
+	BgMpps Figure `json:"bg_mpps"`
+	// BgMops is the matmul background's throughput, Mop/s.
+	BgMops Figure `json:"bg_mops"`
+	// WakeP50 and WakeP99 are wake latencies in µs: from the driver's flip
+	// to busy to the background thread seeing it.
+	WakeP50 Figure `json:"wake_p50_us"`
+	WakeP99 Figure `json:"wake_p99_us"`
+	// BgCPU is background CPU time per thread, percent of one CPU.
+	BgCPU Figure `json:"bg_cpu_pct"`
+	// CtxSwitches are background context switches per second.
+	CtxSwitches Figure `json:"bg_ctx_switches_per_s"`
+	// WaitCost is the background's waiting cost per thread, percent of
+	// one CPU: CPU time not spent on packets plus B per block-and-wake.
+	WaitCost Figure `json:"wait_cost_pct"`
+	Watts    Figure `json:"package_watts"`
+	GHz      Figure `json:"fg_ghz"`
+	// Steal is the share of the cell's CPUs' time the hypervisor took.
+	Steal Figure `json:"steal_pct"`
+	// DriverLate is the burst driver's mean flip delay, µs.
+	DriverLate Figure `json:"driver_late_us"`
+	samples    []Sample
+}
+
+// Progress receives a line per finished run (may be nil).
+type Progress func(line string)
+
+// Run runs cells repeats times, interleaved (every cell once per round, so
+// that slow drifts of the machine spread over all cells), and summarises
+// each cell. A cell that fails keeps its error and the rest go on. It stops
+// early when ctx is done, summarising what it has.
+func (e *Env) Run(ctx context.Context, cells []Cell, repeats int, progress Progress) []Result {
+	res := make([]Result, len(cells))
+	byKey := map[string]int{}
+	for i, c := range cells {
+		res[i].Cell = c
+		byKey[c.Key()] = i
+	}
+	rounds := make([][]Sample, len(cells)) // per cell, per round (zero Sample when missing)
+	for round := 0; round < repeats; round++ {
+		for i, c := range cells {
+			if c.Skipped != "" || res[i].Error != "" || ctx.Err() != nil {
+				continue
+			}
+			s, err := e.RunCell(c, round)
+			if err != nil {
+				res[i].Error = err.Error()
+				continue
+			}
+			rounds[i] = append(rounds[i], s)
+			if progress != nil {
+				progress(fmt.Sprintf("%s %d/%d %s: %.3f Mop/s", c.Preset, round+1, repeats, c.Key(), s.FgMops))
+			}
+		}
+	}
+	for i := range res {
+		r := &res[i]
+		ss := rounds[i]
+		r.samples = ss
+		if r.Skipped != "" || len(ss) == 0 {
+			continue
+		}
+		var base []Sample
+		if j, ok := byKey[r.Baseline]; ok && r.Baseline != "" {
+			base = rounds[j]
+		}
+		r.summarise(ss, base, e)
+	}
+	return res
+}
+
+func (r *Result) summarise(ss, base []Sample, e *Env) {
+	get := func(f func(Sample) float64) []float64 {
+		out := make([]float64, len(ss))
+		for i, s := range ss {
+			out[i] = f(s)
+		}
+		return out
+	}
+	// only returns the figure where cond holds, else "not applicable".
+	only := func(cond bool, why string, f func(Sample) float64, na string) Figure {
+		if !cond {
+			return notApplicable(why)
+		}
+		return figureOf(get(f), na)
+	}
+	hasBG := len(r.BG) > 0
+	waiting := hasBG && r.Mode != ModeMatmul && r.Mode != ModeWork
+	r.FgMops = figureOf(get(func(s Sample) float64 { return s.FgMops }), "no run")
+	if r.Mode == "" {
+		r.FgRel = notApplicable("this is the baseline")
+	} else {
+		rel := make([]float64, len(ss))
+		for i, s := range ss {
+			rel[i] = math.NaN()
+			if i < len(base) && base[i].FgMops > 0 {
+				rel[i] = s.FgMops / base[i].FgMops
+			}
+		}
+		r.FgRel = figureOf(rel, "the baseline did not run")
+	}
+	packets := r.Mode == ModeWork || (waiting && r.Pattern != nil)
+	r.BgMpps = only(packets, "no packets: no bursts, or a compute background", func(s Sample) float64 { return s.BgMpps }, "")
+	r.BgMops = only(r.Mode == ModeMatmul, "not a matmul background", func(s Sample) float64 { return s.BgMops }, "")
+	wakes := waiting && r.Pattern != nil
+	wakeNA := "no busy period was seen"
+	r.WakeP50 = only(wakes, "no bursts to wake for", func(s Sample) float64 { return s.WakeP50 }, wakeNA)
+	r.WakeP99 = only(wakes, "no bursts to wake for", func(s Sample) float64 { return s.WakeP99 }, wakeNA)
+	r.BgCPU = only(hasBG, "no background", func(s Sample) float64 { return s.BgCPU }, "")
+	r.CtxSwitches = only(hasBG, "no background", func(s Sample) float64 { return s.CtxSwitches }, "")
+	r.WaitCost = only(waiting, "no waiting background", func(s Sample) float64 { return s.WaitCost }, "")
+	r.Watts = figureOf(get(func(s Sample) float64 { return s.Watts }), e.PowerNA)
+	r.GHz = figureOf(get(func(s Sample) float64 { return s.GHz }), e.FreqNA)
+	r.Steal = figureOf(get(func(s Sample) float64 { return s.Steal }), "no /proc/stat steal for these CPUs")
+	r.DriverLate = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return float64(s.Late) / 1e3 }, "")
+}
