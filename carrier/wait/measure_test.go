@@ -135,56 +135,75 @@ func pinTo(c int) {
 	}
 }
 
-// BenchmarkWake measures, per strategy, the latency from a producer making
-// work ready (on CPU 0) to the waiter (on CPU 1) returning from Wait, with
-// the producer waiting 50µs between submissions so that blocking strategies
-// really block. It reports the median and p99 as wake-p50-ns and wake-p99-ns.
+// BenchmarkWake measures, per idle gap and strategy, the latency from a
+// producer making work ready (on CPU 0) to the waiter (on CPU 1) returning
+// from Wait; the producer spins for the gap between submissions. It reports
+// the median and p99 latency (wake-p50-ns, wake-p99-ns) and the model's
+// waiting cost per wake-up (cost-ns: time spun plus B for every block, B
+// measured once with the adaptive strategy's defaults, reported as B-ns).
 func BenchmarkWake(b *testing.B) {
-	for _, name := range Names() {
-		b.Run(name, func(b *testing.B) {
-			s, err := New(name, Options{})
-			if err != nil {
-				b.Skipf("%s: %v", name, err)
-			}
-			b.ReportAllocs()
-			e := newEfdTarget(b)
-			var sent atomic.Int64
-			lat := make([]int64, 0, b.N)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				pinTo(1)
-				defer runtime.UnlockOSThread()
-				for range b.N {
-					for {
-						s.Wait(e, -1)
-						if e.Ready() {
-							break
-						}
-					}
-					lat = append(lat, Now()-sent.Load())
-					e.flag.Store(0)
-				}
-			}()
-			pinTo(0)
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			for range b.N {
-				until := Now() + int64(50*time.Microsecond)
-				for Now() < until {
-				}
-				for e.Ready() { // the waiter has not consumed the last one
-				}
-				sent.Store(Now())
-				e.submit()
-			}
-			<-done
-			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2]), "wake-p50-ns")
-			b.ReportMetric(float64(lat[len(lat)*99/100]), "wake-p99-ns")
-		})
+	bw, err := measuredB()
+	if err != nil {
+		b.Fatal(err)
 	}
+	for _, gap := range []time.Duration{5 * time.Microsecond, 200 * time.Microsecond} {
+		for _, name := range Names() {
+			b.Run("gap="+gap.String()+"/"+name, func(b *testing.B) {
+				s, err := New(name, Options{BlockWake: bw})
+				if err != nil {
+					b.Skipf("%s: %v", name, err)
+				}
+				b.ReportAllocs()
+				benchWake(b, s, gap, bw)
+			})
+		}
+	}
+}
+
+func benchWake(b *testing.B, s Strategy, gap, bw time.Duration) {
+	e := newEfdTarget(b)
+	var sent atomic.Int64
+	lat := make([]int64, 0, b.N)
+	var spun time.Duration
+	blocks := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pinTo(1)
+		defer runtime.UnlockOSThread()
+		for range b.N {
+			for {
+				r := s.Wait(e, -1)
+				spun += r.Spun
+				if r.Kind == KindBlock {
+					blocks++
+				}
+				if e.Ready() {
+					break
+				}
+			}
+			lat = append(lat, Now()-sent.Load())
+			e.flag.Store(0)
+		}
+	}()
+	pinTo(0)
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	for range b.N {
+		for e.Ready() { // the waiter has not consumed the last one
+		}
+		for until := Now() + int64(gap); Now() < until; {
+		}
+		sent.Store(Now())
+		e.submit()
+	}
+	<-done
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2]), "wake-p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100]), "wake-p99-ns")
+	b.ReportMetric(float64(spun+time.Duration(blocks)*bw)/float64(b.N), "cost-ns")
+	b.ReportMetric(float64(bw), "B-ns")
 }
 
 // BenchmarkBlockWake reports B (B-ns, the median of 2*b.N wake-ups) after
