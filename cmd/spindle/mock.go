@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"spindle/mock"
+)
+
+func init() {
+	register(command{
+		name:    "mock",
+		summary: "run the mock backend: /health, /fruits after a think time (a carrier timer), fault injection",
+		run:     runMock,
+		flags:   func() *flagSet { fs, _ := mockFlags(); return fs },
+	})
+}
+
+type mockArgs struct {
+	port             int
+	think, jitter    time.Duration
+	threads          int
+	cpus             cpuSetFlag
+	failRate, closeR float64
+	seed             uint64
+}
+
+func mockFlags() (*flagSet, *mockArgs) {
+	a := &mockArgs{}
+	fs := newFlagSet("mock", "", "Serves GET /health (\"OK\"), GET /fruits and / (after the think time, a fixed pretty-printed\n"+
+		"JSON list of ten fruits) and 404 elsewhere, on carriers, keep-alive, TCP_NODELAY. Prints\n"+
+		"\"listening on ADDR\" when ready and stops on SIGINT or SIGTERM.")
+	fs.IntVar(&a.port, "port", mock.DefaultPort, "TCP port to listen on (all addresses)")
+	fs.DurationVar(&a.think, "think-time", mock.DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
+	fs.DurationVar(&a.jitter, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
+	fs.IntVar(&a.threads, "threads", mock.DefaultThreads, "number of carriers")
+	fs.Var(&a.cpus, "cpuset", "CPUs the carriers may run on, e.g. \"0\" or \"4-7\" (default: all allowed)")
+	fs.Float64Var(&a.failRate, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
+	fs.Float64Var(&a.closeR, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
+	fs.Uint64Var(&a.seed, "seed", 1, "seed of the fault and jitter draws")
+	return fs, a
+}
+
+func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs, a := mockFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return badInput("mock takes no arguments (got %q)", pos[0])
+	case a.port < 0 || a.port > 65535:
+		return badInput("--port %d: must be within 0 and 65535", a.port)
+	case a.threads < 1:
+		return badInput("--threads %d: must be at least 1", a.threads)
+	case a.think < 0 || a.jitter < 0:
+		return badInput("--think-time and --think-jitter must not be negative")
+	case !(a.failRate >= 0 && a.failRate <= 1) || !(a.closeR >= 0 && a.closeR <= 1):
+		return badInput("--fail-rate and --close-rate must be within 0 and 1")
+	}
+	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
+		return err
+	}
+	s, err := mock.Start(ctx, mock.Options{
+		Addr: fmt.Sprintf(":%d", a.port), Threads: a.threads, CPUs: a.cpus.set,
+		ThinkTime: a.think, ThinkJitter: a.jitter, FailRate: a.failRate, CloseRate: a.closeR, Seed: a.seed,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
+	<-ctx.Done()
+	return s.Close()
+}

@@ -1,0 +1,211 @@
+package mock
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// start runs a mock for one test and checks that closing it leaves no
+// goroutine or file descriptor behind.
+func start(t *testing.T, o Options) *Server {
+	t.Helper()
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	o.Addr = "127.0.0.1:0"
+	s, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > goroutines || openFDs(t) > fds {
+			if time.Now().After(deadline) {
+				t.Errorf("leak: %d goroutines (had %d), %d fds (had %d)", runtime.NumGoroutine(), goroutines, openFDs(t), fds)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return s
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("leak check needs /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+func get(t *testing.T, s *Server, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + s.Addr().String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestRoutes(t *testing.T) {
+	s := start(t, Options{ThinkTime: 2 * time.Millisecond})
+	if code, body := get(t, s, "/health"); code != 200 || body != "OK" {
+		t.Fatalf("/health: %d %q", code, body)
+	}
+	for _, p := range []string{"/fruits", "/", "/fruits?x=1"} {
+		start := time.Now()
+		code, body := get(t, s, p)
+		if code != 200 || body != string(Body) {
+			t.Fatalf("%s: %d %q", p, code, body)
+		}
+		if d := time.Since(start); d < 2*time.Millisecond {
+			t.Fatalf("%s answered in %v, before the think time", p, d)
+		}
+		var fruits []Fruit
+		if err := json.Unmarshal([]byte(body), &fruits); err != nil || len(fruits) != 10 {
+			t.Fatalf("%s: %d fruits, %v", p, len(fruits), err)
+		}
+	}
+	if code, _ := get(t, s, "/nope"); code != 404 {
+		t.Fatalf("/nope: %d", code)
+	}
+}
+
+// TestConcurrentThink checks that the think time is a timer: 50 requests
+// waiting 100ms each on one carrier finish in far less than 50 x 100ms.
+func TestConcurrentThink(t *testing.T) {
+	s := start(t, Options{ThinkTime: 100 * time.Millisecond})
+	begin := time.Now()
+	errs := make(chan error, 50)
+	for range 50 {
+		go func() {
+			resp, err := http.Get("http://" + s.Addr().String() + "/fruits")
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 50 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Fatalf("50 concurrent requests with 100ms think took %v", d)
+	}
+}
+
+func TestPipelining(t *testing.T) {
+	s := start(t, Options{})
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(strings.Repeat("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /fruits HTTP/1.1\r\nHost: x\r\n\r\n", 3)))
+	br := bufio.NewReader(c)
+	for i := range 6 {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if want := [2]string{"OK", string(Body)}[i%2]; string(b) != want {
+			t.Fatalf("response %d: %q", i, b)
+		}
+	}
+}
+
+func TestFaults(t *testing.T) {
+	t.Run("fail", func(t *testing.T) {
+		s := start(t, Options{FailRate: 1})
+		if code, _ := get(t, s, "/fruits"); code != 500 {
+			t.Fatalf("status %d, want 500", code)
+		}
+		if code, _ := get(t, s, "/health"); code != 200 {
+			t.Fatalf("/health status %d, want 200 (faults only on /fruits)", code)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		s := start(t, Options{CloseRate: 1})
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if n, err := c.Read(make([]byte, 100)); err != io.EOF {
+			t.Fatalf("read %d bytes, %v; want EOF", n, err)
+		}
+	})
+	t.Run("rates", func(t *testing.T) {
+		s := start(t, Options{FailRate: 0.5, ThinkJitter: time.Millisecond, Seed: 7})
+		fails := 0
+		for range 200 {
+			if code, _ := get(t, s, "/fruits"); code == 500 {
+				fails++
+			}
+		}
+		if fails < 60 || fails > 140 { // 200 draws at p=0.5: 100 ± 5 sigma
+			t.Fatalf("%d of 200 failed at rate 0.5", fails)
+		}
+	})
+}
+
+func TestOptionsRejected(t *testing.T) {
+	for _, o := range []Options{{FailRate: 2}, {CloseRate: -1}, {ThinkTime: -1}, {Threads: -1}} {
+		if s, err := Start(context.Background(), o); err == nil {
+			s.Close()
+			t.Errorf("Start(%+v) accepted", o)
+		}
+	}
+}
+
+func TestContextStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := Start(ctx, Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Serve one request first: closing a listener whose accept task has not
+	// run yet leaks its socket (carrier issue, reported).
+	resp, err := http.Get("http://" + s.Addr().String() + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still accepting after the context was cancelled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Close()
+}
