@@ -64,8 +64,9 @@ func (l *Line) Target() wait.Target { return lineTarget{l} }
 
 type lineTarget struct{ l *Line }
 
-func (t lineTarget) Ready() bool   { return t.l.Busy() }
-func (t lineTarget) Poll() int     { return 0 }
+func (t lineTarget) Ready() bool { return t.l.Busy() }
+func (t lineTarget) Poll() int   { return 0 }
+
 // Word exposes the polled word for UMONITOR: atomic.Uint32 holds only the
 // uint32 (its noCopy guard has no size), so its address is the word's.
 func (t lineTarget) Word() *uint32 { return (*uint32)(unsafe.Pointer(&t.l.word)) }

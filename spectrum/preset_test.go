@@ -189,7 +189,7 @@ func TestPlanBursty(t *testing.T) {
 		fg, bg int
 		driver int
 	}{
-		"vm2":        {1, 1, 0},  // the driver shares the foreground's CPU
+		"vm2":        {1, 1, 0},   // the driver shares the foreground's CPU
 		"2s-16c-smt": {27, 4, 27}, // a spare core for the driver
 		"epyc-9654":  {83, 12, 83},
 	} {

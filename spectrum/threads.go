@@ -42,16 +42,16 @@ func ModeAvailable(mode string) error {
 
 // threadStats is what one pinned thread reports.
 type threadStats struct {
-	ops      int64 // matmuls (foreground, matmul background)
-	packets  int64 // pseudo packets processed
-	elapsed  time.Duration
-	usage    unix.ThreadUsage // CPU time and context switches over the run
-	procNs   int64            // CPU time spent processing packets
-	blocks   int64            // waits that blocked in the kernel
-	spunNs   int64            // time the strategy reported spinning
-	wakes    []int64          // wake latencies, ns
-	dropped  int64            // wake latencies not kept (buffer full)
-	err      error
+	ops     int64 // matmuls (foreground, matmul background)
+	packets int64 // pseudo packets processed
+	elapsed time.Duration
+	usage   unix.ThreadUsage // CPU time and context switches over the run
+	procNs  int64            // CPU time spent processing packets
+	blocks  int64            // waits that blocked in the kernel
+	spunNs  int64            // time the strategy reported spinning
+	wakes   []int64          // wake latencies, ns
+	dropped int64            // wake latencies not kept (buffer full)
+	err     error
 }
 
 // maxWakes bounds the wake latencies one thread keeps: 100µs periods for

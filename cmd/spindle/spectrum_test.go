@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"spindle/cpu"
+)
+
+func TestProbeJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"probe", "--json", "--calibrate", "5ms"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Caps       map[string]bool         `json:"capabilities"`
+		Power      []struct{ Name string } `json:"power_sources"`
+		Freq       []struct{ Name string } `json:"frequency_sources"`
+		Strategies map[string]string       `json:"wait_strategies"`
+		B          float64                 `json:"block_wake_us"`
+		BNA        string                  `json:"block_wake_na"`
+		Steal      string                  `json:"steal_since_boot"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if _, ok := r.Caps["WAITPKG"]; !ok || len(r.Power) != 2 || len(r.Freq) != 2 || r.Strategies["block"] != "available" {
+		t.Errorf("probe JSON incomplete:\n%s", out.String())
+	}
+	if (r.B <= 0) == (r.BNA == "") || r.Steal == "" {
+		t.Errorf("B %v (%q), steal %q", r.B, r.BNA, r.Steal)
+	}
+}
+
+func TestProbeText(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"probe", "--calibrate", "5ms"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"capabilities:", "WAITPKG", "topology:", "power sources:", "frequency sources:", "block-and-wake:", "PAUSE:", "steal:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("probe output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestSpectrumBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"spectrum", "figure9"},
+		{"spectrum", "--repeats", "0"},
+		{"spectrum", "--duration", "-1s"},
+		{"spectrum", "--kernel", "sse"},
+		{"spectrum", "--modes", "nap"},
+		{"spectrum", "--scales", "ns"},
+		{"spectrum", "--cpus", "4000"},
+		{"probe", "extra"},
+	} {
+		err := run(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{})
+		if !errors.Is(err, errBadInput) {
+			t.Errorf("%q: %v, want bad input", args, err)
+		}
+	}
+}
+
+// TestSpectrumSmoke is CI's smoke test of spindle spectrum: every preset
+// with tiny durations, the table, the JSON and the plots.
+func TestSpectrumSmoke(t *testing.T) {
+	allowed, err := cpu.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skipf("the presets need two CPUs, this process may use %s", allowed)
+	}
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	args := []string{"spectrum", "--quick", "--duration", "20ms", "--repeats", "1", "--scales", "us,ms",
+		"--modes", "busy,block,adaptive,tpause", "--kernel", "scalar", "--cpus", cpu.Set(allowed[:2]).String(), "--out", dir}
+	if err := run(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("smoke run took %v, want < 10s", el)
+	}
+	text := out.String()
+	for _, want := range []string{"== knee ==", "== background ==", "== placement ==", "== bursty ==",
+		"fg Mop/s", "wake p99 µs", "scalar fg=1 ms 5:5 bg=1 adaptive", "pkg W"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+	var doc struct {
+		Results []map[string]any `json:"results"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "spectrum.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) == 0 {
+		t.Fatalf("spectrum.json: %v, %d results", err, len(doc.Results))
+	}
+	pngs, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	if len(pngs) < 4 {
+		t.Errorf("%d plots: %v", len(pngs), pngs)
+	}
+	for _, p := range pngs {
+		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s is not a PNG (%v)", p, err)
+		}
+	}
+}
