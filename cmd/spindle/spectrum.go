@@ -177,8 +177,12 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return err
 		}
 	}
+	verdicts := spectrum.Verdicts(res)
+	if err := spectrum.WriteVerdicts(stdout, verdicts); err != nil {
+		return err
+	}
 	if a.out != "" {
-		if err := writeSpectrumFiles(a.out, probe, res, stdout); err != nil {
+		if err := writeSpectrumFiles(a.out, probe, res, verdicts, stdout); err != nil {
 			return err
 		}
 	}
@@ -187,16 +191,17 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // spectrumJSON is the file the spectrum command writes.
 type spectrumJSON struct {
-	Probe   *spectrum.ProbeReport `json:"probe"`
-	Results []spectrum.Result     `json:"results"`
-	Wait    []string              `json:"wait_strategies"`
+	Probe    *spectrum.ProbeReport `json:"probe"`
+	Results  []spectrum.Result     `json:"results"`
+	Verdicts []spectrum.Verdict    `json:"adaptive_verdicts,omitempty"`
+	Wait     []string              `json:"wait_strategies"`
 }
 
-func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.Result, stdout io.Writer) error {
+func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.Result, vs []spectrum.Verdict, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("spectrum: %w", err)
 	}
-	b, err := json.MarshalIndent(spectrumJSON{Probe: probe, Results: res, Wait: wait.Names()}, "", "  ")
+	b, err := json.MarshalIndent(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("spectrum: encode results: %w", err)
 	}
