@@ -39,6 +39,9 @@ func statOf(vs []float64) Stat {
 // the range: "1.20 (1.10–1.35)"; "n/a (reason)" when no run has it.
 func (s Stat) Format(prec int, reason string) string {
 	if s.N == 0 {
+		if reason == "" {
+			return "n/a"
+		}
 		return fmt.Sprintf("n/a (%s)", reason)
 	}
 	if s.N == 1 || s.Min == s.Max {
@@ -206,13 +209,13 @@ func (g *Group) fill(ss []Summary) error {
 			return f(s.Carrier)
 		})
 	}
-	g.IOCycles = car(func(c *CarrierFigures) float64 { return c.IOCyclesPer10s })
-	g.EventsPerCycle = car(func(c *CarrierFigures) float64 { return c.EventsPerCycle })
-	g.TasksPerDrain = car(func(c *CarrierFigures) float64 { return c.TasksPerDrain })
-	g.QueueDepthAvg = car(func(c *CarrierFigures) float64 { return c.QueueDepthAvg })
-	g.QueueDepthP50 = car(func(c *CarrierFigures) float64 { return c.QueueDepthP50 })
-	g.SubmitP50 = car(func(c *CarrierFigures) float64 { return c.SubmitToRunP50Us })
-	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return c.SubmitToRunP99Us })
+	g.IOCycles = car(func(c *CarrierFigures) float64 { return float64(c.IOCyclesPer10s) })
+	g.EventsPerCycle = car(func(c *CarrierFigures) float64 { return float64(c.EventsPerCycle) })
+	g.TasksPerDrain = car(func(c *CarrierFigures) float64 { return float64(c.TasksPerDrain) })
+	g.QueueDepthAvg = car(func(c *CarrierFigures) float64 { return float64(c.QueueDepthAvg) })
+	g.QueueDepthP50 = car(func(c *CarrierFigures) float64 { return float64(c.QueueDepthP50) })
+	g.SubmitP50 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP50Us) })
+	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP99Us) })
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
 	var sums []latency.Summary
 	for _, s := range ss {

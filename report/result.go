@@ -13,6 +13,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -117,24 +118,51 @@ func FromThreads(rep *observe.ThreadReport, proc string) *ThreadFigures {
 	return f
 }
 
+// Num is a figure that may be missing: NaN in Go, null in JSON (JSON has
+// no NaN, and a missing figure must not read as 0).
+type Num float64
+
+// MarshalJSON writes NaN and infinities as null.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// UnmarshalJSON reads null as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
 // CarrierFigures are the carriers' telemetry summed over the observers'
 // window (carrier.json), in the study's terms.
 type CarrierFigures struct {
 	Carriers int `json:"carriers"`
 	// IOCyclesPer10s is epoll_wait calls per 10 seconds, all carriers.
-	IOCyclesPer10s float64 `json:"io_cycles_per_10s"`
+	IOCyclesPer10s Num `json:"io_cycles_per_10s"`
 	// EventsPerCycle is I/O events per cycle.
-	EventsPerCycle float64 `json:"io_events_per_cycle"`
+	EventsPerCycle Num `json:"io_events_per_cycle"`
 	// TasksPerDrain is task resumptions per drain pass.
-	TasksPerDrain float64 `json:"tasks_per_drain"`
+	TasksPerDrain Num `json:"tasks_per_drain"`
 	// QueueDepthAvg and QueueDepthP50 are the runnable tasks at drain
 	// start (p50 from log2 buckets: within a factor of 2).
-	QueueDepthAvg float64 `json:"queue_depth_avg"`
-	QueueDepthP50 float64 `json:"queue_depth_p50"`
+	QueueDepthAvg Num `json:"queue_depth_avg"`
+	QueueDepthP50 Num `json:"queue_depth_p50"`
 	// SubmitToRunP50Us and SubmitToRunP99Us are the delay from submitting
 	// a task to its first run, µs (log2 buckets).
-	SubmitToRunP50Us float64 `json:"submit_to_run_p50_us"`
-	SubmitToRunP99Us float64 `json:"submit_to_run_p99_us"`
+	SubmitToRunP50Us Num `json:"submit_to_run_p50_us"`
+	SubmitToRunP99Us Num `json:"submit_to_run_p99_us"`
 	// Steals is tasks taken from siblings.
 	Steals uint64 `json:"steals"`
 }

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"spindle/cpu"
+)
+
+// DefaultStopGrace is how long a child has between SIGTERM and SIGKILL.
+const DefaultStopGrace = 3 * time.Second
+
+// child is one process of a run, leader of its own process group.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, valid after done
+}
+
+// startChild starts exe args in a new process group with its standard
+// error in logPath and its standard output in outPath ("" means logPath). It is started from a thread pinned to cpus, so that the child
+// and every thread it creates inherit the CPU set even before it pins
+// itself (its --cpuset flag).
+func startChild(name, exe string, args []string, cpus cpu.Set, logPath, outPath string) (*child, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	var out *os.File
+	if outPath != "" {
+		if out, err = os.Create(outPath); err != nil {
+			log.Close()
+			return nil, fmt.Errorf("start %s: %w", name, err)
+		}
+		cmd.Stdout = out
+	}
+	closeAll := func() {
+		log.Close()
+		if out != nil {
+			out.Close()
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// Backstop: the kernel kills the child if this process dies
+		// without stopping it (its start thread exiting counts too, and
+		// that thread is locked below only for the start).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := startPinned(cmd, cpus); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, log: log, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		closeAll()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// startPinned starts cmd from an OS thread whose affinity is cpus, then
+// restores the thread's affinity. The thread stays alive afterwards (it is
+// unlocked, not retired), which Pdeathsig needs.
+func startPinned(cmd *exec.Cmd, cpus cpu.Set) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	prev, err := cpu.Allowed()
+	if err != nil {
+		return err
+	}
+	if err := cpu.Pin(cpus); err != nil {
+		return err
+	}
+	startErr := cmd.Start()
+	// Should restoring fail, this thread keeps the child's narrower set,
+	// which only costs the runner some scheduling freedom.
+	_ = cpu.Pin(prev)
+	return startErr
+}
+
+// exited reports whether the child has exited.
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// failure describes how the child ended, with the last line of its log.
+func (c *child) failure() error {
+	msg := "exited"
+	if c.err != nil {
+		msg = c.err.Error()
+	}
+	if last := lastLine(c.log.Name()); last != "" {
+		msg += ": " + last
+	}
+	return fmt.Errorf("%s %s", c.name, msg)
+}
+
+// lastLine returns the last non-empty line of a file, at most 200 bytes.
+func lastLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(data))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// stop ends the child's process group: SIGTERM, then SIGKILL after grace.
+// It returns when the child has exited.
+func (c *child) stop(grace time.Duration) {
+	if c.exited() {
+		// The leader is gone; kill what may remain of its group.
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // stragglers in the group
+}
+
+// waitHealthy polls url until it answers 200, the child exits, ctx ends or
+// timeout passes.
+func waitHealthy(ctx context.Context, c *child, url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if c.exited() {
+			return c.failure()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not healthy after %v: %s: %w", c.name, timeout, url, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return c.failure()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ErrPortBusy is returned when a port asked for is already in use.
+var ErrPortBusy = errors.New("port busy")
+
+// claimPort returns port if it is free on 127.0.0.1, or a free one when
+// port is 0. The check closes its socket, so another process could take the
+// port before the child binds it; the child's failure then says so.
+func claimPort(port int) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		if port != 0 {
+			return 0, fmt.Errorf("%w: 127.0.0.1:%d: %w", ErrPortBusy, port, err)
+		}
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"spindle/carrier"
+	"spindle/latency"
+)
+
+// fakeEnv makes the test binary act as a spindle child (mock, serve or
+// load) with just enough behaviour to exercise Run: health checks,
+// /debug/carrier, load.json. The real children are tested end to end in
+// cmd/spindle.
+const fakeEnv = "BENCH_FAKE_CHILD"
+
+// fakeFailEnv names a child that must fail at start ("serve").
+const fakeFailEnv = "BENCH_FAKE_FAIL"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) == "1" {
+		os.Exit(fakeChild(os.Args[1], os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeChild(name string, args []string) int {
+	if os.Getenv(fakeFailEnv) == name {
+		fmt.Fprintln(os.Stderr, "fake "+name+": boom")
+		return 3
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	port := fs.Int("port", 0, "")
+	admin := fs.Int("admin-port", 0, "")
+	mode := fs.String("mode", "", "")
+	dur := fs.Duration("d", 0, "")
+	warm := fs.Duration("warmup", 0, "")
+	jsonPath := fs.String("json", "", "")
+	rate := fs.Int("R", 0, "")
+	for _, f := range []string{"think-time", "threads", "cpuset", "backend", "wait", "topology", "t", "c", "hgrm"} {
+		fs.String(f, "", "")
+	}
+	fs.Bool("ws", false, "")
+	fs.Bool("nplus1", false, "")
+	fs.Bool("latency", false, "")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	switch name {
+	case "mock", "serve":
+		mux := http.NewServeMux()
+		mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "OK") })
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*port))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go http.Serve(ln, mux)
+		if *admin != 0 && *mode != ModeNetHTTP {
+			var cycles atomic.Uint64
+			go func() {
+				for ctx.Err() == nil {
+					cycles.Add(10)
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			amux := http.NewServeMux()
+			amux.HandleFunc("/debug/carrier", func(w http.ResponseWriter, _ *http.Request) {
+				c := cycles.Load()
+				t := carrier.Telemetry{IOCycles: c, IOEvents: 2 * c, Drains: c, TasksRun: c}
+				t.QueueDepth.Buckets[1] = c
+				t.QueueDepth.Sum = c
+				json.NewEncoder(w).Encode([]carrier.Telemetry{t})
+			})
+			aln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*admin))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			go http.Serve(aln, amux)
+		}
+		fmt.Println("listening on", ln.Addr())
+		<-ctx.Done()
+		return 0
+	case "load":
+		select {
+		case <-ctx.Done():
+			return 1
+		case <-time.After(*warm + *dur):
+		}
+		h := latency.New()
+		for i := 1; i <= 1000; i++ {
+			latency.Record(h, int64(i)*1000)
+		}
+		s, _ := latency.Summarize(h)
+		tp := 1000 / dur.Seconds()
+		if *rate > 0 {
+			tp = float64(*rate)
+		}
+		res := loadResult{Requests: 1000, RequestsPerSec: tp, DurationNS: *dur, Latency: &s, Uncorrected: &s}
+		data, _ := json.Marshal(res)
+		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("Requests/sec: %.2f\n", tp)
+		return 0
+	}
+	return 2
+}

@@ -1,0 +1,568 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"spindle/carrier"
+	"spindle/latency"
+	"spindle/observe"
+	"spindle/report"
+)
+
+// Result directory files written by Run (documented in docs/bench.md).
+const (
+	ConfigFile      = "config.json"
+	LoadText        = "load.txt"
+	LoadJSON        = "load.json"
+	LoadLog         = "load.log"
+	HgrmPrefix      = "load" // load.corrected.hgrm, load.uncorrected.hgrm
+	ServerLog       = "server.log"
+	MockLog         = "mock.log"
+	ThreadsText     = "threads.txt"
+	ThreadsJSON     = "threads.json"
+	PerfStatText    = "perf-stat.txt"
+	PerfSchedText   = "perf-sched-distribution.txt"
+	CarrierJSON     = "carrier.json"
+	DefaultHealth   = 15 * time.Second
+	observeMarginPc = 10 // the observers skip this % of the window at each end
+)
+
+// RunOptions are the parts of a run that are not the configuration.
+type RunOptions struct {
+	// Exe is the spindle binary to re-execute; "" means os.Executable().
+	Exe string
+	// Dir is the result directory (created).
+	Dir string
+	// Phase and Round label the run in summary.json.
+	Phase string
+	Round int
+	// Progress, when set, is told each phase of the run as it starts:
+	// "starting", "warm-up", "measuring", "collecting", "stopping".
+	Progress func(phase string)
+	// Started, when set, is told each child's name and pid as it starts.
+	Started func(name string, pid int)
+	// Perf runs perf; its LookPath may be replaced in tests.
+	Perf observe.Perf
+	// ProcRoot is procfs; "" means /proc.
+	ProcRoot string
+	// HealthTimeout bounds the wait for /health; 0 means DefaultHealth.
+	HealthTimeout time.Duration
+	// StopGrace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultStopGrace.
+	StopGrace time.Duration
+}
+
+// ErrIncomplete marks a run that did not complete: its summary.json says
+// "complete": false with the reason.
+var ErrIncomplete = errors.New("run incomplete")
+
+// Run runs one configuration: mock, server and load generator as children
+// of the spindle binary on their CPU sets, health checks, the warm-up, the
+// measured window with the observers in its middle 80%, then collects the
+// results into opt.Dir and stops every child. On any failure or when ctx
+// ends, every child is stopped, summary.json says "complete": false with
+// the reason, and the error wraps ErrIncomplete.
+func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error) {
+	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}}
+	if r.opt.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return report.Summary{}, fmt.Errorf("find the spindle binary: %w", err)
+		}
+		r.opt.Exe = exe
+	}
+	if r.opt.HealthTimeout <= 0 {
+		r.opt.HealthTimeout = DefaultHealth
+	}
+	if r.opt.StopGrace <= 0 {
+		r.opt.StopGrace = DefaultStopGrace
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return report.Summary{}, fmt.Errorf("result directory: %w", err)
+	}
+	r.sum = report.Summary{
+		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,
+		ServerCPUs: cfg.ServerCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
+	}
+	err := r.run(ctx)
+	r.progress("stopping")
+	r.stopAll()
+	r.sum.Finished = time.Now().UTC()
+	if len(r.na) > 0 {
+		r.sum.NA = r.na
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", err)
+		}
+		r.sum.Complete, r.sum.Reason = false, err.Error()
+		err = fmt.Errorf("%w: %w", ErrIncomplete, err)
+	} else {
+		r.sum.Complete = true
+	}
+	if werr := report.WriteJSON(filepath.Join(opt.Dir, report.SummaryFile), r.sum); werr != nil && err == nil {
+		err = werr
+	}
+	return r.sum, err
+}
+
+// runner holds one run's state.
+type runner struct {
+	cfg                Config
+	opt                RunOptions
+	sum                report.Summary
+	na                 map[string]string
+	mock, server, load *child
+}
+
+func (r *runner) progress(phase string) {
+	if r.opt.Progress != nil {
+		r.opt.Progress(phase)
+	}
+}
+
+// started reports a child's start.
+func (r *runner) started(c *child) {
+	if r.opt.Started != nil {
+		r.opt.Started(c.name, c.cmd.Process.Pid)
+	}
+}
+
+func (r *runner) path(name string) string { return filepath.Join(r.opt.Dir, name) }
+
+// stopAll stops the children, the load generator first.
+func (r *runner) stopAll() {
+	for _, c := range []*child{r.load, r.server, r.mock} {
+		if c != nil {
+			c.stop(r.opt.StopGrace)
+		}
+	}
+}
+
+func (r *runner) run(ctx context.Context) error {
+	cfg := &r.cfg
+	r.progress("starting")
+	var err error
+	for _, p := range []*int{&cfg.MockPort, &cfg.ServerPort, &cfg.AdminPort} {
+		if *p, err = claimPort(*p); err != nil {
+			return err
+		}
+	}
+	if err := report.WriteJSON(r.path(ConfigFile), cfg); err != nil {
+		return err
+	}
+	if r.mock, err = startChild("mock", r.opt.Exe, MockArgs(*cfg), cfg.MockCPUs, r.path(MockLog), ""); err != nil {
+		return err
+	}
+	r.started(r.mock)
+	if err := waitHealthy(ctx, r.mock, healthURL(cfg.MockPort), r.opt.HealthTimeout); err != nil {
+		return err
+	}
+	if r.server, err = startChild("server", r.opt.Exe, ServerArgs(*cfg), cfg.ServerCPUs, r.path(ServerLog), ""); err != nil {
+		return err
+	}
+	r.started(r.server)
+	if err := waitHealthy(ctx, r.server, healthURL(cfg.ServerPort), r.opt.HealthTimeout); err != nil {
+		return err
+	}
+	before, carrierErr := r.carrierSnapshot(ctx)
+
+	r.progress("warm-up")
+	loadStart := time.Now()
+	if r.load, err = startChild("load", r.opt.Exe, LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix)), cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
+		return err
+	}
+	r.started(r.load)
+	margin := cfg.Duration * observeMarginPc / 100
+	obsStart := loadStart.Add(cfg.Warmup + margin)
+	obsWindow := cfg.Duration - 2*margin
+	if err := r.sleepUntil(ctx, loadStart.Add(cfg.Warmup)); err != nil {
+		return err
+	}
+	r.progress("measuring")
+	if err := r.sleepUntil(ctx, obsStart); err != nil {
+		return err
+	}
+	if carrierErr == nil {
+		before, carrierErr = r.carrierSnapshot(ctx) // the window's start
+	}
+	obs := r.startObservers(ctx, obsWindow)
+	obsErr := obs.wait()
+	var after []carrier.Telemetry
+	if carrierErr == nil {
+		after, carrierErr = r.carrierSnapshot(ctx)
+	}
+	r.sum.ObserveWindow = obsWindow
+	if err := r.checkAlive(); err != nil {
+		return err
+	}
+	if obsErr != nil && ctx.Err() != nil {
+		return obsErr
+	}
+	// Wait for the load generator: warm-up and window plus a grace for
+	// writing its results.
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.server.done:
+		return r.server.failure()
+	case <-r.mock.done:
+		return r.mock.failure()
+	case <-r.load.done:
+	case <-time.After(time.Until(loadStart.Add(cfg.Warmup + cfg.Duration + 30*time.Second))):
+		return fmt.Errorf("load generator still running 30s after its window ended")
+	}
+	if r.load.err != nil {
+		return r.load.failure()
+	}
+	r.progress("collecting")
+	if err := r.readLoad(); err != nil {
+		return err
+	}
+	r.writeCarrier(before, after, carrierErr, obsWindow)
+	return nil
+}
+
+func (r *runner) sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.server.done:
+		return r.server.failure()
+	case <-r.mock.done:
+		return r.mock.failure()
+	case <-r.load.done:
+		if r.load.err != nil {
+			return r.load.failure()
+		}
+		return nil
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}
+
+func (r *runner) checkAlive() error {
+	for _, c := range []*child{r.server, r.mock} {
+		if c.exited() {
+			return c.failure()
+		}
+	}
+	if r.load.exited() && r.load.err != nil {
+		return r.load.failure()
+	}
+	return nil
+}
+
+func healthURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) + "/health" }
+
+// MockArgs are the arguments of the mock child.
+func MockArgs(c Config) []string {
+	return []string{"mock", "--port", strconv.Itoa(c.MockPort), "--think-time", c.MockThinkTime.String(),
+		"--threads", strconv.Itoa(c.MockThreads), "--cpuset", c.MockCPUs.String()}
+}
+
+// ServerArgs are the arguments of the server child.
+func ServerArgs(c Config) []string {
+	a := []string{"serve", "--mode", c.Mode, "--port", strconv.Itoa(c.ServerPort),
+		"--backend", "127.0.0.1:" + strconv.Itoa(c.MockPort), "--threads", strconv.Itoa(c.Threads),
+		"--wait", c.Wait, "--topology", c.Topology, "--cpuset", c.ServerCPUs.String(),
+		"--admin-port", strconv.Itoa(c.AdminPort)}
+	if c.WorkStealing {
+		a = append(a, "--ws")
+	}
+	if c.NPlus1 {
+		a = append(a, "--nplus1")
+	}
+	return a
+}
+
+// LoadArgs are the arguments of the load generator child.
+func LoadArgs(c Config, jsonPath, hgrmPrefix string) []string {
+	a := []string{"load", "-t", strconv.Itoa(c.LoadThreads), "-c", strconv.Itoa(c.Connections),
+		"-d", c.Duration.String(), "--warmup", c.Warmup.String(), "--latency",
+		"--json", jsonPath, "--hgrm", hgrmPrefix, "--cpuset", c.LoadCPUs.String()}
+	if c.Rate > 0 {
+		a = append(a, "-R", strconv.Itoa(c.Rate))
+	}
+	return append(a, "http://127.0.0.1:"+strconv.Itoa(c.ServerPort)+"/fruits")
+}
+
+// observers run in the measured window.
+type observers struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func (o *observers) goRun(f func() error) {
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		if err := f(); err != nil {
+			o.mu.Lock()
+			o.errs = append(o.errs, err)
+			o.mu.Unlock()
+		}
+	}()
+}
+
+func (o *observers) wait() error {
+	o.wg.Wait()
+	return errors.Join(o.errs...)
+}
+
+// startObservers starts the /proc sampler, perf stat and perf sched for
+// window. Missing tools and failures are recorded as n/a reasons, not
+// errors: only ctx ending is.
+func (r *runner) startObservers(ctx context.Context, window time.Duration) *observers {
+	o := &observers{}
+	procs := []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}, {Name: "mock", PID: r.mock.cmd.Process.Pid}}
+	if !r.load.exited() {
+		procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
+	}
+	var mu sync.Mutex
+	na := func(key string, err error) {
+		mu.Lock()
+		r.na[key] = observe.Reason(err)
+		mu.Unlock()
+	}
+	if r.cfg.Pidstat {
+		o.goRun(func() error {
+			rep, err := observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
+			if err != nil {
+				na("threads", err)
+				return ctx.Err()
+			}
+			r.sum.Server = report.FromThreads(rep, "server")
+			if err := writeFile(r.path(ThreadsText), rep.WriteText); err != nil {
+				na("threads", err)
+			}
+			if err := writeFile(r.path(ThreadsJSON), rep.WriteJSON); err != nil {
+				na("threads", err)
+			}
+			return nil
+		})
+	} else {
+		r.na["threads"] = "off (--no-pidstat)"
+	}
+	if r.cfg.PerfStat {
+		o.goRun(func() error {
+			data, err := r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
+			if err != nil {
+				na("perf-stat", err)
+				return writeNA(r.path(PerfStatText), err)
+			}
+			ps, err := observe.ParsePerfStat(data)
+			if err != nil {
+				na("perf-stat", err)
+				return writeNA(r.path(PerfStatText), err)
+			}
+			s := ps.Summarize(window)
+			r.sum.Perf = &s
+			return writeFile(r.path(PerfStatText), func(w io.Writer) error { return writePerfStat(w, s, window, data) })
+		})
+	} else {
+		r.na["perf-stat"] = "off (no --perf-stat)"
+	}
+	if r.cfg.PerfSched {
+		o.goRun(func() error {
+			data, err := r.opt.Perf.RunPerfSched(ctx, r.opt.Dir, window)
+			if err != nil {
+				na("perf-sched", err)
+				return writeNA(r.path(PerfSchedText), err)
+			}
+			d, err := observe.ParseSchedScript(data)
+			if err != nil {
+				na("perf-sched", err)
+				return writeNA(r.path(PerfSchedText), err)
+			}
+			tids := map[int]string{}
+			for _, p := range procs {
+				for _, tid := range listTIDs(r.opt.ProcRoot, p.PID) {
+					tids[tid] = p.Name
+				}
+			}
+			return writeFile(r.path(PerfSchedText), func(w io.Writer) error {
+				fmt.Fprintf(w, "# perf sched: share of each thread's runs (sched_switch in) per CPU, and migrations, over %.1fs\n", window.Seconds())
+				return d.Select(tids).WriteText(w)
+			})
+		})
+	} else {
+		r.na["perf-sched"] = "off (no --perf-sched)"
+	}
+	return o
+}
+
+// listTIDs lists a process's threads (empty if it is gone).
+func listTIDs(procRoot string, pid int) []int {
+	if procRoot == "" {
+		procRoot = observe.DefaultProcRoot
+	}
+	es, err := os.ReadDir(filepath.Join(procRoot, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil
+	}
+	var tids []int
+	for _, e := range es {
+		if n, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, n)
+		}
+	}
+	return tids
+}
+
+// writePerfStat writes perf-stat.txt: the study's figures, then perf's CSV.
+func writePerfStat(w io.Writer, s observe.PerfSummary, window time.Duration, raw []byte) error {
+	fmt.Fprintf(w, "# perf stat of the server process over %.1fs\n", window.Seconds())
+	fmt.Fprintf(w, "CPUs utilized (task-clock / window)  %s\n", s.CPUsUtilized)
+	fmt.Fprintf(w, "context switches/s                   %s\n", s.ContextSwitchesPerSec)
+	fmt.Fprintf(w, "CPU migrations/s                     %s\n", s.MigrationsPerSec)
+	fmt.Fprintf(w, "cycles                               %s\n", s.Cycles)
+	fmt.Fprintf(w, "instructions                         %s\n", s.Instructions)
+	fmt.Fprintf(w, "IPC                                  %s\n", s.IPC)
+	fmt.Fprintf(w, "\n# perf stat -x, output\n")
+	_, err := w.Write(raw)
+	return err
+}
+
+// writeNA writes a file that only says why its figures are missing.
+func writeNA(path string, err error) error {
+	return os.WriteFile(path, []byte(observe.NA(observe.Reason(err))+"\n"), 0o644)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return f.Close()
+}
+
+// carrierSnapshot reads the server's /debug/carrier.
+func (r *runner) carrierSnapshot(ctx context.Context) ([]carrier.Telemetry, error) {
+	if r.cfg.Mode == ModeNetHTTP {
+		return nil, fmt.Errorf("no carriers in %s mode", ModeNetHTTP)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	url := "http://127.0.0.1:" + strconv.Itoa(r.cfg.AdminPort) + "/debug/carrier"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read /debug/carrier: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read /debug/carrier: %s", resp.Status)
+	}
+	var ts []carrier.Telemetry
+	if err := json.NewDecoder(resp.Body).Decode(&ts); err != nil {
+		return nil, fmt.Errorf("read /debug/carrier: %w", err)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("no carriers in %s mode", r.cfg.Mode)
+	}
+	return ts, nil
+}
+
+// carrierFile is carrier.json.
+type carrierFile struct {
+	// Window is the observers' window, ns.
+	Window time.Duration `json:"window_ns"`
+	// Summary is in the study's terms; Carriers are the per-carrier
+	// differences of /debug/carrier over the window.
+	Summary  report.CarrierFigures `json:"summary"`
+	Carriers []carrier.Telemetry   `json:"carriers"`
+}
+
+// writeCarrier writes carrier.json from two snapshots.
+func (r *runner) writeCarrier(before, after []carrier.Telemetry, err error, window time.Duration) {
+	if err == nil && len(before) != len(after) {
+		err = fmt.Errorf("carrier count changed from %d to %d", len(before), len(after))
+	}
+	if err != nil {
+		r.na["carrier"] = err.Error()
+		return
+	}
+	diff := make([]carrier.Telemetry, len(after))
+	for i := range after {
+		diff[i] = after[i].Sub(before[i])
+	}
+	f := carrierFile{Window: window, Summary: CarrierFigures(diff, window), Carriers: diff}
+	if err := report.WriteJSON(r.path(CarrierJSON), f); err != nil {
+		r.na["carrier"] = err.Error()
+		return
+	}
+	r.sum.Carrier = &f.Summary
+}
+
+// CarrierFigures sums per-carrier window telemetry into the study's
+// figures.
+func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.CarrierFigures {
+	var tot carrier.Telemetry
+	for _, t := range ts {
+		tot.IOCycles += t.IOCycles
+		tot.IOEvents += t.IOEvents
+		tot.Drains += t.Drains
+		tot.TasksRun += t.TasksRun
+		tot.StealsIn += t.StealsIn
+		for i := range t.QueueDepth.Buckets {
+			tot.QueueDepth.Buckets[i] += t.QueueDepth.Buckets[i]
+			tot.SubmitToRun.Buckets[i] += t.SubmitToRun.Buckets[i]
+		}
+		tot.QueueDepth.Sum += t.QueueDepth.Sum
+		tot.SubmitToRun.Sum += t.SubmitToRun.Sum
+	}
+	const nsPerUs = 1e3
+	return report.CarrierFigures{
+		Carriers:         len(ts),
+		IOCyclesPer10s:   report.Num(float64(tot.IOCycles) * (10 * time.Second).Seconds() / window.Seconds()),
+		EventsPerCycle:   report.Num(tot.IOEventsPerCycle()),
+		TasksPerDrain:    report.Num(tot.TasksPerDrain()),
+		QueueDepthAvg:    report.Num(tot.QueueDepth.Mean()),
+		QueueDepthP50:    report.Num(tot.QueueDepth.Quantile(0.5)),
+		SubmitToRunP50Us: report.Num(tot.SubmitToRun.Quantile(0.5) / nsPerUs),
+		SubmitToRunP99Us: report.Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
+		Steals:           tot.StealsIn,
+	}
+}
+
+// loadResult is the part of load.json a summary needs.
+type loadResult struct {
+	Requests       int64            `json:"requests"`
+	Errors         int64            `json:"errors"`
+	RequestsPerSec float64          `json:"requests_per_sec"`
+	DurationNS     time.Duration    `json:"duration_ns"`
+	Latency        *latency.Summary `json:"latency"`
+	Uncorrected    *latency.Summary `json:"uncorrected"`
+}
+
+// readLoad reads load.json into the summary.
+func (r *runner) readLoad() error {
+	var lr loadResult
+	if err := latency.ReadJSONFile(r.path(LoadJSON), &lr); err != nil {
+		return fmt.Errorf("read load results: %w", err)
+	}
+	r.sum.Window = lr.DurationNS
+	r.sum.Throughput = lr.RequestsPerSec
+	r.sum.Requests, r.sum.Errors = lr.Requests, lr.Errors
+	r.sum.Latency, r.sum.Uncorrected = lr.Latency, lr.Uncorrected
+	return nil
+}

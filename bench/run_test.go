@@ -1,0 +1,189 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"spindle/cpu"
+	"spindle/observe"
+	"spindle/report"
+)
+
+// fakeConfig is a short configuration on the CPUs this test may use.
+func fakeConfig(t *testing.T, mode string) Config {
+	t.Helper()
+	all, err := cpu.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := LayoutFor(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Name: mode, Mode: mode, Threads: l.Carriers, Connections: 4, LoadThreads: 1,
+		LoadCPUs: l.Load, ServerCPUs: l.Server, MockCPUs: l.Mock, MockThreads: 1,
+		MockThinkTime: time.Millisecond, Topology: "off", Wait: "block",
+		Warmup: 100 * time.Millisecond, Duration: 700 * time.Millisecond, Pidstat: true, PerfStat: true}
+}
+
+// fakeOptions run the test binary as the children.
+func fakeOptions(t *testing.T) RunOptions {
+	t.Helper()
+	t.Setenv(fakeEnv, "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return RunOptions{Exe: exe, Dir: t.TempDir(), Phase: "fixed", Round: 1, StopGrace: time.Second}
+}
+
+// track records the children a run starts, and checks at the end of the
+// test that none is left running.
+func track(t *testing.T, opt *RunOptions) {
+	var pids []int
+	opt.Started = func(_ string, pid int) { pids = append(pids, pid) }
+	t.Cleanup(func() {
+		if len(pids) == 0 {
+			t.Error("no child started")
+		}
+		gone(t, pids...)
+	})
+}
+
+// gone checks that the children of a summary's run have all exited.
+func gone(t *testing.T, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("child %d still running", pid)
+		}
+	}
+}
+
+func TestRunFake(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	var phases []string
+	opt.Progress = func(p string) { phases = append(phases, p) }
+	cfg := fakeConfig(t, ModeCarrier)
+	cfg.Rate = 500
+	sum, err := Run(context.Background(), cfg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Complete || sum.Throughput != 500 || sum.Latency == nil || sum.Latency.Count != 1000 {
+		t.Errorf("summary = %+v", sum)
+	}
+	if want := "starting,warm-up,measuring,collecting,stopping"; strings.Join(phases, ",") != want {
+		t.Errorf("progress %v, want %s", phases, want)
+	}
+	if sum.ObserveWindow != 560*time.Millisecond {
+		t.Errorf("observers' window %v, want the middle 80%% of 700ms", sum.ObserveWindow)
+	}
+	for _, f := range []string{ConfigFile, report.SummaryFile, LoadText, LoadJSON, ServerLog, MockLog,
+		ThreadsText, ThreadsJSON, PerfStatText, CarrierJSON} {
+		if _, err := os.Stat(filepath.Join(opt.Dir, f)); err != nil {
+			t.Errorf("result file: %v", err)
+		}
+	}
+	if sum.Server == nil || sum.Server.Threads == 0 {
+		t.Errorf("no server thread figures: %+v (na %v)", sum.Server, sum.NA)
+	}
+	if sum.Carrier == nil || sum.Carrier.IOCyclesPer10s <= 0 || sum.Carrier.EventsPerCycle != 2 {
+		t.Errorf("carrier figures = %+v (na %v)", sum.Carrier, sum.NA)
+	}
+	if _, err := exec.LookPath("perf"); err == nil && sum.Perf == nil && sum.NA["perf-stat"] == "" {
+		t.Error("perf installed but neither figures nor a reason")
+	}
+	if sum.NA["perf-sched"] == "" {
+		t.Error("perf sched off without a reason")
+	}
+	back, err := report.Load(opt.Dir)
+	if err != nil || back.Summary.Name != cfg.Name || !back.Summary.Complete {
+		t.Errorf("summary.json read back: %+v, %v", back.Summary, err)
+	}
+}
+
+func TestRunNetHTTPHasNoCarriers(t *testing.T) {
+	opt := fakeOptions(t)
+	cfg := fakeConfig(t, ModeNetHTTP)
+	cfg.PerfStat = false
+	opt.Perf = observe.Perf{LookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
+	cfg.PerfSched = true
+	sum, err := Run(context.Background(), cfg, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Carrier != nil || !strings.Contains(sum.NA["carrier"], "no carriers") {
+		t.Errorf("nethttp carrier figures %+v, reason %q", sum.Carrier, sum.NA["carrier"])
+	}
+	if sum.NA["perf-sched"] != "perf not installed" {
+		t.Errorf("perf-sched reason = %q, want perf not installed", sum.NA["perf-sched"])
+	}
+	data, err := os.ReadFile(filepath.Join(opt.Dir, PerfSchedText))
+	if err != nil || strings.TrimSpace(string(data)) != "n/a (perf not installed)" {
+		t.Errorf("%s = %q, %v", PerfSchedText, data, err)
+	}
+}
+
+func TestRunChildFails(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	t.Setenv(fakeFailEnv, "serve")
+	sum, err := Run(context.Background(), fakeConfig(t, ModeCarrier), opt)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "server") || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("error = %v, want an incomplete run naming the server and its last words", err)
+	}
+	back, lerr := report.Load(opt.Dir)
+	if lerr != nil || back.Summary.Complete || back.Summary.Reason == "" || sum.Complete {
+		t.Errorf("summary.json = %+v, %v", back.Summary, lerr)
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	ctx, cancel := context.WithCancel(context.Background())
+	opt.Progress = func(p string) {
+		if p == "measuring" {
+			cancel()
+		}
+	}
+	start := time.Now()
+	cfg := fakeConfig(t, ModeCarrier)
+	cfg.Duration = time.Minute
+	_, err := Run(ctx, cfg, opt)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("error = %v", err)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("interrupted run took %v", time.Since(start))
+	}
+	back, _ := report.Load(opt.Dir)
+	if back.Summary.Complete || !strings.Contains(back.Summary.Reason, "interrupted") {
+		t.Errorf("summary = %+v", back.Summary)
+	}
+}
+
+func TestRunBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	opt := fakeOptions(t)
+	cfg := fakeConfig(t, ModeCarrier)
+	cfg.ServerPort = ln.Addr().(*net.TCPAddr).Port
+	_, err = Run(context.Background(), cfg, opt)
+	if !errors.Is(err, ErrPortBusy) {
+		t.Fatalf("error = %v, want ErrPortBusy", err)
+	}
+}
