@@ -187,3 +187,43 @@ func TestRunBusyPort(t *testing.T) {
 		t.Fatalf("error = %v, want ErrPortBusy", err)
 	}
 }
+
+func TestRunPlanFake(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	p, err := ComparePlan(CompareOptions{CPUs: cpu.Set{0}, Rounds: 2, Only: []string{"nethttp", "carrier"},
+		Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Phases {
+		for j := range p.Phases[i].Configs {
+			c := &p.Phases[i].Configs[j]
+			c.ServerPort, c.MockPort, c.AdminPort, c.PerfStat = 0, 0, 0, false
+		}
+	}
+	var last Progress
+	steps := 0
+	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: t.TempDir(), Run: opt,
+		Progress: func(pr Progress) { last = pr; steps++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 8 || last.Run != 8 || last.Runs != 8 || steps != 8*5 {
+		t.Errorf("%d results, last progress %+v, %d steps", len(results), last, steps)
+	}
+	// The fake load reports 1000 requests over 300ms at max throughput:
+	// the fixed rate is 70% of 3333 req/s.
+	for _, r := range results {
+		s := r.Summary
+		if s.Phase == "fixed" && s.Rate != 2333 {
+			t.Errorf("fixed run %s rate %d, want 2333", r.Dir, s.Rate)
+		}
+		if s.Phase == "max" && s.Rate != 0 {
+			t.Errorf("max run %s rate %d", r.Dir, s.Rate)
+		}
+	}
+	if got := results[1].Summary; got.Name != "carrier" || got.Round != 1 {
+		t.Errorf("second run = %s round %d, want carrier round 1 (interleaved)", got.Name, got.Round)
+	}
+}

@@ -35,6 +35,9 @@ func statOf(vs []float64) Stat {
 	return Stat{Median: med, Min: xs[0], Max: xs[len(xs)-1], N: len(xs)}
 }
 
+// Median returns the median of vs (NaN values skipped), 0 when none.
+func Median(vs []float64) float64 { return statOf(vs).Median }
+
 // Format renders the median with prec decimals and, over several runs,
 // the range: "1.20 (1.10–1.35)"; "n/a (reason)" when no run has it.
 func (s Stat) Format(prec int, reason string) string {
