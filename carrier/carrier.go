@@ -38,10 +38,6 @@ import (
 // fds are picked up by the next poll, a few microseconds later.
 const eventBatch = 256
 
-// interleaveInject makes every 16th pick of a drain pass look at the inject
-// queue first, so that new work is not starved by tasks that keep yielding.
-const interleaveInject = 16
-
 // Carrier is one event loop on one locked OS thread.
 type Carrier struct {
 	g        *Group
@@ -65,13 +61,13 @@ type Carrier struct {
 	stopping atomic.Bool
 
 	cur    *Task // the task whose coroutine is running, nil between tasks
-	tick   uint32
 	coros  map[*coro]struct{} // every coroutine alive, for shutdown
 	idle   []*coro            // coroutines waiting for a task
 	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
 	free   []int32            // free slots in fds
 	events []unix.EpollEvent
 	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
+	polled bool // I/O was polled since the last drain
 
 	rng       uint64
 	siblings  []*Carrier // steal candidates in scope
@@ -190,7 +186,9 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 			c.noPW2 = true
 		}
 	}
-	if c.noPW2 || timeoutNs <= 0 {
+	if timeoutNs == 0 {
+		n, err = unix.EpollPoll(c.ep, c.events)
+	} else if c.noPW2 || timeoutNs < 0 {
 		ms := -1
 		if timeoutNs >= 0 {
 			ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
@@ -198,6 +196,7 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		n, err = unix.EpollWait(c.ep, c.events, ms)
 	}
 	add(&c.stats.ioCycles, 1)
+	c.polled = true
 	if err != nil || n <= 0 {
 		return 0
 	}
@@ -220,8 +219,11 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		}
 		handled++
 		e := ev.Events
-		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.rwait != nil {
-			c.wakeTask(pd.rwait, true)
+		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			pd.unread = true
+			if pd.rwait != nil {
+				c.wakeTask(pd.rwait, true)
+			}
 		}
 		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil {
 			c.wakeTask(pd.wwait, true)
@@ -261,29 +263,6 @@ func (c *Carrier) queued() int {
 	return n
 }
 
-// nextTask picks the next task to run: the LIFO slot, then the local FIFO,
-// resumptions and submissions, with the inject queue looked at first on
-// every interleaveInject-th pick.
-func (c *Carrier) nextTask() *Task {
-	if t := c.lifo; t != nil {
-		c.lifo = nil
-		return t
-	}
-	c.tick++
-	if c.tick%interleaveInject == 0 {
-		if t := c.inject.pop(); t != nil {
-			return t
-		}
-	}
-	if t := c.fifo.pop(); t != nil {
-		return t
-	}
-	if t := c.local.pop(); t != nil {
-		return t
-	}
-	return c.inject.pop()
-}
-
 // loop is the carrier's event loop; it returns when the group closes.
 func (c *Carrier) loop() {
 	for !c.stopping.Load() {
@@ -291,7 +270,10 @@ func (c *Carrier) loop() {
 		now := wait.Now()
 		c.fireTimers(now)
 		if c.hasWork() {
-			c.pollIO(0)
+			if !c.polled { // the strategy may just have polled
+				c.pollIO(0)
+			}
+			c.polled = false
 			c.drain(now)
 			continue
 		}
@@ -316,20 +298,57 @@ func (c *Carrier) fireTimers(now int64) {
 }
 
 // drain runs runnable tasks until none is left or the budget is spent,
-// always at least one.
+// always at least one. It works in rounds: each round runs what was queued
+// when it began (the LIFO slot, then the local FIFO, the local queue and the
+// inject queue), so a task that yields or is woken during a round waits
+// behind everything that was queued before it, and no queue starves another.
 func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
 	n := uint64(0)
+	spent := func() bool { return c.stopping.Load() || wait.Now()-start >= budget }
+rounds:
 	for {
-		t := c.nextTask()
-		if t == nil {
+		nf, nl, ni := c.fifo.n, c.local.len(), c.inject.len()
+		if c.lifo == nil && nf+nl+ni == 0 {
 			break
 		}
-		c.run(t)
-		n++
-		if c.stopping.Load() || wait.Now()-start >= budget {
-			break
+		if t := c.lifo; t != nil {
+			c.lifo = nil
+			c.run(t)
+			n++
+			if spent() {
+				break
+			}
+		}
+		for ; nf > 0; nf-- {
+			c.run(c.fifo.pop())
+			n++
+			if spent() {
+				break rounds
+			}
+		}
+		for ; nl > 0; nl-- {
+			t := c.local.pop()
+			if t == nil {
+				break
+			}
+			c.run(t)
+			n++
+			if spent() {
+				break rounds
+			}
+		}
+		for ; ni > 0; ni-- {
+			t := c.inject.pop() // nil when thieves took the rest
+			if t == nil {
+				break
+			}
+			c.run(t)
+			n++
+			if spent() {
+				break rounds
+			}
 		}
 	}
 	add(&c.stats.drains, 1)

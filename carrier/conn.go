@@ -26,6 +26,12 @@ type pollDesc struct {
 	rwait  *Task // task parked until readable
 	wwait  *Task // task parked until writable
 	closed bool
+	// unread is false once a read found the socket drained (a short read
+	// or EAGAIN) and true again when epoll reports it readable. With
+	// edge-triggered epoll every arrival after the drain queues an event,
+	// so a reader that finds unread false parks at once and saves the
+	// read that would only say EAGAIN.
+	unread bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -40,6 +46,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 	}
 	pd.c, pd.slot = c, slot
 	pd.gen++
+	pd.unread = true // unknown: try the first read
 	tok := uint64(slot+1) | uint64(pd.gen)<<32
 	if err := unix.EpollAdd(c.ep, pd.fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok); err != nil {
 		c.free = append(c.free, slot)
@@ -131,15 +138,23 @@ func (cn *Conn) Read(p []byte) (int, error) {
 		if cn.rdl != 0 && wait.Now() >= cn.rdl {
 			return 0, os.ErrDeadlineExceeded
 		}
+		if !pd.unread && len(p) > 0 {
+			pd.await(t, &pd.rwait, cn.rdl)
+			continue
+		}
 		n, err := unix.ReadNB(pd.fd, p)
 		switch {
 		case err == nil:
 			if n == 0 && len(p) > 0 {
 				return 0, io.EOF
 			}
+			if n < len(p) {
+				pd.unread = false
+			}
 			t.opDone()
 			return n, nil
 		case err == unix.EAGAIN:
+			pd.unread = false
 			pd.await(t, &pd.rwait, cn.rdl)
 		case err == unix.EINTR:
 		default:

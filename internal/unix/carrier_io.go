@@ -1,23 +1,59 @@
 package unix
 
 import (
+	"unsafe"
+
 	xunix "golang.org/x/sys/unix"
 )
 
-// The carrier's I/O fast path: these variants report EAGAIN (and EINTR) as
-// the bare Errno, which allocates nothing, so that a read or write that
-// would block costs no allocation; other errors are wrapped as usual.
+// The carrier's I/O fast path. These calls never block (the fds are
+// non-blocking, the poll has a zero timeout), so they are made as raw
+// system calls: without the runtime's entersyscall/exitsyscall bookkeeping,
+// which a carrier that owns its thread does not need and which invites
+// sysmon to hand its P away. They report EAGAIN (and EINTR) as the bare
+// Errno, which allocates nothing; other errors are wrapped as usual.
 
 // ReadNB reads from a non-blocking fd. It returns EAGAIN or EINTR unwrapped.
 func ReadNB(fd int, p []byte) (int, error) {
-	n, err := xunix.Read(fd, p)
-	return n, wrapNB("read", err)
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := xunix.RawSyscall(xunix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, wrapNB("read", e)
+	}
+	return int(n), nil
 }
 
 // WriteNB writes to a non-blocking fd. It returns EAGAIN or EINTR unwrapped.
 func WriteNB(fd int, p []byte) (int, error) {
-	n, err := xunix.Write(fd, p)
-	return n, wrapNB("write", err)
+	var ptr unsafe.Pointer
+	if len(p) > 0 {
+		ptr = unsafe.Pointer(&p[0])
+	}
+	n, _, e := xunix.RawSyscall(xunix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	if e != 0 {
+		return 0, wrapNB("write", e)
+	}
+	return int(n), nil
+}
+
+// EpollPoll collects ready events without blocking (epoll_pwait with a zero
+// timeout). EINTR is reported as zero events and no error.
+func EpollPoll(epfd int, events []EpollEvent) (int, error) {
+	var ptr unsafe.Pointer
+	if len(events) > 0 {
+		ptr = unsafe.Pointer(&events[0])
+	}
+	n, _, e := xunix.RawSyscall6(xunix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(ptr), uintptr(len(events)), 0, 0, 0)
+	switch e {
+	case 0:
+		return int(n), nil
+	case xunix.EINTR:
+		return 0, nil
+	}
+	return 0, wrap("epoll_pwait", e)
 }
 
 // AcceptNB accepts one connection from a non-blocking listener as a
@@ -37,6 +73,9 @@ func AcceptNB(fd int) (int, Sockaddr, error) {
 const ECONNABORTED = xunix.ECONNABORTED
 
 func wrapNB(call string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if err == xunix.EAGAIN || err == xunix.EINTR {
 		return err
 	}

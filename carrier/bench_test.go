@@ -1,0 +1,85 @@
+package carrier
+
+import (
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"spindle/carrier/wait"
+	"spindle/cpu"
+)
+
+// BenchmarkSubmitToRun measures the delay from Submit on one CPU to the
+// task's first instruction on a carrier pinned to another CPU, when that
+// carrier waits by blocking in epoll_wait and when it spins. Before each
+// submission the submitter lets 50µs pass, so that a blocking carrier is
+// asleep. Metrics: median and p99 delay in ns.
+func BenchmarkSubmitToRun(b *testing.B) {
+	allowed, err := cpu.Allowed()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		b.Skipf("needs 2 CPUs (submitter and carrier), this process may use %s", allowed)
+	}
+	for _, w := range []string{"block", "busy"} {
+		b.Run("wait="+w, func(b *testing.B) {
+			g := newGroup(b, Options{Carriers: 1, Wait: w, Pin: PinCPU, CPUs: cpu.Set{allowed[1]}})
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if err := cpu.Pin(cpu.Set{allowed[0]}); err != nil {
+				b.Fatal(err)
+			}
+			defer cpu.Pin(allowed)
+			var ranAt atomic.Int64
+			fn := func(*Task) { ranAt.Store(wait.Now()) }
+			c := g.Carrier(0)
+			lat := make([]int64, 0, b.N)
+			const gap = 50_000 // ns between submissions: long enough to fall asleep
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for t := wait.Now(); wait.Now()-t < gap; {
+				}
+				ranAt.Store(0)
+				t0 := wait.Now()
+				if err := c.Submit(fn); err != nil {
+					b.Fatal(err)
+				}
+				for ranAt.Load() == 0 {
+				}
+				lat = append(lat, ranAt.Load()-t0)
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2]), "median-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+		})
+	}
+}
+
+// BenchmarkGoLocal measures starting and running an empty task on a
+// carrier, submitted from a task of the same carrier (Task.Go), so the
+// figure is the runtime's own cost without any thread wake-up.
+func BenchmarkGoLocal(b *testing.B) {
+	g := newGroup(b, Options{Carriers: 1})
+	done := make(chan struct{})
+	b.ReportAllocs()
+	g.Carrier(0).Submit(func(tk *Task) {
+		var ran int
+		fn := func(*Task) { ran++ }
+		for i := 0; i < 1000; i++ { // warm the task and coroutine pools
+			tk.Go(fn)
+		}
+		tk.Yield()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			tk.Go(fn)
+			tk.Yield()
+		}
+		b.StopTimer()
+		close(done)
+	})
+	<-done
+}

@@ -1,0 +1,280 @@
+// Command echobench measures echo throughput: a carrier echo server (one
+// carrier per listener mode) against a goroutine-per-connection net echo
+// server, each run as a child process pinned with taskset, driven by a
+// closed-loop client pinned to another CPU, interleaved round by round.
+//
+//	go run ./carrier/internal/echobench compare -a carrier -b net -server-cpus 1 -client-cpus 0
+//
+// Subcommands:
+//
+//	serve -mode M       run an echo server (modes below) on 127.0.0.1:0, print its
+//	                    address, serve until stdin closes
+//	load -addr A        run the closed-loop client, print "rate N" (round trips per second)
+//	compare -a M -b M   interleave A and B for -rounds rounds and print each round's
+//	                    rates and the median B/A... ratio with min and max
+//
+// Server modes: carrier (1 carrier, single acceptor), carrier-reuseport and
+// carrier-single (-carriers carriers with one SO_REUSEPORT listener each, or
+// one balancing acceptor), net (goroutine per connection; run it with
+// GOMAXPROCS set as wanted, compare sets it to the server CPU count).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"spindle/carrier"
+	"spindle/cpu"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: echobench serve|load|compare [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "load":
+		err = load(os.Args[2:])
+	case "compare":
+		err = compare(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echobench:", err)
+		os.Exit(1)
+	}
+}
+
+func echoHandler(t *carrier.Task, c *carrier.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	mode := fs.String("mode", "carrier", "carrier | carrier-reuseport | carrier-single | net")
+	carriers := fs.Int("carriers", 1, "carriers for the carrier modes")
+	wait := fs.String("wait", carrier.DefaultWait, "carrier idle strategy")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var addr string
+	var stop func()
+	switch *mode {
+	case "carrier", "carrier-reuseport", "carrier-single":
+		g, err := carrier.New(carrier.Options{Carriers: *carriers, Wait: *wait})
+		if err != nil {
+			return err
+		}
+		l, err := g.Listen("127.0.0.1:0", echoHandler, carrier.ListenOptions{ReusePort: *mode == "carrier-reuseport"})
+		if err != nil {
+			return err
+		}
+		addr, stop = l.Addr().String(), func() { g.Close() }
+	case "net":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					buf := make([]byte, 4096)
+					for {
+						n, err := c.Read(buf)
+						if err != nil {
+							return
+						}
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+		addr, stop = ln.Addr().String(), func() { ln.Close() }
+	default:
+		return fmt.Errorf("unknown mode %q", *mode)
+	}
+	fmt.Println(addr)
+	io.Copy(io.Discard, os.Stdin)
+	stop()
+	return nil
+}
+
+// load runs conns closed-loop clients on one carrier (an efficient client,
+// so that the server is the bottleneck), each sending size bytes and
+// reading them back, for d; it prints round trips per second.
+func load(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	addr := fs.String("addr", "", "server address")
+	conns := fs.Int("conns", 100, "connections")
+	size := fs.Int("size", 64, "message bytes")
+	d := fs.Duration("d", 2*time.Second, "measurement time (after a 10% warm-up)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	g, err := carrier.New(carrier.Options{Carriers: 1})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	var count atomic.Int64
+	var measuring, stop atomic.Bool
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for i := 0; i < *conns; i++ {
+		wg.Add(1)
+		g.Go(func(t *carrier.Task) {
+			defer wg.Done()
+			c, err := t.Dial(*addr, 5*time.Second)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			defer c.Close()
+			msg := make([]byte, *size)
+			buf := make([]byte, *size)
+			n := int64(0)
+			for !stop.Load() {
+				if _, err := c.Write(msg); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				for got := 0; got < len(buf); {
+					k, err := c.Read(buf[got:])
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					got += k
+				}
+				if measuring.Load() {
+					n++
+				}
+			}
+			count.Add(n)
+		})
+	}
+	time.Sleep(*d / 10)
+	measuring.Store(true)
+	start := time.Now()
+	time.Sleep(*d)
+	measuring.Store(false)
+	el := time.Since(start)
+	stop.Store(true)
+	wg.Wait()
+	if e, ok := firstErr.Load().(error); ok && e != nil {
+		return e
+	}
+	fmt.Printf("rate %.0f\n", float64(count.Load())/el.Seconds())
+	return nil
+}
+
+func compare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	a := fs.String("a", "net", "server mode A")
+	b := fs.String("b", "carrier", "server mode B")
+	rounds := fs.Int("rounds", 5, "rounds (each runs A then B)")
+	serverCPUs := fs.String("server-cpus", "1", "CPU list for the server (taskset)")
+	clientCPUs := fs.String("client-cpus", "0", "CPU list for the client (taskset)")
+	carriers := fs.Int("carriers", 1, "carriers for the carrier modes")
+	conns := fs.Int("conns", 100, "connections")
+	d := fs.Duration("d", 2*time.Second, "measurement time per run")
+	size := fs.Int("size", 64, "message bytes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	scpus, err := cpu.ParseList(*serverCPUs)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var ratios []float64
+	for r := 1; r <= *rounds; r++ {
+		var rates [2]float64
+		for i, mode := range []string{*a, *b} {
+			rate, err := runOnce(self, mode, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d)
+			if err != nil {
+				return fmt.Errorf("round %d %s: %w", r, mode, err)
+			}
+			rates[i] = rate
+		}
+		ratio := rates[1] / rates[0]
+		ratios = append(ratios, ratio)
+		fmt.Printf("round %d: %s %.0f/s  %s %.0f/s  ratio %.3f\n", r, *a, rates[0], *b, rates[1], ratio)
+	}
+	slices.Sort(ratios)
+	fmt.Printf("%s/%s throughput ratio: median %.3f (min %.3f, max %.3f) over %d rounds\n",
+		*b, *a, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios))
+	return nil
+}
+
+// runOnce starts a server pinned to scpus and a client pinned to ccpus and
+// returns the client's rate.
+func runOnce(self, mode, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration) (float64, error) {
+	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers))
+	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(nServerCPUs))
+	srv.Stderr = os.Stderr
+	stdin, err := srv.StdinPipe()
+	if err != nil {
+		return 0, err
+	}
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := srv.Start(); err != nil {
+		return 0, err
+	}
+	defer func() { stdin.Close(); srv.Wait() }()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("server gave no address: %w", err)
+	}
+	cl := exec.Command("taskset", "-c", ccpus, self, "load", "-addr", strings.TrimSpace(addr),
+		"-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size), "-d", d.String())
+	cl.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cl.Stderr = os.Stderr
+	out, err := cl.Output()
+	if err != nil {
+		return 0, fmt.Errorf("client: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 || f[0] != "rate" {
+		return 0, errors.New("client printed " + strconv.Quote(string(out)))
+	}
+	return strconv.ParseFloat(f[1], 64)
+}
