@@ -60,7 +60,7 @@ type Carrier struct {
 	waiting  atomic.Int32 // 1 while the carrier is idle in its wait strategy
 	stopping atomic.Bool
 
-	cur    *Task // the task whose coroutine is running, nil between tasks
+	cur    *Task              // the task whose coroutine is running, nil between tasks
 	coros  map[*coro]struct{} // every coroutine alive, for shutdown
 	idle   []*coro            // coroutines waiting for a task
 	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
