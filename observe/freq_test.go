@@ -77,12 +77,7 @@ func TestCpufreqChanging(t *testing.T) {
 
 func TestFreqThisMachine(t *testing.T) {
 	m, srcs := FindFreq(SourceOptions{Calibrate: 20 * time.Millisecond})
-	for _, s := range srcs {
-		t.Logf("%s: %s", s.Name, s)
-		if !s.Available && s.Reason == "" {
-			t.Errorf("%s: unavailable without a reason", s.Name)
-		}
-	}
+	logSources(t, srcs)
 	if m == nil {
 		t.Skip("no frequency source on this machine (see the reasons above)")
 	}

@@ -90,12 +90,7 @@ func TestPowerThisMachine(t *testing.T) {
 	if m != nil {
 		defer m.Close()
 	}
-	for _, s := range srcs {
-		t.Logf("%s: %s", s.Name, s)
-		if !s.Available && s.Reason == "" {
-			t.Errorf("%s: unavailable without a reason", s.Name)
-		}
-	}
+	logSources(t, srcs)
 	if m == nil {
 		t.Skip("no power source on this machine (see the reasons above)")
 	}
@@ -103,6 +98,18 @@ func TestPowerThisMachine(t *testing.T) {
 	Spin(20 * time.Millisecond)
 	if j1, err := m.Joules(); err != nil || j1 <= j0 {
 		t.Errorf("energy %v -> %v (%v) after a busy spin", j0, j1, err)
+	}
+}
+
+// logSources logs what this machine offers and checks the n/a discipline:
+// an unavailable source always says why.
+func logSources(t *testing.T, srcs []Source) {
+	t.Helper()
+	for _, s := range srcs {
+		t.Logf("%s: %s", s.Name, s)
+		if !s.Available && s.Reason == "" {
+			t.Errorf("%s: unavailable without a reason", s.Name)
+		}
 	}
 }
 
