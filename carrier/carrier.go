@@ -321,38 +321,35 @@ rounds:
 				break
 			}
 		}
-		for ; nf > 0; nf-- {
-			c.run(c.fifo.pop())
-			n++
-			if spent() {
-				break rounds
-			}
-		}
-		for ; nl > 0; nl-- {
-			t := c.local.pop()
-			if t == nil {
-				break
-			}
-			c.run(t)
-			n++
-			if spent() {
-				break rounds
-			}
-		}
-		for ; ni > 0; ni-- {
-			t := c.inject.pop() // nil when thieves took the rest
-			if t == nil {
-				break
-			}
-			c.run(t)
-			n++
-			if spent() {
-				break rounds
+		quota := [...]int{nf, nl, ni}
+		for q, k := range quota {
+			for ; k > 0; k-- {
+				t := c.popFrom(q) // nil when thieves took the rest of the inject queue
+				if t == nil {
+					break
+				}
+				c.run(t)
+				n++
+				if spent() {
+					break rounds
+				}
 			}
 		}
 	}
 	add(&c.stats.drains, 1)
 	add(&c.stats.tasksRun, n)
+}
+
+// popFrom pops from the local FIFO (0), the local queue (1) or the inject
+// queue (2), the order of a drain round.
+func (c *Carrier) popFrom(q int) *Task {
+	switch q {
+	case 0:
+		return c.fifo.pop()
+	case 1:
+		return c.local.pop()
+	}
+	return c.inject.pop()
 }
 
 // run resumes t (starting it on a pooled coroutine if it is new) until it

@@ -13,20 +13,6 @@ import (
 	"spindle/carrier/wait"
 )
 
-// echo is the handler of the echo tests and benchmarks.
-func echo(t *Task, c *Conn) {
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(buf[:n]); err != nil {
-			return
-		}
-	}
-}
-
 // strategies lists every strategy wait.New knows, including those this CPU cannot run.
 var strategies = wait.Names()
 
@@ -96,7 +82,7 @@ func TestEchoMatrix(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						checkLeaks(t)
 						g := newGroupOrSkip(t, Options{Carriers: carriers, Wait: w, Steal: steal})
-						l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: reuse})
+						l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{ReusePort: reuse})
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -29,7 +29,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: true})
+	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{ReusePort: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +120,7 @@ func Test10kConns(t *testing.T) {
 	}
 	raiseNofile(t, n+256)
 	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
-	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	g, l := echoGroup(t, Options{Carriers: 1}, ListenOptions{})
 	cmd := exec.Command(os.Args[0], "-test.run=^Test10kConns$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "CARRIER_10K_ADDR="+l.Addr().String())
 	stdin, _ := cmd.StdinPipe()
@@ -150,7 +145,7 @@ func Test10kConns(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stdin.Close()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	out := <-line
 	if err != nil || !strings.Contains(out, "echoed 10000") {
 		t.Fatalf("client process: %v\n%s", err, out)
@@ -202,11 +197,7 @@ func TestAcceptEMFILEBacksOff(t *testing.T) {
 		return -1, nil, os.NewSyscallError("accept4", unix.EMFILE)
 	}
 	defer func() { acceptFn = unix.AcceptNB }()
-	g := newGroup(t, Options{Carriers: 1})
-	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, l := echoGroup(t, Options{Carriers: 1}, ListenOptions{})
 	const window = 200 * time.Millisecond
 	time.Sleep(window)
 	got := calls.Load()
@@ -225,12 +216,7 @@ func TestAcceptEMFILEBacksOff(t *testing.T) {
 // pending connection served.
 func TestAcceptRealEMFILE(t *testing.T) {
 	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
-	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	g, l := echoGroup(t, Options{Carriers: 1}, ListenOptions{})
 	old, err := unix.GetNofile()
 	if err != nil {
 		t.Skipf("cannot read RLIMIT_NOFILE: %v", err)

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -60,3 +61,41 @@ func within(t testing.TB, ch <-chan struct{}, d time.Duration, what string) {
 }
 
 func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// netListen listens on a loopback port with the net package, closed at the
+// end of the test.
+func netListen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// netServeOne accepts one connection on a fresh listener and hands it to
+// serve on a goroutine, closing it when serve returns.
+func netServeOne(t testing.TB, serve func(net.Conn)) net.Listener {
+	ln := netListen(t)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			serve(c)
+			c.Close()
+		}
+	}()
+	return ln
+}
+
+// echoGroup starts a group with an echo listener on a loopback port.
+func echoGroup(t testing.TB, o Options, lo ListenOptions) (*Group, *Listener) {
+	t.Helper()
+	g := newGroup(t, o)
+	l, err := g.Listen("127.0.0.1:0", Echo, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return g, l
+}

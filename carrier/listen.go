@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -219,4 +220,14 @@ func (l *Listener) serve(t *Task) {
 	t.adopt(cn)
 	t.accepted = cn
 	l.handler(t, cn)
+}
+
+// echoBuffer is Echo's buffer size: one read takes what a client usually
+// sends in one go.
+const echoBuffer = 4096
+
+// Echo is a handler that writes back everything it reads until the peer
+// closes: for tests, benchmarks and smoke checks of a listener.
+func Echo(t *Task, c *Conn) {
+	io.CopyBuffer(c, c, make([]byte, echoBuffer))
 }

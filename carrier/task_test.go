@@ -116,11 +116,7 @@ func TestOffload(t *testing.T) {
 
 func TestPanicRecoveredConnsClosed(t *testing.T) {
 	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := netListen(t)
 	g := newGroup(t, Options{Carriers: 1})
 	done := make(chan struct{})
 	g.Carrier(0).Submit(func(tk *Task) {
@@ -150,20 +146,9 @@ func TestPanicRecoveredConnsClosed(t *testing.T) {
 
 func TestReadDeadline(t *testing.T) {
 	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			<-stop // never writes
-			c.Close()
-		}
-	}()
+	ln := netServeOne(t, func(net.Conn) { <-stop }) // never writes
 	g := newGroup(t, Options{Carriers: 1})
 	inTask(t, g, func(tk *Task) {
 		c, err := tk.Dial(ln.Addr().String(), time.Second)
@@ -196,10 +181,7 @@ func TestReadDeadline(t *testing.T) {
 
 func TestDialRefused(t *testing.T) {
 	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := netListen(t)
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 	g := newGroup(t, Options{Carriers: 1})
@@ -262,18 +244,7 @@ func TestDialTimeout(t *testing.T) {
 // task of its carrier run.
 func TestOpBudget(t *testing.T) {
 	checkLeaks(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			io.Copy(io.Discard, c)
-			c.Close()
-		}
-	}()
+	ln := netServeOne(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	g := newGroup(t, Options{Carriers: 1, OpBudget: 8})
 	var other atomic.Bool
 	inTask(t, g, func(tk *Task) {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"spindle/cpu"
 	"spindle/internal/unix"
 )
 
@@ -29,7 +30,8 @@ const (
 // OS threads, each blocked in epoll_wait on its own eventfd, wake each other
 // in turn, and each wake-up's latency is the time from just before the
 // waker's eventfd write to the woken thread's return from epoll_wait (both
-// read the monotonic clock). It returns the median of 2*rounds wake-ups.
+// read the monotonic clock). The threads are pinned to the first two allowed
+// CPUs (sharing one when only one is allowed). It returns the median of 2*rounds wake-ups.
 // The threads wake each other at once, which is the cheapest case: see
 // MeasureBlockWakeAfter for a wake-up after the sleeper's CPU was idle.
 func MeasureBlockWake(rounds int) (time.Duration, error) {
@@ -55,12 +57,25 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 	defer ends[0].close()
 	defer ends[1].close()
 
+	// Pin the two threads to two CPUs, so that a wake-up crosses CPUs as
+	// a producer's wake of a carrier does; with one CPU they share it.
+	allowed, err := cpu.Allowed()
+	if err != nil {
+		return 0, fmt.Errorf("measure block-and-wake: %w", err)
+	}
 	samples := make([][]int64, 2)
 	errs := make(chan error, 2)
 	for side := range 2 {
 		go func() {
+			// The thread is pinned and never unlocked: it exits with
+			// the goroutine, so no other goroutine inherits its mask.
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
+			if len(allowed) > 1 {
+				if err := cpu.Pin(cpu.Set{allowed[side]}); err != nil {
+					errs <- err
+					return
+				}
+			}
 			me, peer := &ends[side], &ends[1-side]
 			lat := make([]int64, 0, rounds)
 			if side == 0 { // side 0 serves first

@@ -127,7 +127,8 @@ func (e *efdTarget) submit() {
 }
 
 // pinTo locks the goroutine to its thread and, when the CPU is allowed, pins
-// the thread there.
+// the thread there. Callers never unlock: the thread exits with the
+// goroutine, so its mask does not leak to other goroutines.
 func pinTo(c int) {
 	runtime.LockOSThread()
 	if allowed, err := cpu.Allowed(); err == nil && allowed.Contains(c) && len(allowed) > 1 {
@@ -170,7 +171,6 @@ func benchWake(b *testing.B, s Strategy, gap, bw time.Duration) {
 	go func() {
 		defer close(done)
 		pinTo(1)
-		defer runtime.UnlockOSThread()
 		for range b.N {
 			for {
 				r := s.Wait(e, -1)
@@ -186,17 +186,18 @@ func benchWake(b *testing.B, s Strategy, gap, bw time.Duration) {
 			e.flag.Store(0)
 		}
 	}()
-	pinTo(0)
-	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	for range b.N {
-		for e.Ready() { // the waiter has not consumed the last one
+	go func() { // the producer
+		pinTo(0)
+		for range b.N {
+			for e.Ready() { // the waiter has not consumed the last one
+			}
+			for until := Now() + int64(gap); Now() < until; {
+			}
+			sent.Store(Now())
+			e.submit()
 		}
-		for until := Now() + int64(gap); Now() < until; {
-		}
-		sent.Store(Now())
-		e.submit()
-	}
+	}()
 	<-done
 	b.StopTimer()
 	slices.Sort(lat)

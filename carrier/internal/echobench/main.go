@@ -61,19 +61,6 @@ func main() {
 	}
 }
 
-func echoHandler(t *carrier.Task, c *carrier.Conn) {
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(buf[:n]); err != nil {
-			return
-		}
-	}
-}
-
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	mode := fs.String("mode", "carrier", "carrier | carrier-reuseport | carrier-single | net")
@@ -90,7 +77,7 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
-		l, err := g.Listen("127.0.0.1:0", echoHandler, carrier.ListenOptions{ReusePort: *mode == "carrier-reuseport"})
+		l, err := g.Listen("127.0.0.1:0", carrier.Echo, carrier.ListenOptions{ReusePort: *mode == "carrier-reuseport"})
 		if err != nil {
 			return err
 		}
@@ -108,16 +95,9 @@ func serve(args []string) error {
 				}
 				go func() {
 					defer c.Close()
-					buf := make([]byte, 4096)
-					for {
-						n, err := c.Read(buf)
-						if err != nil {
-							return
-						}
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
+					// A plain read/write loop, as carrier.Echo runs (hiding ReadFrom
+					// keeps io.Copy from splicing).
+					io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
 				}()
 			}
 		}()
