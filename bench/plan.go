@@ -204,6 +204,11 @@ func (c Config) Validate(strict bool) error {
 	default:
 		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier)
 	}
+	switch c.Topology {
+	case "off", "cpu", "nosmt":
+	default:
+		return fmt.Errorf("topology %q: want off, cpu or nosmt", c.Topology)
+	}
 	switch {
 	case c.Threads < 1:
 		return fmt.Errorf("threads %d: want at least 1", c.Threads)

@@ -180,7 +180,7 @@ func TestRateFor(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := Config{Mode: ModeCarrier, Threads: 2, Connections: 10, LoadThreads: 2, MockThreads: 1,
+	good := Config{Mode: ModeCarrier, Topology: "off", Threads: 2, Connections: 10, LoadThreads: 2, MockThreads: 1,
 		Duration: time.Second, LoadCPUs: mustList(t, "0"), ServerCPUs: mustList(t, "1"), MockCPUs: mustList(t, "0")}
 	if err := good.Validate(false); err != nil {
 		t.Fatal(err)
@@ -194,6 +194,7 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Rate = -1 },
 		func(c *Config) { c.Connections = 1 },
 		func(c *Config) { c.Duration = 0 },
+		func(c *Config) { c.Topology = "numa" },
 	}
 	for i, f := range bad {
 		c := good

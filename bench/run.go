@@ -274,7 +274,7 @@ func MockArgs(c Config) []string {
 // ServerArgs are the arguments of the server child.
 func ServerArgs(c Config) []string {
 	a := []string{"serve", "--mode", c.Mode, "--port", strconv.Itoa(c.ServerPort),
-		"--backend", "127.0.0.1:" + strconv.Itoa(c.MockPort), "--threads", strconv.Itoa(c.Threads),
+		"--backend", "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits", "--threads", strconv.Itoa(c.Threads),
 		"--wait", c.Wait, "--topology", c.Topology, "--cpuset", c.ServerCPUs.String(),
 		"--admin-port", strconv.Itoa(c.AdminPort)}
 	if c.WorkStealing {

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"spindle/bench"
+	"spindle/cpu"
+	"spindle/report"
+)
+
+func init() {
+	register(command{
+		name:    "bench",
+		summary: "run one configuration: mock, server and load generator on their CPU sets, observed, into a result directory",
+		run:     runBench,
+		flags:   func() *flagSet { fs, _ := benchFlags(); return fs },
+	})
+}
+
+// msDuration is a duration flag that also takes a bare number of
+// milliseconds, as the study's runner does ("--mock-think-time 1").
+type msDuration struct{ d *time.Duration }
+
+func (f msDuration) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f msDuration) Set(s string) error {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		*f.d = time.Duration(n * float64(time.Millisecond))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration (1ms) or milliseconds (1)")
+	}
+	*f.d = d
+	return nil
+}
+
+// portFlags are the loopback ports of the children, shared by bench and
+// compare.
+type portFlags struct{ server, mock, admin int }
+
+func (p *portFlags) register(fs *flagSet) {
+	fs.IntVar(&p.server, "server-port", bench.DefaultServerPort, "loopback port of the server (0: a free one)")
+	fs.IntVar(&p.mock, "mock-port", bench.DefaultMockPort, "loopback port of the mock (0: a free one)")
+	fs.IntVar(&p.admin, "admin-port", bench.DefaultAdminPort, "loopback port of the server's admin endpoint /debug/carrier (0: a free one)")
+}
+
+func (p *portFlags) check() error {
+	for _, v := range []struct {
+		name string
+		port int
+	}{{"server-port", p.server}, {"mock-port", p.mock}, {"admin-port", p.admin}} {
+		if v.port < 0 || v.port > 65535 {
+			return badInput("--%s %d: must be within 0 and 65535", v.name, v.port)
+		}
+	}
+	if (p.server != 0 && (p.server == p.mock || p.server == p.admin)) || (p.mock != 0 && p.mock == p.admin) {
+		return badInput("--server-port, --mock-port and --admin-port must differ")
+	}
+	return nil
+}
+
+type benchArgs struct {
+	name                           string
+	mode                           string
+	threads, rate, conns           int
+	loadThreads, mockThreads       int
+	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
+	think                          time.Duration
+	ws, nplus1                     bool
+	topology, wait                 string
+	warmup, duration               time.Duration
+	perfStat, perfSched, noPidstat bool
+	outDir                         string
+	strict                         bool
+	ports                          portFlags
+}
+
+func benchFlags() (*flagSet, *benchArgs) {
+	a := &benchArgs{think: bench.DefaultThinkTime}
+	fs := newFlagSet("bench", "", "Runs one configuration of the scheduler study's experiment: starts the mock, the server and\n"+
+		"the load generator as children of this binary, each on its CPU set and in its own process\n"+
+		"group; waits for /health; warms up; measures; observes the server in the middle 80% of the\n"+
+		"window; writes the result directory (see docs/bench.md); stops every child. CPU sets default\n"+
+		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
+	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
+	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: nethttp, handoff or carrier")
+	fs.IntVar(&a.threads, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
+	fs.IntVar(&a.rate, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
+	fs.IntVar(&a.conns, "connections", bench.DefaultConnections, "load generator connections")
+	fs.IntVar(&a.loadThreads, "load-threads", 0, "load generator threads (default: one per load CPU)")
+	fs.Var(&a.loadCPUs, "load-cpuset", "CPUs of the load generator (default: from the layout)")
+	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
+	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
+	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
+	fs.Var(msDuration{&a.think}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
+	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
+	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
+	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
+	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
+	fs.DurationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
+	fs.DurationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
+	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
+	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
+	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
+	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
+	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
+	a.ports.register(fs)
+	return fs, a
+}
+
+// config turns the flags into a validated configuration.
+func (a *benchArgs) config() (bench.Config, error) {
+	if err := a.ports.check(); err != nil {
+		return bench.Config{}, err
+	}
+	for _, f := range []struct {
+		name string
+		set  cpu.Set
+	}{{"load-cpuset", a.loadCPUs.set}, {"server-cpuset", a.serverCPUs.set}, {"mock-cpuset", a.mockCPUs.set}} {
+		if err := checkCPUs(f.name, f.set); err != nil {
+			return bench.Config{}, err
+		}
+	}
+	all, err := cpu.Allowed()
+	if err != nil {
+		return bench.Config{}, err
+	}
+	l, err := bench.LayoutFor(all)
+	if err != nil {
+		return bench.Config{}, err
+	}
+	or := func(s, def cpu.Set) cpu.Set {
+		if len(s) > 0 {
+			return s
+		}
+		return def
+	}
+	c := bench.Config{
+		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
+		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
+		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
+		WorkStealing: a.ws, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
+		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
+		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin,
+	}
+	if c.Name == "" {
+		c.Name = c.Mode
+	}
+	if c.Threads == 0 {
+		c.Threads = len(c.ServerCPUs)
+	}
+	if c.LoadThreads == 0 {
+		c.LoadThreads = len(c.LoadCPUs)
+	}
+	if c.MockThreads == 0 {
+		c.MockThreads = len(c.MockCPUs)
+	}
+	if err := c.Validate(a.strict); err != nil {
+		return c, asBadInput(err)
+	}
+	return c, nil
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, a := benchFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("bench takes no arguments (got %q)", pos[0])
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	dir := a.outDir
+	if dir == "" {
+		dir = filepath.Join("results", "bench-"+safeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
+	}
+	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
+		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
+	line := newProgressLine(stderr)
+	start := time.Now()
+	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
+	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Progress: func(step string) {
+		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
+			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
+	}})
+	line.done()
+	if errors.Is(err, bench.ErrPortBusy) {
+		return asBadInput(err)
+	}
+	printSummary(stdout, sum)
+	if err != nil {
+		return fmt.Errorf("%w (results marked incomplete in %s)", err, dir)
+	}
+	return nil
+}
+
+// printSummary prints a run's headline figures.
+func printSummary(w io.Writer, s report.Summary) {
+	if !s.Complete {
+		return
+	}
+	p50, p99 := "n/a", "n/a"
+	if s.Latency != nil && s.Latency.Count > 0 {
+		p50 = fmt.Sprintf("%.2fms", float64(s.Latency.PercentilesUs["50"])/1000)
+		p99 = fmt.Sprintf("%.2fms", float64(s.Latency.PercentilesUs["99"])/1000)
+	}
+	cpus := "n/a (" + s.NA["perf-stat"] + ")"
+	if s.Perf != nil {
+		cpus = s.Perf.CPUsUtilized.String()
+	} else if s.Server != nil {
+		cpus = fmt.Sprintf("%.2f (/proc)", s.Server.CPUs)
+	}
+	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s\n",
+		s.Name, s.Throughput, p50, p99, s.Errors, cpus)
+}
+
+// safeName makes a configuration name usable in a path.
+func safeName(s string) string {
+	return strings.NewReplacer("/", "_", " ", "_", "+", "-").Replace(s)
+}
+
+// progressLine rewrites one line on a terminal; elsewhere it prints
+// nothing, so logs stay clean.
+type progressLine struct {
+	w    io.Writer
+	tty  bool
+	last int
+}
+
+func newProgressLine(w io.Writer) *progressLine {
+	f, ok := w.(*os.File)
+	tty := false
+	if ok {
+		if st, err := f.Stat(); err == nil {
+			tty = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	return &progressLine{w: w, tty: tty}
+}
+
+func (p *progressLine) show(pr bench.Progress) {
+	if !p.tty {
+		return
+	}
+	phase := pr.Phase
+	if pr.Round > 0 {
+		phase = fmt.Sprintf("%s round %d", pr.Phase, pr.Round)
+	}
+	s := fmt.Sprintf("[%d/%d] %s %s: %s  elapsed %s  remaining ~%s", pr.Run, pr.Runs, pr.Config,
+		strings.TrimSpace(phase), pr.Step, pr.Elapsed.Round(time.Second), pr.Remaining.Round(time.Second))
+	pad := ""
+	if n := p.last - len(s); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	p.last = len(s)
+	fmt.Fprintf(p.w, "\r%s%s", s, pad)
+}
+
+func (p *progressLine) done() {
+	if p.tty && p.last > 0 {
+		fmt.Fprintln(p.w)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"spindle/report"
+)
+
+var (
+	buildOnce sync.Once
+	builtExe  string
+	buildErr  error
+)
+
+// spindleBinary builds this command once into a temporary directory: bench
+// re-executes its binary for the children, and a test binary cannot be one.
+func spindleBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spindle-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtExe = filepath.Join(dir, "spindle")
+		out, err := exec.Command("go", "build", "-o", builtExe, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return builtExe
+}
+
+// needCommands skips the test when the binary lacks a child command.
+func needCommands(t *testing.T, exe string, names ...string) {
+	t.Helper()
+	out, err := exec.Command(exe, "help").Output()
+	if err != nil {
+		t.Fatalf("spindle help: %v", err)
+	}
+	for _, n := range names {
+		if !strings.Contains(string(out), "\n  "+n+" ") {
+			t.Skipf("spindle %s is not in this binary yet (needed as a child of bench)", n)
+		}
+	}
+}
+
+// TestBenchEndToEnd runs a real, short "spindle bench" with the real
+// children and checks the result directory.
+func TestBenchEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	dir := filepath.Join(t.TempDir(), "res")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "bench", "--mode", "carrier", "--rate", "300", "--connections", "8",
+		"--warmup", "500ms", "--duration", "2s", "--perf-stat", "--perf-sched",
+		"--server-port", "0", "--mock-port", "0", "--admin-port", "0", "--output-dir", dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("spindle bench: %v\n%s", err, out)
+	}
+	res, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if !s.Complete || s.Latency == nil || s.Latency.Count == 0 || s.Throughput <= 0 {
+		t.Fatalf("summary = %+v\n%s", s, out)
+	}
+	for _, f := range []string{"config.json", "load.txt", "load.json", "server.log", "mock.log", "threads.txt",
+		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("result file missing: %v (n/a: %v)", err, s.NA)
+		}
+	}
+	if s.Server == nil || s.Server.Active == 0 {
+		t.Errorf("no active server thread: %+v", s.Server)
+	}
+}
+
+// TestBenchBadInput checks the faults that must exit 2 before anything
+// starts.
+func TestBenchBadInput(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--server-cpuset", "4096"}, "not available"},
+		{[]string{"bench", "--load-cpuset", "0", "--mock-cpuset", "0", "--server-cpuset", "0", "--strict"}, "overlap"},
+		{[]string{"bench", "--mode", "fjp"}, "mode"},
+		{[]string{"bench", "--topology", "numa"}, "topology"},
+		{[]string{"bench", "--mock-think-time", "soon"}, "think"},
+		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
+		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
+		{[]string{"compare", "--rounds", "0"}, "rounds"},
+		{[]string{"compare", "--only", "nope"}, "no configuration"},
+		{[]string{"report"}, "result directory"},
+		{[]string{"report", t.TempDir()}, "no summary.json"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tt.args, &out, &errOut)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want bad input mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestReportCommand(t *testing.T) {
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"report", "--output-dir", out, "../../report/testdata/compare"}, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(data), "## Findings") {
+		t.Errorf("report.md: %v\n%s", err, data)
+	}
+	if !strings.Contains(stdout.String(), "finding 1: ") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}
+
+func TestMsDuration(t *testing.T) {
+	var d time.Duration
+	f := msDuration{&d}
+	for in, want := range map[string]time.Duration{"1": time.Millisecond, "30": 30 * time.Millisecond, "1.5": 1500 * time.Microsecond, "2s": 2 * time.Second} {
+		if err := f.Set(in); err != nil || d != want {
+			t.Errorf("Set(%q) = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	if err := f.Set("x"); err == nil {
+		t.Error("Set(x) succeeded")
+	}
+}

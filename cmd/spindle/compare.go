@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"spindle/bench"
+	"spindle/cpu"
+	"spindle/report"
+)
+
+func init() {
+	register(command{
+		name:    "compare",
+		summary: "compare the server designs on this machine (the scheduler study's matrix) and write report.md",
+		run:     runCompare,
+		flags:   func() *flagSet { fs, _ := compareFlags(); return fs },
+	})
+}
+
+type compareArgs struct {
+	rounds           int
+	full, ioBound    bool
+	only             string
+	warmup, duration time.Duration
+	outDir           string
+	strict           bool
+	perfSched        bool
+	noPerfStat       bool
+	ports            portFlags
+}
+
+func compareFlags() (*flagSet, *compareArgs) {
+	a := &compareArgs{}
+	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
+		"carrier+ws, carrier+pinning, carrier+adaptive and carrier+n+1 (where a CPU is spare), first at\n"+
+		"max throughput, then at 70% of the lowest mode's max throughput, interleaved over rounds, with\n"+
+		"the CPU-bound case (think time 1ms, 100 connections). The layout is derived from the CPUs\n"+
+		"available and printed. Writes one result directory per run and report.md with plots.\n"+
+		"The default takes under 5 minutes on 2 CPUs; --full uses the study's durations.")
+	fs.IntVar(&a.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
+	fs.BoolVar(&a.full, "full", false, "the study's durations: 10s warm-up, 30s window")
+	fs.BoolVar(&a.ioBound, "io-bound", false, "the I/O-bound preset: think time 30ms, 10,000 connections, 8 carriers")
+	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
+	fs.DurationVar(&a.warmup, "warmup", 0, "override the warm-up (default: 1s, or 10s with --full)")
+	fs.DurationVar(&a.duration, "duration", 0, "override the measured window (default: 3s, or 30s with --full)")
+	fs.StringVar(&a.outDir, "output-dir", "", "output directory (default: results/compare-TIME)")
+	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
+	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
+	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
+	a.ports.register(fs)
+	return fs, a
+}
+
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, a := compareFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return badInput("compare takes no arguments (got %q)", pos[0])
+	case a.rounds < 1:
+		return badInput("--rounds %d: must be at least 1", a.rounds)
+	case a.warmup < 0 || a.duration < 0:
+		return badInput("--warmup and --duration must not be negative")
+	}
+	if err := a.ports.check(); err != nil {
+		return err
+	}
+	all, err := cpu.Allowed()
+	if err != nil {
+		return err
+	}
+	var only []string
+	if a.only != "" {
+		only = strings.Split(a.only, ",")
+	}
+	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Full: a.full, IOBound: a.ioBound,
+		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration})
+	if err != nil {
+		return asBadInput(err)
+	}
+	for pi := range plan.Phases {
+		for i := range plan.Phases[pi].Configs {
+			c := &plan.Phases[pi].Configs[i]
+			c.ServerPort, c.MockPort, c.AdminPort = a.ports.server, a.ports.mock, a.ports.admin
+			c.PerfSched, c.PerfStat = a.perfSched, !a.noPerfStat
+			if err := c.Validate(a.strict); err != nil {
+				return asBadInput(fmt.Errorf("%s: %w", c.Name, err))
+			}
+		}
+	}
+	dir := a.outDir
+	if dir == "" {
+		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
+	}
+	layout := describeLayout(plan)
+	fmt.Fprintf(stdout, "spindle compare: %s\n", layout)
+	fmt.Fprintf(stdout, "%d runs (%d configurations x 2 loads x %d rounds), about %s -> %s\n",
+		plan.Runs(), len(plan.Phases[0].Configs), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	line := newProgressLine(stderr)
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show})
+	line.done()
+	if errors.Is(runErr, bench.ErrPortBusy) {
+		return asBadInput(runErr)
+	}
+	if len(results) > 0 {
+		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: layout})
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		printHeadlines(stdout, rep)
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, report.File))
+	}
+	return runErr
+}
+
+// describeLayout is the layout line printed and put in the report.
+func describeLayout(p bench.Plan) string {
+	l := p.Layout
+	s := fmt.Sprintf("layout: server CPUs %s (%d carriers), load CPUs %s (%d threads), mock CPUs %s (%d threads)",
+		l.Server, l.Carriers, l.Load, l.LoadThreads, l.Mock, l.MockThreads)
+	if len(l.Extra) > 0 {
+		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
+	}
+	c := p.Phases[0].Configs[0]
+	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds.",
+		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, p.Rounds)
+}
+
+// printHeadlines prints each configuration's headline figures and the
+// findings' verdicts.
+func printHeadlines(w io.Writer, rep *report.Report) {
+	for _, g := range rep.Groups {
+		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms\n", g.Phase, g.Name,
+			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"))
+	}
+	for i, f := range rep.Findings() {
+		fmt.Fprintf(w, "finding %d: %s\n", i+1, f.Verdict)
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"spindle/report"
+)
+
+func init() {
+	register(command{
+		name:    "report",
+		summary: "rebuild report.md and its plots from result directories",
+		run:     runReport,
+		flags:   func() *flagSet { fs, _ := reportFlags(); return fs },
+	})
+}
+
+type reportArgs struct {
+	outDir, title string
+}
+
+func reportFlags() (*flagSet, *reportArgs) {
+	a := &reportArgs{}
+	fs := newFlagSet("report", "DIR...", "Reads the result directories at or under each DIR (those holding summary.json) and writes\n"+
+		"report.md with tables, the study's findings and PNG plots.")
+	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
+	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
+	return fs, a
+}
+
+func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
+	fs, a := reportFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return badInput("report needs at least one result directory")
+	}
+	var results []report.Result
+	for _, root := range pos {
+		if st, err := os.Stat(root); err != nil || !st.IsDir() {
+			return badInput("%s: not a directory", root)
+		}
+		dirs, err := report.Discover(root)
+		if err != nil {
+			return asBadInput(err)
+		}
+		for _, d := range dirs {
+			r, err := report.Load(d)
+			if err != nil {
+				return asBadInput(err)
+			}
+			results = append(results, r)
+		}
+	}
+	out := a.outDir
+	if out == "" {
+		out = pos[0]
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	rep, err := report.Write(out, results, report.Options{Title: a.title})
+	if err != nil {
+		return err
+	}
+	printHeadlines(stdout, rep)
+	fmt.Fprintf(stdout, "report: %s (%d result directories)\n", filepath.Join(out, report.File), rep.Results)
+	return nil
+}
