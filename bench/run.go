@@ -35,6 +35,9 @@ const (
 	CarrierJSON     = "carrier.json"
 	DefaultHealth   = 15 * time.Second
 	observeMarginPc = 10 // the observers skip this % of the window at each end
+	// loadGrace is how long the load generator may take after its window
+	// to write its results and exit.
+	loadGrace = 30 * time.Second
 )
 
 // RunOptions are the parts of a run that are not the configuration.
@@ -186,11 +189,11 @@ func (r *runner) run(ctx context.Context) error {
 	margin := cfg.Duration * observeMarginPc / 100
 	obsStart := loadStart.Add(cfg.Warmup + margin)
 	obsWindow := cfg.Duration - 2*margin
-	if err := r.sleepUntil(ctx, loadStart.Add(cfg.Warmup)); err != nil {
+	if _, err := r.sleepUntil(ctx, loadStart.Add(cfg.Warmup)); err != nil {
 		return err
 	}
 	r.progress("measuring")
-	if err := r.sleepUntil(ctx, obsStart); err != nil {
+	if _, err := r.sleepUntil(ctx, obsStart); err != nil {
 		return err
 	}
 	if carrierErr == nil {
@@ -211,19 +214,12 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	// Wait for the load generator: warm-up and window plus a grace for
 	// writing its results.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-r.server.done:
-		return r.server.failure()
-	case <-r.mock.done:
-		return r.mock.failure()
-	case <-r.load.done:
-	case <-time.After(time.Until(loadStart.Add(cfg.Warmup + cfg.Duration + 30*time.Second))):
-		return fmt.Errorf("load generator still running 30s after its window ended")
+	exited, err := r.sleepUntil(ctx, loadStart.Add(cfg.Warmup+cfg.Duration+loadGrace))
+	if err != nil {
+		return err
 	}
-	if r.load.err != nil {
-		return r.load.failure()
+	if !exited {
+		return fmt.Errorf("load generator still running %v after its window ended", loadGrace)
 	}
 	r.progress("collecting")
 	if err := r.readLoad(); err != nil {
@@ -233,21 +229,23 @@ func (r *runner) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) sleepUntil(ctx context.Context, t time.Time) error {
+// sleepUntil waits until t or until the load generator exits (exited is
+// then true); a child failing or ctx ending is an error.
+func (r *runner) sleepUntil(ctx context.Context, t time.Time) (exited bool, err error) {
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-r.server.done:
-		return r.server.failure()
+		return false, r.server.failure()
 	case <-r.mock.done:
-		return r.mock.failure()
+		return false, r.mock.failure()
 	case <-r.load.done:
 		if r.load.err != nil {
-			return r.load.failure()
+			return true, r.load.failure()
 		}
-		return nil
+		return true, nil
 	case <-time.After(time.Until(t)):
-		return nil
+		return false, nil
 	}
 }
 
