@@ -20,10 +20,10 @@ const (
 	// keepBuffer is the largest buffer kept between messages; a larger one
 	// (grown for a large body) is dropped once that message is consumed.
 	keepBuffer = 64 << 10
-	// deadlineSlack is how stale an idle deadline may get before it is
-	// re-armed: idle connections close between IdleTimeout-1s and
-	// IdleTimeout, and a busy connection does not pay for a timer update on
-	// every request.
+	// deadlineSlack is how much later than IdleTimeout an idle deadline may
+	// fire: idle connections close between IdleTimeout and IdleTimeout+1s,
+	// and a busy connection re-arms its deadline once a second at most
+	// instead of on every request.
 	deadlineSlack = time.Second
 )
 
@@ -83,14 +83,14 @@ func (b *buffer) fill(c Conn, limit int) error {
 	return err
 }
 
-// setDeadline arms c's read deadline at d unless the one armed is within
-// slack of it.
+// setDeadline arms c's read deadline at d, or at most slack later: a
+// deadline already armed within [d, d+slack] is kept, else d+slack is armed.
 func (b *buffer) setDeadline(c Conn, d time.Time, slack time.Duration) error {
-	if diff := d.Sub(b.deadline); diff >= 0 && diff <= slack && !b.deadline.IsZero() {
+	if ahead := b.deadline.Sub(d); !b.deadline.IsZero() && ahead >= 0 && ahead <= slack {
 		return nil
 	}
-	b.deadline = d
-	if err := c.SetReadDeadline(d); err != nil {
+	b.deadline = d.Add(slack)
+	if err := c.SetReadDeadline(b.deadline); err != nil {
 		return fmt.Errorf("http1: set read deadline: %w", err)
 	}
 	return nil
@@ -103,7 +103,7 @@ type reader struct {
 	b buffer
 }
 
-func newReader(c Conn, o Options) reader { return reader{c: c, o: o.withDefaults()} }
+func newReader(c Conn, o Options) reader { return reader{c: c, o: o.WithDefaults()} }
 
 // fill reads more input, growing the buffer up to what one message may take.
 func (r *reader) fill() error {

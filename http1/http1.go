@@ -37,7 +37,8 @@ type Options struct {
 	// to the end of its header section; a slower client is disconnected.
 	ReadHeaderTimeout time.Duration
 	// IdleTimeout is the longest time a keep-alive connection may wait for
-	// the first byte of its next request; an idle client is disconnected.
+	// the first byte of its next request; an idle client is disconnected
+	// (by ServerReader within one second after it).
 	IdleTimeout time.Duration
 }
 
@@ -55,8 +56,8 @@ const (
 	DefaultIdleTimeout = 60 * time.Second
 )
 
-// withDefaults returns o with zero fields replaced by their defaults.
-func (o Options) withDefaults() Options {
+// WithDefaults returns o with zero fields replaced by their defaults.
+func (o Options) WithDefaults() Options {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}

@@ -28,7 +28,7 @@ func (r *Request) Path() []byte {
 // carry exactly one Host field (RFC 9112 §3.2); more than one is refused in
 // every version.
 func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	r.Method, r.Target = nil, nil
 	r.reset()
 	l, off, err := startLine(buf, o.MaxHeaderBytes, errTooLarge)

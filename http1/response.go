@@ -20,7 +20,7 @@ type Response struct {
 // such a response is ErrIncomplete. Limits come from o: MaxHeaderBytes for
 // the head, MaxBodyBytes for the body.
 func ParseResponse(buf []byte, r *Response, atEOF bool, o Options) (int, error) {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	r.Status, r.Reason = 0, nil
 	r.reset()
 	l, off, err := startLine(buf, o.MaxHeaderBytes, errResponseTooLong)

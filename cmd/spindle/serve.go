@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"spindle/carrier"
+	"spindle/server"
+)
+
+func init() {
+	register(command{
+		name:    "serve",
+		summary: "run the server under test (nethttp | handoff | carrier): /health, /fruits via the mock backend",
+		run:     runServe,
+		flags:   func() *flagSet { fs, _ := serveFlags(); return fs },
+	})
+}
+
+type serveArgs struct {
+	mode, backend, wait, wsScope, topology string
+	port, threads, adminPort               int
+	ws, nplus1, reusePort                  bool
+	cpus                                   cpuSetFlag
+	backendTimeout                         time.Duration
+}
+
+func serveFlags() (*flagSet, *serveArgs) {
+	a := &serveArgs{}
+	fs := newFlagSet("serve", "", "Serves GET /health (\"OK\") and GET /fruits (the backend's fruits, decoded and re-encoded\n"+
+		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
+		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
+	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff or carrier")
+	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on (all addresses)")
+	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
+	fs.DurationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
+	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
+	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
+	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
+	fs.StringVar(&a.wsScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
+	fs.StringVar(&a.topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
+	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
+	fs.BoolVar(&a.reusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
+	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
+	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier; 0: off")
+	return fs, a
+}
+
+// serveOptions validates the flags and builds the server's options.
+func serveOptions(a *serveArgs) (server.Options, error) {
+	var o server.Options
+	mode, err := server.ParseMode(a.mode)
+	if err != nil {
+		return o, badInput("--mode: %v", err)
+	}
+	pin, err := carrier.ParsePinning(a.topology)
+	if err != nil {
+		return o, badInput("--topology: %v", err)
+	}
+	scope, err := carrier.ParseScope(a.wsScope)
+	if err != nil {
+		return o, badInput("--ws-scope: %v", err)
+	}
+	switch {
+	case a.port < 0 || a.port > 65535:
+		return o, badInput("--port %d: must be within 0 and 65535", a.port)
+	case a.adminPort < 0 || a.adminPort > 65535:
+		return o, badInput("--admin-port %d: must be within 0 and 65535", a.adminPort)
+	case a.threads < 0:
+		return o, badInput("--threads %d: must not be negative", a.threads)
+	case a.backendTimeout <= 0:
+		return o, badInput("--backend-timeout %v: must be positive", a.backendTimeout)
+	}
+	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
+		return o, err
+	}
+	o = server.Options{
+		Mode:           mode,
+		Addr:           fmt.Sprintf(":%d", a.port),
+		Backend:        a.backend,
+		BackendTimeout: a.backendTimeout,
+		Threads:        a.threads,
+		ReusePort:      a.reusePort,
+		Carrier: carrier.Options{
+			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1,
+		},
+	}
+	if a.adminPort > 0 {
+		o.AdminAddr = fmt.Sprintf(":%d", a.adminPort)
+	}
+	return o, nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs, a := serveFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("serve takes no arguments (got %q)", pos[0])
+	}
+	o, err := serveOptions(a)
+	if err != nil {
+		return err
+	}
+	s, err := server.Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
+	<-ctx.Done()
+	return s.Close()
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"spindle/carrier"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own so
+// that several servers can run in one process.
+type metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	byStatus    map[int]prometheus.Counter // pre-resolved children for the statuses the server writes
+	backendErrs *prometheus.CounterVec
+	openConns   atomic.Int64
+}
+
+// knownStatuses are the statuses whose request counters are resolved at
+// start, so that counting them costs one atomic add.
+var knownStatuses = []int{200, 400, 404, 408, 413, 431, 500, 501, 502, 504, 505}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spindle_server_requests_total", Help: "Responses written, by status code.",
+		}, []string{"code"}),
+		backendErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spindle_server_backend_errors_total",
+			Help: "Failed backend exchanges, by kind: refused, reset, timeout, status, decode, protocol.",
+		}, []string{"kind"}),
+		byStatus: map[int]prometheus.Counter{},
+	}
+	for _, code := range knownStatuses {
+		m.byStatus[code] = m.requests.WithLabelValues(strconv.Itoa(code))
+	}
+	m.reg.MustRegister(m.requests, m.backendErrs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "spindle_server_open_connections", Help: "Client connections open now.",
+	}, func() float64 { return float64(m.openConns.Load()) }))
+	return m
+}
+
+// request counts one response with status code.
+func (m *metrics) request(code int) {
+	if c, ok := m.byStatus[code]; ok {
+		c.Inc()
+		return
+	}
+	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+func (m *metrics) backendError(kind string) { m.backendErrs.WithLabelValues(kind).Inc() }
+
+// carrierCollector exports a group's telemetry, per carrier.
+type carrierCollector struct {
+	g        *carrier.Group
+	counters []carrierCounter
+	waits    *prometheus.Desc
+	gauges   []carrierGauge
+	queue    *prometheus.Desc
+	submit   *prometheus.Desc
+}
+
+type carrierCounter struct {
+	desc *prometheus.Desc
+	get  func(carrier.Telemetry) float64
+}
+
+type carrierGauge = carrierCounter
+
+var carrierLabels = []string{"carrier", "cpu"}
+
+func newCarrierCollector(g *carrier.Group) *carrierCollector {
+	desc := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc("spindle_carrier_"+name, help, append(append([]string{}, carrierLabels...), extra...), nil)
+	}
+	u := func(v uint64) float64 { return float64(v) }
+	return &carrierCollector{
+		g: g,
+		counters: []carrierCounter{
+			{desc("io_cycles_total", "epoll_wait calls."), func(t carrier.Telemetry) float64 { return u(t.IOCycles) }},
+			{desc("io_events_total", "Events returned by epoll_wait."), func(t carrier.Telemetry) float64 { return u(t.IOEvents) }},
+			{desc("drains_total", "Drain passes over the run queues."), func(t carrier.Telemetry) float64 { return u(t.Drains) }},
+			{desc("tasks_run_total", "Task resumptions in drain passes."), func(t carrier.Telemetry) float64 { return u(t.TasksRun) }},
+			{desc("steals_in_total", "Tasks taken from other carriers."), func(t carrier.Telemetry) float64 { return u(t.StealsIn) }},
+			{desc("steals_out_total", "Tasks other carriers took from this one."), func(t carrier.Telemetry) float64 { return u(t.StealsOut) }},
+			{desc("spun_seconds_total", "Time spent spinning while idle."), func(t carrier.Telemetry) float64 { return u(t.SpunNs) / 1e9 }},
+			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
+			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
+			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
+		},
+		waits: desc("waits_total", "Idle waits by kind.", "kind"),
+		gauges: []carrierGauge{
+			{desc("open_conns", "Connections registered on the carrier."), func(t carrier.Telemetry) float64 { return float64(t.OpenConns) }},
+			{desc("tasks_live", "Tasks started and not finished."), func(t carrier.Telemetry) float64 { return float64(t.TasksLive) }},
+		},
+		queue:  desc("queue_depth", "Runnable tasks at the start of a drain pass (log2 buckets: quantiles within a factor of 2)."),
+		submit: desc("submit_to_run_seconds", "Time from submission to a task's first run (log2 buckets: quantiles within a factor of 2)."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *carrierCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, k := range c.counters {
+		ch <- k.desc
+	}
+	for _, k := range c.gauges {
+		ch <- k.desc
+	}
+	ch <- c.waits
+	ch <- c.queue
+	ch <- c.submit
+}
+
+// summaryQuantiles are the quantiles exported from carrier histograms.
+var summaryQuantiles = []float64{0.5, 0.9, 0.99}
+
+// Collect implements prometheus.Collector.
+func (c *carrierCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.g.Snapshot() {
+		labels := []string{strconv.Itoa(t.Carrier), strconv.Itoa(t.CPU)}
+		for _, k := range c.counters {
+			ch <- prometheus.MustNewConstMetric(k.desc, prometheus.CounterValue, k.get(t), labels...)
+		}
+		for _, k := range c.gauges {
+			ch <- prometheus.MustNewConstMetric(k.desc, prometheus.GaugeValue, k.get(t), labels...)
+		}
+		for kind, n := range t.Waits {
+			ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(n), append(labels, kind)...)
+		}
+		ch <- summary(c.queue, t.QueueDepth, 1, labels)
+		ch <- summary(c.submit, t.SubmitToRun, 1e-9, labels)
+	}
+}
+
+// summary exports a carrier histogram as a Prometheus summary, scaling
+// samples by scale (1e-9: nanoseconds to seconds).
+func summary(d *prometheus.Desc, h carrier.Histogram, scale float64, labels []string) prometheus.Metric {
+	qs := make(map[float64]float64, len(summaryQuantiles))
+	for _, q := range summaryQuantiles {
+		qs[q] = h.Quantile(q) * scale
+	}
+	return prometheus.MustNewConstSummary(d, h.Count(), float64(h.Sum)*scale, qs, labels...)
+}
+
+// startAdmin serves /metrics, /debug/pprof/ and /debug/carrier.
+func (s *Server) startAdmin() error {
+	if s.group != nil {
+		if err := s.m.reg.Register(newCarrierCollector(s.group)); err != nil {
+			return err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
+	ln, err := net.Listen("tcp", s.o.AdminAddr)
+	if err != nil {
+		return err
+	}
+	s.adminLn = ln
+	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.admin.Serve(ln) // returns http.ErrServerClosed at Close
+	}()
+	return nil
+}
+
+// serveCarrierSnapshot answers json.Marshal(group.Snapshot()), or [] in
+// nethttp mode, for the benchmark runner to diff over its window.
+func (s *Server) serveCarrierSnapshot(w http.ResponseWriter, _ *http.Request) {
+	snap := []carrier.Telemetry{}
+	if s.group != nil {
+		snap = s.group.Snapshot()
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}

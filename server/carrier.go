@@ -1,0 +1,128 @@
+package server
+
+import (
+	"time"
+
+	"spindle/carrier"
+	"spindle/http1"
+)
+
+func (s *Server) startCarriers() error {
+	co := s.o.Carrier
+	if s.o.Threads > 0 {
+		co.Carriers = s.o.Threads
+	}
+	g, err := carrier.New(co)
+	if err != nil {
+		return err
+	}
+	s.group = g
+	handler := s.serveCarrier
+	if s.o.Mode == ModeHandoff {
+		handler = s.serveHandoff
+	}
+	s.cl, err = g.Listen(s.o.Addr, handler, carrier.ListenOptions{ReusePort: s.o.ReusePort})
+	if err != nil {
+		return err
+	}
+	s.ln = s.cl.Addr()
+	return nil
+}
+
+// serveCarrier answers one client connection entirely on its carrier: the
+// backend socket is dialed and polled by the same carrier.
+func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
+	s.m.openConns.Add(1)
+	defer s.m.openConns.Add(-1)
+	b := &nativeBackend{s: s, t: t}
+	defer b.drop()
+	fetch := b.get
+	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
+		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeOf(req.Path()), fetch)
+	}, s.m.request)
+}
+
+// serveHandoff answers one client connection: the carrier reads and writes
+// the client socket, each request's handler runs on a plain goroutine with
+// a blocking net/http backend client.
+func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
+	s.m.openConns.Add(1)
+	defer s.m.openConns.Add(-1)
+	b := s.newNetBackend()
+	defer b.close()
+	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
+		r := routeOf(req.Path())
+		t.Offload(func() {
+			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
+		})
+	}, s.m.request)
+}
+
+// nativeBackend is the carrier mode's backend client: one keep-alive
+// connection dialed and polled by the client connection's carrier.
+type nativeBackend struct {
+	s     *Server
+	t     *carrier.Task
+	conn  *carrier.Conn
+	rd    *http1.ClientReader
+	req   []byte // the GET request, built once
+	resp  http1.Response
+	stale bool // the backend said it closes: reconnect before the next GET
+}
+
+// get fetches the backend's body; it is valid until the next call. A
+// connection that was reused and turns out closed by the backend is
+// retried once on a fresh one, as net/http's Transport does for GET.
+func (b *nativeBackend) get() ([]byte, error) {
+	if b.stale {
+		b.drop()
+	}
+	if b.req == nil {
+		b.req = http1.AppendGet(nil, b.s.backend.target, b.s.backend.host)
+	}
+	for attempt := 0; ; attempt++ {
+		deadline := time.Now().Add(b.s.o.BackendTimeout)
+		reused := b.conn != nil
+		if !reused {
+			c, err := b.t.Dial(b.s.backend.addr, b.s.o.BackendTimeout)
+			if err != nil {
+				return nil, err
+			}
+			b.conn = c
+			if b.rd == nil {
+				b.rd = http1.NewClientReader(c, http1.Options{MaxBodyBytes: maxBackendBody})
+			} else {
+				b.rd.Reset(c)
+			}
+		}
+		if err := b.exchange(deadline); err != nil {
+			b.drop()
+			if reused && attempt == 0 && classify(err).kind == "reset" {
+				continue
+			}
+			return nil, err
+		}
+		b.stale = !b.resp.KeepAlive
+		if b.resp.Status != 200 {
+			return nil, errBadStatus
+		}
+		return b.resp.Body, nil
+	}
+}
+
+func (b *nativeBackend) exchange(deadline time.Time) error {
+	b.conn.SetWriteDeadline(deadline)
+	if _, err := b.conn.Write(b.req); err != nil {
+		return err
+	}
+	return b.rd.Next(&b.resp, deadline)
+}
+
+// drop closes the backend connection, if any.
+func (b *nativeBackend) drop() {
+	if b.conn != nil {
+		b.conn.Close()
+		b.conn = nil
+	}
+	b.stale = false
+}

@@ -1,0 +1,359 @@
+// Package server is the system under test of the scheduler study: an HTTP
+// server whose /fruits handler makes a blocking GET to the mock backend,
+// decodes its JSON into structs, re-encodes it compactly and answers, in
+// three scheduling designs:
+//
+//   - ModeNetHTTP: idiomatic net/http server and client, a goroutine per
+//     connection on Go's work-stealing scheduler and netpoller (the study's
+//     ForkJoinPool baseline).
+//   - ModeHandoff: carriers do the client network I/O; each request's
+//     handler runs on a plain goroutine (Task.Offload) with a blocking
+//     net/http backend client, and the answer goes back to the carrier
+//     (the study's event loops plus separate workers).
+//   - ModeCarrier: everything on carriers, with affinity: the connection's
+//     task parses, calls the backend on a socket polled by the same carrier,
+//     transforms and writes; no goroutine per connection or request (the
+//     study's custom scheduler).
+//
+// Every mode keeps one keep-alive backend connection per client connection,
+// answers 502 when the backend refuses, resets, closes, fails or sends
+// something unusable, 504 when it is slower than the backend timeout, and
+// reconnects on the next request. The /fruits body is byte-identical in
+// every mode.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"spindle/carrier"
+	"spindle/http1"
+	"spindle/mock"
+)
+
+// Mode is a scheduling design of the server.
+type Mode int
+
+// The modes.
+const (
+	ModeNetHTTP Mode = iota // net/http server and client
+	ModeHandoff             // carriers for client I/O, goroutines for handlers
+	ModeCarrier             // everything on carriers
+)
+
+var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier"}
+
+// String returns the flag value of m.
+func (m Mode) String() string {
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode parses a mode flag value: nethttp, handoff or carrier.
+func ParseMode(s string) (Mode, error) {
+	for m, n := range modeNames {
+		if s == n {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown mode %q (want nethttp, handoff or carrier)", s)
+}
+
+// Defaults for Options; the spindle command reuses them as flag defaults.
+const (
+	DefaultPort    = 8081
+	DefaultBackend = "http://127.0.0.1:8080/fruits"
+	// DefaultBackendTimeout bounds one backend exchange (connect, request
+	// and response) before the client gets 504.
+	DefaultBackendTimeout = 2 * time.Second
+)
+
+// Options configure a server.
+type Options struct {
+	Mode Mode
+	// Addr is the listen address, "ip:port" or ":port"; port 0 picks one.
+	Addr string
+	// Backend is the URL of the mock's /fruits; "": DefaultBackend. Only
+	// http URLs with a literal or resolvable host are supported.
+	Backend string
+	// BackendTimeout bounds each backend exchange; 0: DefaultBackendTimeout.
+	BackendTimeout time.Duration
+	// Threads is the number of carriers (handoff, carrier) or GOMAXPROCS
+	// (nethttp, process-wide, restored by Close); 0: the runtime's default
+	// (one carrier per CPU of the set; GOMAXPROCS unchanged).
+	Threads int
+	// Carrier configures the carriers (handoff, carrier): CPUs, wait
+	// strategy, stealing, pinning, N+1. Its Carriers field is set from
+	// Threads. In nethttp mode only Carrier.CPUs is used: the whole
+	// process is moved onto those CPUs (not undone by Close).
+	Carrier carrier.Options
+	// ReusePort gives every carrier its own SO_REUSEPORT listener instead
+	// of one acceptor that hands connections out round-robin.
+	ReusePort bool
+	// AdminAddr is where /metrics, /debug/pprof/ and /debug/carrier are
+	// served; "": no admin server.
+	AdminAddr string
+	// HTTP are the client request limits and timeouts.
+	HTTP http1.Options
+}
+
+// Server is a running server.
+type Server struct {
+	o       Options
+	backend backendURL
+	ln      net.Addr
+
+	group *carrier.Group    // handoff, carrier
+	cl    *carrier.Listener // handoff, carrier
+	hs    *http.Server      // nethttp
+	hl    net.Listener      // nethttp
+	procs int               // GOMAXPROCS to restore (nethttp), 0: none
+	// closeBackends closes the nethttp mode's backend clients.
+	closeBackends func()
+	admin         *http.Server
+	adminLn       net.Listener
+	m             *metrics
+
+	closeOnce sync.Once
+	done      chan struct{}
+	closeErr  error
+	serveErr  chan error // nethttp Serve's result
+	wg        sync.WaitGroup
+}
+
+// backendURL is the parsed backend address.
+type backendURL struct {
+	raw    string // the URL as given
+	addr   string // host:port to dial
+	host   string // Host header value
+	target string // request target ("/fruits")
+}
+
+func parseBackend(raw string) (backendURL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return backendURL{}, fmt.Errorf("backend %q: %w", raw, err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return backendURL{}, fmt.Errorf("backend %q: want an http://host:port/path URL", raw)
+	}
+	b := backendURL{raw: raw, host: u.Host, target: u.RequestURI()}
+	b.addr = u.Host
+	if u.Port() == "" {
+		b.addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return b, nil
+}
+
+// Start starts a server; it stops when ctx is cancelled or Close is called.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Backend == "" {
+		o.Backend = DefaultBackend
+	}
+	if o.BackendTimeout <= 0 {
+		o.BackendTimeout = DefaultBackendTimeout
+	}
+	if o.Threads < 0 {
+		return nil, fmt.Errorf("server: threads %d: must not be negative", o.Threads)
+	}
+	b, err := parseBackend(o.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics()}
+	switch o.Mode {
+	case ModeNetHTTP:
+		err = s.startNetHTTP()
+	case ModeHandoff, ModeCarrier:
+		err = s.startCarriers()
+	default:
+		err = fmt.Errorf("unknown mode %v", o.Mode)
+	}
+	if err == nil && o.AdminAddr != "" {
+		err = s.startAdmin()
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-ctx.Done():
+			s.shutdown()
+		case <-s.done:
+		}
+	}()
+	return s, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln }
+
+// AdminAddr returns the admin server's address, or nil without one.
+func (s *Server) AdminAddr() net.Addr {
+	if s.adminLn == nil {
+		return nil
+	}
+	return s.adminLn.Addr()
+}
+
+// Close stops the server: listeners, client and backend connections,
+// carriers and the admin server. Nothing it started survives it.
+func (s *Server) Close() error {
+	s.shutdown()
+	s.wg.Wait()
+	return s.closeErr
+}
+
+func (s *Server) shutdown() {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.admin != nil {
+			errs = append(errs, s.admin.Close())
+		}
+		if s.hs != nil {
+			errs = append(errs, s.hs.Close())
+			if err := <-s.serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs = append(errs, err)
+			}
+			s.closeBackends()
+		}
+		if s.cl != nil {
+			errs = append(errs, ignoreClosed(s.cl.Close()))
+		}
+		if s.group != nil {
+			errs = append(errs, s.group.Close())
+		}
+		if s.procs > 0 {
+			runtime.GOMAXPROCS(s.procs)
+		}
+		s.closeErr = errors.Join(errs...)
+		close(s.done)
+	})
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Answers that do not depend on the backend.
+var (
+	healthBody   = []byte("OK")
+	notFoundBody = []byte("Not Found")
+	textPlain    = "text/plain; charset=utf-8"
+	appJSON      = "application/json"
+)
+
+// route is what a path asks for.
+type route int
+
+const (
+	routeNotFound route = iota
+	routeHealth
+	routeFruits
+)
+
+// routeOf maps a raw path (the request target before any '?') to its route.
+func routeOf[T string | []byte](path T) route {
+	switch string(path) {
+	case "/health":
+		return routeHealth
+	case "/fruits":
+		return routeFruits
+	}
+	return routeNotFound
+}
+
+// transform decodes the backend's fruits and encodes them compactly: the
+// work the study's handler does between its backend call and its answer.
+func transform(src []byte) ([]byte, error) {
+	var fruits []mock.Fruit
+	if err := json.Unmarshal(src, &fruits); err != nil {
+		return nil, &backendError{kind: "decode", err: err}
+	}
+	return json.Marshal(fruits)
+}
+
+// backendError is a failed backend exchange, classified.
+type backendError struct {
+	kind string // refused, reset, timeout, status, decode, protocol
+	err  error
+}
+
+func (e *backendError) Error() string { return "backend " + e.kind + ": " + e.err.Error() }
+func (e *backendError) Unwrap() error { return e.err }
+
+// status is the answer to the client: 504 for a slow backend, else 502.
+func (e *backendError) status() int {
+	if e.kind == "timeout" {
+		return 504
+	}
+	return 502
+}
+
+var errBadStatus = errors.New("backend answered a status other than 200")
+
+// classify turns a backend I/O error into a backendError.
+func classify(err error) *backendError {
+	var be *backendError
+	if errors.As(err, &be) {
+		return be
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &backendError{kind: "timeout", err: err}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &backendError{kind: "refused", err: err}
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &backendError{kind: "reset", err: err}
+	case errors.Is(err, errBadStatus):
+		return &backendError{kind: "status", err: err}
+	}
+	return &backendError{kind: "protocol", err: err}
+}
+
+// fruits answers /fruits from a backend body, or the error's status.
+func (s *Server) fruits(body []byte, err error) (status int, ctype string, out []byte) {
+	if err == nil {
+		out, err = transform(body)
+	}
+	if err != nil {
+		be := classify(err)
+		s.m.backendError(be.kind)
+		return be.status(), textPlain, []byte(http1.StatusText(be.status()))
+	}
+	return 200, appJSON, out
+}
+
+// answer decides the response to a request for r; fetch performs the
+// backend GET. Unknown paths close the connection.
+func (s *Server) answer(r route, fetch func() ([]byte, error)) (status int, ctype string, body []byte, closeConn bool) {
+	switch r {
+	case routeHealth:
+		return 200, textPlain, healthBody, false
+	case routeFruits:
+		status, ctype, body = s.fruits(fetch())
+		return status, ctype, body, false
+	}
+	return 404, textPlain, notFoundBody, true
+}

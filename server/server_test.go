@@ -1,0 +1,433 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"spindle/carrier"
+	"spindle/http1"
+	"spindle/mock"
+)
+
+var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier}
+
+// wantFruits is the /fruits body every mode must send.
+var wantFruits = func() string {
+	b, err := json.Marshal(mock.Fruits)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
+// env is one case's mock and server.
+type env struct {
+	t    *testing.T
+	mock *mock.Server
+	srv  *Server
+	addr string
+}
+
+// setup starts a mock with mo (unless down) and a server in mode in front
+// of it, and registers a check that closing both leaves no goroutine or file
+// descriptor behind.
+func setup(t *testing.T, mode Mode, mo mock.Options, down bool, so Options) *env {
+	t.Helper()
+	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	e := &env{t: t}
+	backend := "127.0.0.1:1" // nothing listens on port 1 (tcpmux): connection refused
+	if !down {
+		mo.Addr = "127.0.0.1:0"
+		m, err := mock.Start(context.Background(), mo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.mock = m
+		backend = m.Addr().String()
+	}
+	so.Mode, so.Addr = mode, "127.0.0.1:0"
+	so.Backend = "http://" + backend + "/fruits"
+	if mode != ModeNetHTTP && so.Threads == 0 {
+		so.Threads = 1
+	}
+	s, err := Start(context.Background(), so)
+	if err != nil {
+		e.close()
+		t.Fatal(err)
+	}
+	e.srv, e.addr = s, s.Addr().String()
+	// Serve one request before anything else, so that the listeners' accept
+	// tasks are running when the case ends (closing a listener whose accept
+	// task has not run yet leaks its socket: carrier issue, reported).
+	c := e.dial()
+	e.send(c, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	c.read(200)
+	c.Close()
+	if e.mock != nil {
+		mc, err := net.Dial("tcp", e.mock.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc.Write([]byte("GET /health HTTP/1.0\r\n\r\n"))
+		io.Copy(io.Discard, mc)
+		mc.Close()
+	}
+	t.Cleanup(func() {
+		e.close()
+		deadline := time.Now().Add(3 * time.Second)
+		for runtime.NumGoroutine() > goroutines || openFDs(t) > fds {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<16)
+				t.Errorf("leak: %d goroutines (had %d), %d fds (had %d)\n%s", runtime.NumGoroutine(), goroutines,
+					openFDs(t), fds, buf[:runtime.Stack(buf, true)])
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return e
+}
+
+func (e *env) close() {
+	if e.srv != nil {
+		if err := e.srv.Close(); err != nil {
+			e.t.Errorf("server close: %v", err)
+		}
+	}
+	if e.mock != nil {
+		if err := e.mock.Close(); err != nil {
+			e.t.Errorf("mock close: %v", err)
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("leak check needs /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}
+
+// client is a raw client connection.
+type client struct {
+	t *testing.T
+	net.Conn
+	br *bufio.Reader
+}
+
+func (e *env) dial() *client {
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return &client{t: e.t, Conn: c, br: bufio.NewReader(c)}
+}
+
+func (e *env) send(c *client, raw string) {
+	if _, err := c.Write([]byte(raw)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// read reads one response and checks its status; it returns the body.
+func (c *client) read(status int) (*http.Response, string) {
+	c.t.Helper()
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.t.Fatalf("reading a response (want %d): %v", status, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if resp.StatusCode != status {
+		c.t.Fatalf("status %d (%q), want %d", resp.StatusCode, b, status)
+	}
+	return resp, string(b)
+}
+
+// closed checks that the server closes the connection within d, after
+// what it still sends (net/http answers 400 to a read-header timeout, the
+// carrier modes close silently, as nginx does).
+func (c *client) closed(d time.Duration) {
+	c.t.Helper()
+	c.SetReadDeadline(time.Now().Add(d))
+	n, err := io.Copy(io.Discard, c.br)
+	if err != nil && !isReset(err) {
+		c.t.Fatalf("connection still open after %v: read %d bytes, %v", d, n, err)
+	}
+}
+
+func isReset(err error) bool { return err != nil && strings.Contains(err.Error(), "connection reset") }
+
+const get = "GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+
+func forModes(t *testing.T, fn func(t *testing.T, mode Mode)) {
+	for _, m := range modes {
+		t.Run(m.String(), func(t *testing.T) { fn(t, m) })
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		c := e.dial()
+		defer c.Close()
+		e.send(c, fmt.Sprintf(get, "/health"))
+		if _, body := c.read(200); body != "OK" {
+			t.Fatalf("/health body %q", body)
+		}
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		resp, body := c.read(200)
+		if body != wantFruits || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("/fruits: %q %q, want %q", resp.Header.Get("Content-Type"), body, wantFruits)
+		}
+		e.send(c, fmt.Sprintf(get, "/nope"))
+		if resp, _ := c.read(404); !resp.Close {
+			t.Fatal("404 without Connection: close")
+		}
+		c.closed(2 * time.Second)
+	})
+}
+
+func TestKeepAliveAndPipelining(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{ThinkTime: time.Millisecond}, false, Options{})
+		c := e.dial()
+		defer c.Close()
+		for range 3 { // keep-alive: one at a time on one connection
+			e.send(c, fmt.Sprintf(get, "/fruits"))
+			c.read(200)
+		}
+		// Pipelined: all at once, answered in order.
+		e.send(c, fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits")+fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits"))
+		for i, want := range []string{"OK", wantFruits, "OK", wantFruits} {
+			if _, body := c.read(200); body != want {
+				t.Fatalf("pipelined response %d: %q, want %q", i, body, want)
+			}
+		}
+	})
+}
+
+func TestHTTP10(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		c := e.dial()
+		defer c.Close()
+		e.send(c, "GET /health HTTP/1.0\r\n\r\n")
+		c.read(200)
+		c.closed(2 * time.Second)
+
+		k := e.dial()
+		defer k.Close()
+		for range 2 {
+			e.send(k, "GET /fruits HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+			if _, body := k.read(200); body != wantFruits {
+				t.Fatalf("body %q", body)
+			}
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name, raw string
+		status    int
+	}{
+		{"header too large", "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 16<<10) + "\r\n\r\n", 431},
+		{"body too large", "POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", 413},
+		{"malformed", "GARBAGE\r\n\r\n", 400},
+		{"bad header", "GET /health HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", 400},
+		{"missing host", "GET /health HTTP/1.1\r\n\r\n", 400},
+		{"unknown version", "GET /health HTTP/2.0\r\nHost: x\r\n\r\n", 505},
+		{"transfer coding", "POST /fruits HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+		{"bad chunk", "POST /fruits HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", 400},
+	}
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c := e.dial()
+				defer c.Close()
+				c.t = t
+				e.send(c, tc.raw)
+				c.read(tc.status)
+				c.closed(2 * time.Second)
+			})
+		}
+	})
+}
+
+func TestTimeouts(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		const timeout = 200 * time.Millisecond
+		e := setup(t, mode, mock.Options{}, false, Options{HTTP: http1.Options{ReadHeaderTimeout: timeout, IdleTimeout: timeout}})
+		slow := e.dial() // sends half a head and stalls
+		defer slow.Close()
+		e.send(slow, "GET /health HTTP/1.1\r\nHo")
+		idle := e.dial() // one request, then nothing
+		defer idle.Close()
+		e.send(idle, fmt.Sprintf(get, "/health"))
+		idle.read(200)
+		// Meanwhile, everyone else is served at once.
+		start := time.Now()
+		other := e.dial()
+		defer other.Close()
+		for range 5 {
+			e.send(other, fmt.Sprintf(get, "/fruits"))
+			other.read(200)
+		}
+		if d := time.Since(start); d > timeout {
+			t.Fatalf("5 requests beside slow and idle clients took %v", d)
+		}
+		// Limits: the timeout, plus the idle deadline's 1s of slack.
+		slow.closed(2 * time.Second)
+		idle.closed(2 * time.Second)
+	})
+}
+
+func TestBackendFaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		mo     mock.Options
+		down   bool
+		status int
+		so     Options
+	}{
+		{"down", mock.Options{}, true, 502, Options{}},
+		{"failing", mock.Options{FailRate: 1}, false, 502, Options{}},
+		{"closing", mock.Options{CloseRate: 1}, false, 502, Options{}},
+		{"slow", mock.Options{ThinkTime: time.Second}, false, 504, Options{BackendTimeout: 100 * time.Millisecond}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forModes(t, func(t *testing.T, mode Mode) {
+				e := setup(t, mode, tc.mo, tc.down, tc.so)
+				c := e.dial()
+				defer c.Close()
+				for range 2 { // the second request reconnects
+					e.send(c, fmt.Sprintf(get, "/fruits"))
+					c.read(tc.status)
+				}
+				e.send(c, fmt.Sprintf(get, "/health"))
+				c.read(200)
+			})
+		})
+	}
+}
+
+// TestBackendRecovers checks that after failed exchanges the next request
+// reconnects and succeeds: with half the backend's connections closed, every
+// answer is 200 or 502 and some 200 follows a 502 on one client connection.
+func TestBackendRecovers(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{CloseRate: 0.5, Seed: 3}, false, Options{})
+		c := e.dial()
+		defer c.Close()
+		var seen502, recovered bool
+		for range 30 {
+			e.send(c, fmt.Sprintf(get, "/fruits"))
+			resp, err := http.ReadResponse(c.br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			switch resp.StatusCode {
+			case 502:
+				seen502 = true
+			case 200:
+				recovered = recovered || seen502
+			default:
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		if !seen502 || !recovered {
+			t.Fatalf("502 seen %v, 200 after a 502 %v", seen502, recovered)
+		}
+	})
+}
+
+// TestClientGoesAway closes clients in the middle of backend exchanges; the
+// leak check of setup verifies that nothing stays behind.
+func TestClientGoesAway(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{ThinkTime: 50 * time.Millisecond}, false, Options{})
+		for range 5 {
+			c := e.dial()
+			e.send(c, fmt.Sprintf(get, "/fruits"))
+			c.Close()
+		}
+		time.Sleep(100 * time.Millisecond) // let the exchanges finish into closed sockets
+		c := e.dial()
+		defer c.Close()
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+	})
+}
+
+func TestAdmin(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+		c := e.dial()
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+		c.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		hc := &http.Client{Transport: tr}
+		fetch := func(path string) string {
+			resp, err := hc.Get("http://" + e.srv.AdminAddr().String() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %q", path, resp.StatusCode, b)
+			}
+			return string(b)
+		}
+		metrics := fetch("/metrics")
+		for _, want := range []string{`spindle_server_requests_total{code="200"}`, "spindle_server_open_connections"} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_tasks_run_total{carrier="0"`) {
+			t.Errorf("/metrics lacks carrier telemetry:\n%s", metrics)
+		}
+		var snap []carrier.Telemetry
+		if err := json.Unmarshal([]byte(fetch("/debug/carrier")), &snap); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 0, false: 1}[mode == ModeNetHTTP]; len(snap) != want {
+			t.Fatalf("/debug/carrier: %d carriers, want %d", len(snap), want)
+		}
+		if !strings.Contains(fetch("/debug/pprof/"), "goroutine") {
+			t.Error("/debug/pprof/ index lacks profiles")
+		}
+	})
+}
+
+func TestParseMode(t *testing.T) {
+	for _, m := range modes {
+		if got, err := ParseMode(m.String()); err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseMode("fork-join"); err == nil {
+		t.Error("ParseMode accepted an unknown mode")
+	}
+}
