@@ -20,10 +20,11 @@ import (
 // DefaultProcRoot is where procfs is mounted.
 const DefaultProcRoot = "/proc"
 
-// DefaultSampleInterval is how often SampleThreads reads /proc: often enough
-// to see which CPU each thread runs on (20 samples a second), rarely enough
-// that reading a few dozen threads costs well under 1% of one CPU.
-const DefaultSampleInterval = 50 * time.Millisecond
+// DefaultSampleInterval is how often SampleThreads reads /proc: 10 samples
+// a second tell where each thread runs, and reading four files for each of
+// a few dozen threads that often stays a small load on the machine under
+// test (BenchmarkSampleOnce measures one sample).
+const DefaultSampleInterval = 100 * time.Millisecond
 
 // userHZ is the unit of utime and stime in /proc/PID/stat: USER_HZ, which
 // Linux fixes at 100 ticks a second for every architecture's user ABI.

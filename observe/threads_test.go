@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // burn keeps one locked OS thread of this process busy until stop is called.
@@ -109,5 +111,21 @@ func TestSampleThreadsErrors(t *testing.T) {
 	rep, err := SampleThreads(ctx, []Process{{Name: "x", PID: os.Getpid()}}, time.Hour, ThreadOptions{})
 	if err == nil || rep == nil {
 		t.Errorf("cancelled sampling: report %v, error %v; want partial report and ctx error", rep, err)
+	}
+}
+
+// BenchmarkSampleOnce reads every thread of this process once, the cost of
+// one sample per process.
+func BenchmarkSampleOnce(b *testing.B) {
+	b.ReportAllocs()
+	pfs, err := procfs.NewFS(DefaultProcRoot)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := Process{Name: "self", PID: os.Getpid()}
+	for b.Loop() {
+		if _, err := readThreads(pfs, DefaultProcRoot, p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
