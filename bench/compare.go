@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -42,9 +43,9 @@ type RunPlanOptions struct {
 // the children.
 const DefaultOverhead = 1500 * time.Millisecond
 
-// RunPlan runs a compare plan: each phase's configurations interleaved over
-// rounds (round 1: A B C, round 2: A B C...). After the "max" phase, the
-// "fixed" phase's rate is set to FixedRateShare of the lowest median max
+// RunPlan runs a compare plan and records it in Dir/plan.json: each
+// phase's configurations interleaved over rounds (round 1: A B C, round
+// 2: A B C...). After the "max" phase, the "fixed" phase's rate is set to FixedRateShare of the lowest median max
 // throughput. A run that fails is recorded incomplete and the plan goes
 // on; a port conflict or ctx ending stops it. It returns every result so
 // far and an error wrapping ErrIncomplete if any run was incomplete.
@@ -52,6 +53,10 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 	if o.Overhead <= 0 {
 		o.Overhead = DefaultOverhead
 	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	p.Phases = slices.Clone(p.Phases)
 	start := time.Now()
 	total := p.Runs()
 	var results []report.Result
@@ -73,6 +78,9 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 				configs[i].Rate = rate
 			}
 			p.Phases[pi].Configs = configs
+		}
+		if err := report.WriteJSON(filepath.Join(o.Dir, PlanFile), p); err != nil {
+			return results, err
 		}
 		for round := 1; round <= p.Rounds; round++ {
 			for i, cfg := range configs {

@@ -271,9 +271,11 @@ type Phase struct {
 // over rounds. The fixed-rate phase's rate is filled in after the
 // max-throughput phase (RateFor).
 type Plan struct {
-	Layout Layout  `json:"layout"`
-	Rounds int     `json:"rounds"`
-	Phases []Phase `json:"phases"`
+	// Description is the layout and settings in one paragraph, for reports.
+	Description string  `json:"description,omitempty"`
+	Layout      Layout  `json:"layout"`
+	Rounds      int     `json:"rounds"`
+	Phases      []Phase `json:"phases"`
 }
 
 // CompareOptions selects a compare plan.
@@ -351,11 +353,25 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	}
 	fixed := make([]Config, len(configs))
 	copy(fixed, configs)
-	return Plan{Layout: l, Rounds: rounds, Phases: []Phase{
+	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: []Phase{
 		{Name: "max", Configs: configs},
 		{Name: "fixed", Configs: fixed},
 	}}, nil
 }
+
+// describe is a plan's layout and settings in one paragraph.
+func describe(l Layout, c Config, rounds int) string {
+	s := fmt.Sprintf("Layout: server CPUs %s (%d carriers), load CPUs %s (%d threads), mock CPUs %s (%d threads)",
+		l.Server, l.Carriers, l.Load, l.LoadThreads, l.Mock, l.MockThreads)
+	if len(l.Extra) > 0 {
+		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
+	}
+	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds.",
+		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, rounds)
+}
+
+// PlanFile is where RunPlan records the plan, fixed rate included.
+const PlanFile = "plan.json"
 
 func variantNames() string {
 	names := make([]string, len(Variants))

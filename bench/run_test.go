@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"spindle/cpu"
+	"spindle/latency"
 	"spindle/observe"
 	"spindle/report"
 )
@@ -204,7 +205,8 @@ func TestRunPlanFake(t *testing.T) {
 	}
 	var last Progress
 	steps := 0
-	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: t.TempDir(), Run: opt,
+	dir := t.TempDir()
+	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: dir, Run: opt,
 		Progress: func(pr Progress) { last = pr; steps++ }})
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +224,14 @@ func TestRunPlanFake(t *testing.T) {
 		if s.Phase == "max" && s.Rate != 0 {
 			t.Errorf("max run %s rate %d", r.Dir, s.Rate)
 		}
+	}
+	var rec Plan
+	if err := latency.ReadJSONFile(filepath.Join(dir, PlanFile), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Phases[1].Configs[0].Rate != 2333 || rec.Description == "" || p.Phases[1].Configs[0].Rate != 0 {
+		t.Errorf("plan.json fixed rate %d, description %q; caller's plan rate %d (want untouched)",
+			rec.Phases[1].Configs[0].Rate, rec.Description, p.Phases[1].Configs[0].Rate)
 	}
 	if got := results[1].Summary; got.Name != "carrier" || got.Round != 1 {
 		t.Errorf("second run = %s round %d, want carrier round 1 (interleaved)", got.Name, got.Round)

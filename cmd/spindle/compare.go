@@ -101,8 +101,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if dir == "" {
 		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
 	}
-	layout := describeLayout(plan)
-	fmt.Fprintf(stdout, "spindle compare: %s\n", layout)
+	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	fmt.Fprintf(stdout, "%d runs (%d configurations x 2 loads x %d rounds), about %s -> %s\n",
 		plan.Runs(), len(plan.Phases[0].Configs), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	line := newProgressLine(stderr)
@@ -112,7 +111,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return asBadInput(runErr)
 	}
 	if len(results) > 0 {
-		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: layout})
+		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: plan.Description})
 		if err != nil {
 			return errors.Join(runErr, err)
 		}
@@ -120,19 +119,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, report.File))
 	}
 	return runErr
-}
-
-// describeLayout is the layout line printed and put in the report.
-func describeLayout(p bench.Plan) string {
-	l := p.Layout
-	s := fmt.Sprintf("layout: server CPUs %s (%d carriers), load CPUs %s (%d threads), mock CPUs %s (%d threads)",
-		l.Server, l.Carriers, l.Load, l.LoadThreads, l.Mock, l.MockThreads)
-	if len(l.Extra) > 0 {
-		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
-	}
-	c := p.Phases[0].Configs[0]
-	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds.",
-		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, p.Rounds)
 }
 
 // printHeadlines prints each configuration's headline figures and the

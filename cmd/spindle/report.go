@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"spindle/bench"
+	"spindle/latency"
 	"spindle/report"
 )
 
@@ -65,11 +67,23 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	rep, err := report.Write(out, results, report.Options{Title: a.title})
+	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(pos)})
 	if err != nil {
 		return err
 	}
 	printHeadlines(stdout, rep)
 	fmt.Fprintf(stdout, "report: %s (%d result directories)\n", filepath.Join(out, report.File), rep.Results)
 	return nil
+}
+
+// planDescription returns the description in the plan.json of the first
+// DIR that has one ("spindle compare" writes it), or "".
+func planDescription(dirs []string) string {
+	for _, d := range dirs {
+		var p bench.Plan
+		if err := latency.ReadJSONFile(filepath.Join(d, bench.PlanFile), &p); err == nil {
+			return p.Description
+		}
+	}
+	return ""
 }
