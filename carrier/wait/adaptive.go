@@ -7,7 +7,8 @@ import (
 
 // Adaptive spins with PAUSE for the threshold its Policy learned, then
 // blocks. Every wait's idle length (until work came, whether it spun or
-// blocked) is fed back to the policy. A deadline closer than B is spun out
+// blocked) is fed back to the policy, and so is every measured wake-up
+// latency when the target is a WakeStamper. A deadline closer than B is spun out
 // rather than blocked for, since spinning to it costs less than one
 // block-and-wake.
 type Adaptive struct {
@@ -53,5 +54,24 @@ func (a *Adaptive) Wait(t Target, deadline int64) Result {
 	}
 	r := block(t, start, deadline, time.Duration(end-start))
 	a.Policy.Observe(r.Spun + r.Blocked)
+	if ws, ok := t.(WakeStamper); ok && r.Kind == KindBlock {
+		now := Now()
+		if sent := ws.WakeSent(); sent > 0 && sent >= now-int64(r.Blocked) && sent <= now {
+			a.Policy.ObserveBlockWake(time.Duration(now - sent))
+		}
+	}
 	return r
+}
+
+// WakeStamper is an optional Target extension that lets the adaptive
+// strategy learn B from its own blocks instead of relying only on the
+// start-up measurement: B depends on how long a CPU idled and on the host
+// (see docs/wait.md).
+type WakeStamper interface {
+	// WakeSent returns the Now time at which a producer last signalled
+	// the target to wake it from Block, taken just before the signal
+	// (eventfd write, futex wake); 0 when it never did. The adaptive
+	// strategy takes the time from it to its return from Block as one
+	// block-and-wake, when it falls within that Block.
+	WakeSent() int64
 }

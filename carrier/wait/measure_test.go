@@ -73,6 +73,7 @@ func TestUmwaitMaxTime(t *testing.T) {
 type efdTarget struct {
 	flag     atomic.Uint32
 	sleeping atomic.Bool
+	wakeSent atomic.Int64
 	ep, efd  int
 	evs      [4]unix.EpollEvent
 }
@@ -118,13 +119,18 @@ func (e *efdTarget) Block(deadline int64) int {
 }
 func (e *efdTarget) Word() *uint32 { return (*uint32)(unsafePointer(&e.flag)) }
 
-// submit makes work ready and wakes the waiter if it sleeps.
+// submit makes work ready and wakes the waiter if it sleeps, stamping the
+// wake-up for WakeSent.
 func (e *efdTarget) submit() {
 	e.flag.Store(1)
 	if e.sleeping.Load() {
+		e.wakeSent.Store(Now())
 		unix.EventfdSignal(e.efd)
 	}
 }
+
+// WakeSent makes efdTarget a WakeStamper.
+func (e *efdTarget) WakeSent() int64 { return e.wakeSent.Load() }
 
 // pinTo locks the goroutine to its thread and, when the CPU is allowed, pins
 // the thread there. Callers never unlock: the thread exits with the

@@ -191,3 +191,36 @@ func TestAdaptiveSpinsToNearDeadline(t *testing.T) {
 		t.Errorf("policy saw %d idle periods, want 2", a.Policy.count)
 	}
 }
+
+// stampTarget is a fakeTarget whose producer stamps its wake-up.
+type stampTarget struct {
+	fakeTarget
+	sent atomic.Int64
+}
+
+func (s *stampTarget) WakeSent() int64 { return s.sent.Load() }
+
+func TestAdaptiveLearnsBFromWakeStamps(t *testing.T) {
+	s, err := New("adaptive", Options{BlockWake: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.(*Adaptive)
+	f := &stampTarget{}
+	f.sent.Store(Now() - int64(time.Hour)) // a stale stamp from before the wait: ignored
+	go func() {
+		time.Sleep(2 * time.Millisecond)
+		f.sent.Store(Now())
+		f.setReady()
+	}()
+	if r := s.Wait(f, -1); r.Kind != KindBlock {
+		t.Fatalf("kind %v, want a block (θ = B = 1ns)", r.Kind)
+	}
+	// The fake's Block notices readiness within its 20µs sleep step, so
+	// the observed wake-up is positive; one observation moves B 1/8 of
+	// the way from 1ns.
+	if b := a.Policy.BlockWake(); b <= time.Nanosecond || b > time.Second {
+		t.Errorf("B after one stamped wake-up = %v, want it moved up from 1ns", b)
+	}
+	t.Logf("B after one stamped wake-up: %v", a.Policy.BlockWake())
+}
