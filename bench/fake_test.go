@@ -111,7 +111,8 @@ func fakeChild(name string, args []string) int {
 		if *rate > 0 {
 			tp = float64(*rate)
 		}
-		res := loadResult{Requests: 1000, RequestsPerSec: tp, DurationNS: *dur, Latency: &s, Uncorrected: &s}
+		res := loadResult{Completed: 1000, AchievedRate: tp, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
+		res.ByStatus.C2xx = 1000
 		data, _ := json.Marshal(res)
 		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -542,14 +542,17 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 	}
 }
 
-// loadResult is the part of load.json a summary needs.
+// loadResult is the part of load.json (load.Result) a summary needs.
 type loadResult struct {
-	Requests       int64            `json:"requests"`
-	Errors         int64            `json:"errors"`
-	RequestsPerSec float64          `json:"requests_per_sec"`
-	DurationNS     time.Duration    `json:"duration_ns"`
-	Latency        *latency.Summary `json:"latency"`
-	Uncorrected    *latency.Summary `json:"uncorrected"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	ByStatus  struct {
+		C2xx int64 `json:"2xx"`
+	} `json:"by_status"`
+	AchievedRate float64         `json:"achieved_rate"`
+	DurationS    float64         `json:"duration_s"`
+	Corrected    latency.Summary `json:"corrected"`
+	Uncorrected  latency.Summary `json:"uncorrected"`
 }
 
 // readLoad reads load.json into the summary.
@@ -558,9 +561,10 @@ func (r *runner) readLoad() error {
 	if err := latency.ReadJSONFile(r.path(LoadJSON), &lr); err != nil {
 		return fmt.Errorf("read load results: %w", err)
 	}
-	r.sum.Window = lr.DurationNS
-	r.sum.Throughput = lr.RequestsPerSec
-	r.sum.Requests, r.sum.Errors = lr.Requests, lr.Errors
-	r.sum.Latency, r.sum.Uncorrected = lr.Latency, lr.Uncorrected
+	r.sum.Window = time.Duration(lr.DurationS * float64(time.Second))
+	r.sum.Throughput = lr.AchievedRate
+	// Errors are failed requests and answers other than 2xx.
+	r.sum.Requests, r.sum.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
+	r.sum.Latency, r.sum.Uncorrected = &lr.Corrected, &lr.Uncorrected
 	return nil
 }

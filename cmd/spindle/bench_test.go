@@ -154,3 +154,33 @@ func TestMsDuration(t *testing.T) {
 		t.Error("Set(x) succeeded")
 	}
 }
+
+// TestCompareEndToEnd runs a tiny real comparison: two configurations, one
+// round, both phases, and checks the report.
+func TestCompareEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	dir := filepath.Join(t.TempDir(), "cmp")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, "compare", "--only", "nethttp,carrier", "--rounds", "1",
+		"--warmup", "300ms", "--duration", "1s", "--server-port", "0", "--mock-port", "0", "--admin-port", "0",
+		"--output-dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("spindle compare: %v\n%s", err, out)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Findings", "## Max throughput", "## Fixed rate", "latency-fixed.png"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, png := range []string{"latency-max.png", "latency-fixed.png", "throughput.png"} {
+		if _, err := os.Stat(filepath.Join(dir, png)); err != nil {
+			t.Error(err)
+		}
+	}
+}
