@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"spindle/internal/unix"
+	"spindle/load"
+)
+
+func init() {
+	register(command{
+		name:    "load",
+		summary: "generate HTTP load at a fixed rate (coordinated-omission corrected) or closed loop, wrk2-style",
+		run:     runLoad,
+		flags:   func() *flagSet { fs, _ := loadFlags(); return fs },
+	})
+}
+
+// loadConfig is what the load flags fill in.
+type loadConfig struct {
+	opts            load.Options
+	rate            metricFlag
+	threads, conns  metricFlag
+	duration        secondsFlag
+	warmup          secondsFlag
+	timeout         secondsFlag
+	cpus            cpuSetFlag
+	headers         stringsFlag
+	latency, uncorr bool
+	jsonPath, hgrm  string
+}
+
+func loadFlags() (*flagSet, *loadConfig) {
+	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL and prints wrk2's report. With -R the
+requests follow a fixed schedule and latency is corrected for coordinated
+omission; without it the load is closed loop at maximum throughput, like wrk.
+Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
+	c := &loadConfig{}
+	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
+	c.duration.v, c.timeout.v = load.DefaultDuration, load.DefaultTimeout
+	for _, n := range []string{"t", "threads"} {
+		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
+	}
+	for _, n := range []string{"c", "connections"} {
+		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
+	}
+	for _, n := range []string{"d", "duration"} {
+		fs.Var(&c.duration, n, "measured duration")
+	}
+	for _, n := range []string{"R", "rate"} {
+		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
+	}
+	for _, n := range []string{"L", "latency"} {
+		fs.BoolVar(&c.latency, n, false, "print the corrected latency distribution and spectrum")
+	}
+	for _, n := range []string{"U", "u_latency"} {
+		fs.BoolVar(&c.uncorr, n, false, "also print the uncorrected latency distribution (implies --latency)")
+	}
+	for _, n := range []string{"H", "header"} {
+		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
+	}
+	fs.Var(&c.timeout, "timeout", "per-request and connect timeout")
+	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
+	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
+	fs.Var(&c.warmup, "warmup", "warm-up before the measured duration: sent, not recorded")
+	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE`")
+	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
+	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
+	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
+	return fs, c
+}
+
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, c := loadFlags()
+	pos, err := fs.parse(splitAttached(args), stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("load: want exactly one URL, got %d arguments (try \"spindle help load\")", len(pos))
+	}
+	if err := checkCPUs("cpuset", c.cpus.set); err != nil {
+		return err
+	}
+	o := c.opts
+	o.URL = pos[0]
+	o.Threads, o.Connections = int(c.threads.v), int(c.conns.v)
+	o.Duration, o.Warmup, o.Timeout = c.duration.v, c.warmup.v, c.timeout.v
+	o.Headers, o.CPUs = c.headers, c.cpus.set
+	if c.rate.set {
+		if c.rate.v <= 0 {
+			return badInput("load: --rate must be positive (got %s); omit it for closed-loop load", c.rate.raw)
+		}
+		o.Rate = c.rate.v
+	}
+	if err := o.Validate(); err != nil {
+		return asBadInput(err)
+	}
+	mode := ""
+	if o.Rate > 0 {
+		mode = fmt.Sprintf(" at %s requests/s", strconv.FormatFloat(o.Rate, 'f', -1, 64))
+	}
+	fmt.Fprintf(stdout, "Running %s test @ %s%s\n", durationWords(o.Duration), o.URL, mode)
+	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
+
+	var progress func(load.Progress)
+	if f, ok := stderr.(*os.File); ok && unix.IsTerminal(int(f.Fd())) {
+		progress = func(p load.Progress) {
+			fmt.Fprintf(stderr, "\r  %6.1fs  sent %d  %.0f req/s  errors %d   ", p.Elapsed.Seconds(), p.Sent, p.Rate, p.Errors)
+		}
+	}
+	res, err := load.Run(ctx, o, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if errors.Is(err, load.ErrBadOptions) || errors.Is(err, load.ErrUnreachable) {
+		return asBadInput(err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := res.WriteText(stdout, c.latency || c.uncorr, c.uncorr); err != nil {
+		return err
+	}
+	if c.jsonPath != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.hgrm != "" {
+		if err := res.WriteHgrm(c.hgrm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitAttached turns wrk's attached short options ("-t2", "-c100", "-d10s",
+// "-R20k", "-HName: v") into separate arguments for the flag package.
+func splitAttached(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.IndexByte("tcdRH", a[1]) >= 0 && a[2] != '=' {
+			out = append(out, a[:2], a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// durationWords formats the test duration as wrk does ("10s", "2m"), with
+// sub-second precision when the duration has it.
+func durationWords(d time.Duration) string {
+	if d%time.Second == 0 && d < time.Minute || d%time.Minute == 0 {
+		if d < time.Minute {
+			return fmt.Sprintf("%ds", int(d/time.Second))
+		}
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return d.String()
+}
+
+// metricFlag is a number with an optional k/M/G suffix (wrk's scan_metric).
+type metricFlag struct {
+	v   float64
+	set bool
+	raw string
+}
+
+func (f *metricFlag) String() string {
+	if f == nil || (!f.set && f.v == 0) {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'f', -1, 64)
+}
+
+func (f *metricFlag) Set(s string) error {
+	mult := 1.0
+	t := strings.TrimSpace(s)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult, t = 1e3, t[:n-1]
+		case 'm', 'M':
+			mult, t = 1e6, t[:n-1]
+		case 'g', 'G':
+			mult, t = 1e9, t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v != v {
+		return fmt.Errorf("%q is not a number (k, M, G suffixes allowed)", s)
+	}
+	f.v, f.set, f.raw = v*mult, true, s
+	return nil
+}
+
+// secondsFlag is a duration: a Go duration ("1m30s", "500ms") or a bare
+// number of seconds as wrk accepts ("10").
+type secondsFlag struct{ v time.Duration }
+
+func (f *secondsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.v.String()
+}
+
+func (f *secondsFlag) Set(s string) error {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		f.v = time.Duration(v * float64(time.Second))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m or seconds)", s)
+	}
+	f.v = v
+	return nil
+}

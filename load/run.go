@@ -1,0 +1,231 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"spindle/internal/unix"
+	"spindle/latency"
+)
+
+// Progress is a live snapshot of a run, for a one-line display.
+type Progress struct {
+	Elapsed   time.Duration // since the start of the run (warm-up included)
+	Sent      int64         // requests written so far (warm-up included)
+	Completed int64         // responses received so far (warm-up included)
+	Errors    int64         // failed requests so far (warm-up included)
+	Rate      float64       // responses/s over the last progress interval
+}
+
+// ProgressInterval is how often Run reports Progress.
+const ProgressInterval = 250 * time.Millisecond
+
+// Run generates load as o says and returns the result. It fails with an
+// error wrapping ErrBadOptions for invalid options and ErrUnreachable when a
+// first connection to the target fails, in both cases before any request is
+// sent. progress, if not nil, is called every ProgressInterval from one
+// goroutine. Cancelling ctx ends the run early; the result covers the time
+// run.
+func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, error) {
+	o = o.withDefaults()
+	t, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	if err := Probe(ctx, t.addr.String(), o.Timeout); err != nil {
+		return nil, err
+	}
+	req := buildRequest(o, t)
+	sa, family := unix.SockaddrOf(t.addr)
+
+	base := time.Now()
+	clock := func() int64 { return int64(time.Since(base)) }
+	workers := make([]*worker, o.Threads)
+	for i := range workers {
+		n := o.Connections / o.Threads
+		if i < o.Connections%o.Threads {
+			n++ // the remainder is spread, not dropped
+		}
+		workers[i] = &worker{
+			id: i, closed: o.Rate == 0, req: req, head: o.Method == "HEAD",
+			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
+			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1,
+		}
+	}
+
+	// Each worker sets up on its own thread, then waits for the common
+	// start time so that the schedules of all threads interleave.
+	var ready, done sync.WaitGroup
+	start := make(chan int64)
+	var stop atomic.Bool
+	ready.Add(len(workers))
+	done.Add(len(workers))
+	for _, w := range workers {
+		go func() {
+			defer done.Done()
+			if err := w.setup(); err != nil {
+				w.err = err
+			}
+			ready.Done()
+			t0, ok := <-start
+			if !ok {
+				w.finish(w.now())
+				return
+			}
+			w.run(t0, &stop)
+		}()
+	}
+	ready.Wait()
+	for _, w := range workers {
+		if w.err != nil {
+			close(start)
+			done.Wait()
+			return nil, fmt.Errorf("load thread %d: %w", w.id, w.err)
+		}
+	}
+	t0 := clock() + int64(time.Millisecond) // every thread is waiting by then
+	measureAt := t0 + int64(o.Warmup)
+	end := measureAt + int64(o.Duration)
+	connIdx := 0
+	for _, w := range workers {
+		w.measureAt, w.end = measureAt, end
+		for i := range w.conns {
+			if o.Rate > 0 {
+				w.conns[i].sched = newSchedule(t0, o.Rate, connIdx, o.Connections)
+			}
+			connIdx++
+		}
+	}
+	startTime := base.Add(time.Duration(t0))
+	for range workers {
+		start <- t0
+	}
+
+	finished := make(chan struct{})
+	go func() { done.Wait(); close(finished) }()
+	tick := time.NewTicker(ProgressInterval)
+	defer tick.Stop()
+	var last int64
+	lastAt := t0
+loop:
+	for {
+		select {
+		case <-finished:
+			break loop
+		case <-ctx.Done():
+			stop.Store(true)
+			<-finished
+			break loop
+		case <-tick.C:
+			if progress == nil {
+				continue
+			}
+			var p Progress
+			for _, w := range workers {
+				p.Sent += w.live.sent.Load()
+				p.Completed += w.live.completed.Load()
+				p.Errors += w.live.errors.Load()
+			}
+			now := clock()
+			p.Elapsed = time.Duration(now - t0)
+			if now > lastAt {
+				p.Rate = float64(p.Completed-last) * 1e9 / float64(now-lastAt)
+			}
+			last, lastAt = p.Completed, now
+			progress(p)
+		}
+	}
+	return collect(o, startTime, measureAt, workers)
+}
+
+// Probe makes one connection to addr ("host:port") and closes it, so that an
+// unreachable target is reported before any load.
+func Probe(ctx context.Context, addr string, timeout time.Duration) error {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	return c.Close()
+}
+
+// collect merges the threads' results.
+func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*Result, error) {
+	var total counts
+	var stopped int64
+	hc := make([]*latency.Histogram, 0, len(workers))
+	hu := make([]*latency.Histogram, 0, len(workers))
+	var rates []float64
+	for _, w := range workers {
+		if w.err != nil {
+			return nil, fmt.Errorf("load thread %d: %w", w.id, w.err)
+		}
+		total.add(&w.c)
+		stopped = max(stopped, w.stoppedAt)
+		hc = append(hc, w.corrected)
+		hu = append(hu, w.uncorrected)
+		rates = append(rates, w.rates...)
+	}
+	corrected, err := latency.Merge(hc...)
+	if err != nil {
+		return nil, err
+	}
+	uncorrected, err := latency.Merge(hu...)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{
+		Config: Config{
+			URL: o.URL, Threads: o.Threads, Connections: o.Connections,
+			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Rate: o.Rate,
+			TimeoutS: o.Timeout.Seconds(), Method: o.Method, Headers: o.Headers,
+			BodyBytes: len(o.Body), CPUs: o.CPUs.String(),
+		},
+		Start:     start.UTC(),
+		DurationS: max(0, float64(stopped-measureAt)/1e9),
+		Intended:  total.intended,
+		Completed: total.completed(),
+		ByStatus: StatusCounts{
+			C1xx: total.byClass[1], C2xx: total.byClass[2], C3xx: total.byClass[3],
+			C4xx: total.byClass[4], C5xx: total.byClass[5], Other: total.byClass[0],
+		},
+		Errors: ErrorCounts{
+			Connect: total.failed[failConnect], Read: total.failed[failRead],
+			Write: total.failed[failWrite], Timeout: total.failed[failTimeout],
+			Parse: total.failed[failParse],
+		},
+		InFlight:  total.inFlight,
+		NotSent:   total.notSent,
+		Sent:      total.sent,
+		BytesRead: total.bytesRead,
+		Warmup:    total.warmup,
+	}
+	r.Failed = r.Errors.Total()
+	if r.DurationS > 0 {
+		r.AchievedRate = float64(r.Completed) / r.DurationS
+		r.TransferRate = float64(r.BytesRead) / r.DurationS
+	}
+	r.ThreadReqPerSec = summarizeRates(rates)
+	if r.Corrected, err = latency.Summarize(corrected); err != nil {
+		return nil, err
+	}
+	if r.Uncorrected, err = latency.Summarize(uncorrected); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// String describes the options in one line, for logs.
+func (o Options) String() string {
+	mode := "closed loop"
+	if o.Rate > 0 {
+		mode = fmt.Sprintf("%g req/s", o.Rate)
+	}
+	return strings.Join([]string{o.URL, fmt.Sprintf("%d threads", o.Threads),
+		fmt.Sprintf("%d connections", o.Connections), o.Duration.String(), mode}, ", ")
+}

@@ -1,0 +1,615 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"spindle/cpu"
+	"spindle/internal/unix"
+	"spindle/latency"
+)
+
+// Tunables of the event loop.
+const (
+	// readBufSize is each thread's read buffer; responses are parsed as
+	// they stream through it, so it bounds nothing but the read size.
+	readBufSize = 64 << 10
+	// maxEvents is how many readiness events one epoll wait returns.
+	maxEvents = 256
+	// housekeeping is how often a thread checks timeouts and samples its
+	// request rate (wrk samples its Req/Sec every 100 ms, checks timeouts
+	// every 2 s; 10 ms keeps timeouts within 10 ms of their deadline).
+	housekeeping = 10 * time.Millisecond
+	// rateSample is the Req/Sec sampling interval, as wrk's RECORD_INTERVAL_MS.
+	rateSample = 100 * time.Millisecond
+	// connectBackoff delays the next connect after a failed one, so that a
+	// dead target does not turn the generator into a connect storm.
+	connectBackoff = 10 * time.Millisecond
+)
+
+// failure kinds, indexes into counts.failed.
+const (
+	failConnect = iota
+	failRead
+	failWrite
+	failTimeout
+	failParse
+	numFailures
+)
+
+// connection states.
+const (
+	csIdle       uint8 = iota // no socket
+	csConnecting              // non-blocking connect in progress
+	csReady                   // connected, no request on the wire
+	csWriting                 // request partly written
+	csReading                 // request written, response pending
+)
+
+// counts are one thread's tallies of the measured window.
+type counts struct {
+	intended  int64
+	byClass   [6]int64 // completed responses by status/100 (index 0: unused)
+	failed    [numFailures]int64
+	notSent   int64
+	inFlight  int64
+	sent      int64
+	bytesRead int64
+	warmup    int64 // requests begun during the warm-up
+}
+
+func (c *counts) completed() int64 {
+	var n int64
+	for _, v := range c.byClass {
+		n += v
+	}
+	return n
+}
+
+func (c *counts) add(o *counts) {
+	c.intended += o.intended
+	for i := range c.byClass {
+		c.byClass[i] += o.byClass[i]
+	}
+	for i := range c.failed {
+		c.failed[i] += o.failed[i]
+	}
+	c.notSent += o.notSent
+	c.inFlight += o.inFlight
+	c.sent += o.sent
+	c.bytesRead += o.bytesRead
+	c.warmup += o.warmup
+}
+
+// live are a thread's counters for progress reports, read by another
+// goroutine; padded so threads do not share a cache line.
+type live struct {
+	sent, completed, errors atomic.Int64
+	_                       [40]byte
+}
+
+type conn struct {
+	idx      int32 // index in worker.conns
+	fd       int
+	gen      uint32 // bumped per socket; stale events carry an old one
+	state    uint8
+	wantOut  bool // EPOLLOUT registered
+	hasReq   bool // a request is current (begun, outcome pending)
+	measured bool // the current request counts (intended in the window)
+	parser   responseParser
+	written  int
+	sched    schedule
+	next     int64 // fixed rate: index of the next request to begin
+	intended int64 // ns: current request's intended send time
+	sentAt   int64 // ns: current request's actual send time
+	connAt   int64 // ns: when the current connect began
+	retryAt  int64 // ns: earliest next connect after a failed one
+}
+
+// timer is a pending start of conns[idx] at when.
+type timer struct {
+	when int64
+	idx  int32
+}
+
+// worker is one load thread.
+type worker struct {
+	id        int
+	closed    bool // closed loop (no rate)
+	req       []byte
+	head      bool
+	timeout   int64
+	spin      int64
+	sa        unix.Sockaddr
+	family    int
+	cpus      cpu.Set
+	clock     func() int64
+	measureAt int64 // ns: start of the measured window
+	end       int64 // ns: end of the run
+
+	ep     int
+	conns  []conn
+	events []unix.EpollEvent
+	buf    []byte
+	timers []timer // min-heap on when
+	pwait2 bool
+	lastN  int // events returned by the last wait
+
+	c           counts
+	live        live
+	corrected   *latency.Histogram
+	uncorrected *latency.Histogram
+	rates       []float64 // Req/Sec samples of the measured window
+	rateAt      int64
+	rateCount   int64
+	nextHouse   int64
+	stoppedAt   int64
+	err         error
+}
+
+func (w *worker) now() int64 { return w.clock() }
+
+// setup locks and pins the thread, creates the epoll instance and connects
+// every connection, waiting up to the timeout for the connects to finish.
+// Connect failures here are not counted: no request was intended yet, and
+// the connection will reconnect when its first request is due.
+func (w *worker) setup() error {
+	runtime.LockOSThread()
+	if len(w.cpus) > 0 {
+		if err := cpu.Pin(cpu.Set{w.cpus[w.id%len(w.cpus)]}); err != nil {
+			return err
+		}
+	}
+	_ = unix.SetThreadName(fmt.Sprintf("spindle-load%d", w.id)) // cosmetic
+	_ = unix.SetTimerSlack(1)                                   // best effort: only sharpens waits
+	ep, err := unix.EpollCreate()
+	if err != nil {
+		return err
+	}
+	w.ep = ep
+	w.events = make([]unix.EpollEvent, maxEvents)
+	w.buf = make([]byte, readBufSize)
+	w.timers = make([]timer, 0, len(w.conns))
+	w.corrected, w.uncorrected = latency.New(), latency.New()
+	w.pwait2 = true
+	if _, err := unix.EpollPwait2(ep, w.events, 0); errors.Is(err, unix.ENOSYS) {
+		w.pwait2 = false
+	}
+	now := w.now()
+	for i := range w.conns {
+		w.conns[i].idx = int32(i)
+		w.conns[i].fd = -1
+		w.connect(&w.conns[i], now)
+	}
+	deadline := now + w.timeout
+	for now < deadline && w.connecting() {
+		w.wait(deadline - now)
+		now = w.now()
+		w.handle(w.lastN, now)
+	}
+	for i := range w.conns { // still connecting: give up quietly, retry lazily
+		if c := &w.conns[i]; c.state == csConnecting {
+			w.closeConn(c)
+		}
+	}
+	return nil
+}
+
+func (w *worker) connecting() bool {
+	for i := range w.conns {
+		if w.conns[i].state == csConnecting {
+			return true
+		}
+	}
+	return false
+}
+
+// run is the event loop of the run proper, from t0 (schedules already set)
+// until end or stop.
+func (w *worker) run(t0 int64, stop *atomic.Bool) {
+	now := w.now()
+	w.rateAt = max(t0, w.measureAt)
+	w.nextHouse = now + int64(housekeeping)
+	for i := range w.conns {
+		c := &w.conns[i]
+		if w.closed {
+			w.push(t0, i)
+		} else {
+			w.push(c.sched.at(0), i)
+		}
+	}
+	for {
+		now = w.now()
+		if now >= w.end || stop.Load() {
+			break
+		}
+		w.fire(now)
+		if now >= w.nextHouse {
+			w.housekeep(now)
+		}
+		deadline := min(w.end, w.nextHouse)
+		if len(w.timers) > 0 {
+			deadline = min(deadline, w.timers[0].when)
+		}
+		w.wait(deadline - w.now())
+		if w.lastN > 0 {
+			w.handle(w.lastN, w.now())
+		}
+	}
+	w.stoppedAt = min(now, w.end)
+	w.finish(w.stoppedAt)
+}
+
+// wait waits for events up to d ns (spinning the last w.spin ns), leaving
+// the count in w.lastN.
+func (w *worker) wait(d int64) {
+	var n int
+	var err error
+	switch {
+	case d <= w.spin:
+		n, err = unix.EpollPoll(w.ep, w.events)
+	case w.pwait2:
+		n, err = unix.EpollPwait2(w.ep, w.events, d-w.spin)
+	default:
+		ms := int((d - w.spin + int64(time.Millisecond) - 1) / int64(time.Millisecond))
+		n, err = unix.EpollWait(w.ep, w.events, ms)
+	}
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	w.lastN = n
+}
+
+// handle processes the first n events of w.events.
+func (w *worker) handle(n int, now int64) {
+	for i := 0; i < n; i++ {
+		ev := &w.events[i]
+		tok := unix.Token(ev)
+		idx, gen := int(uint32(tok)), uint32(tok>>32)
+		if idx >= len(w.conns) {
+			continue
+		}
+		c := &w.conns[idx]
+		if c.gen != gen || c.fd < 0 {
+			continue // the socket this event was for is gone
+		}
+		e := ev.Events
+		switch c.state {
+		case csConnecting:
+			if e&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
+				continue
+			}
+			if err := unix.SocketError(c.fd); err != nil || e&unix.EPOLLHUP != 0 {
+				w.fail(c, failConnect, now)
+				continue
+			}
+			c.state = csReady
+			w.setOut(c, false)
+			if c.hasReq {
+				w.send(c, now)
+			}
+		case csWriting:
+			if e&unix.EPOLLIN != 0 {
+				w.readable(c, now)
+			} else if e&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+				w.write(c, now)
+			}
+		default:
+			w.readable(c, now)
+		}
+	}
+}
+
+// connect opens a non-blocking connection for c.
+func (w *worker) connect(c *conn, now int64) {
+	fd, err := unix.TCPSocket(w.family)
+	if err != nil {
+		w.fail(c, failConnect, now)
+		return
+	}
+	_ = unix.SetNoDelay(fd) // best effort: loopback latency only improves
+	if err := unix.Connect(fd, w.sa); err != nil && !errors.Is(err, unix.EINPROGRESS) {
+		_ = unix.Close(fd)
+		w.fail(c, failConnect, now)
+		return
+	}
+	c.gen++
+	c.fd = fd
+	c.state = csConnecting
+	c.connAt = now
+	if err := unix.EpollAdd(w.ep, fd, unix.EPOLLIN|unix.EPOLLOUT, w.token(c)); err != nil {
+		w.fail(c, failConnect, now)
+		return
+	}
+	c.wantOut = true
+}
+
+func (w *worker) token(c *conn) uint64 { return uint64(uint32(c.idx)) | uint64(c.gen)<<32 }
+
+func (w *worker) setOut(c *conn, on bool) {
+	if c.wantOut == on {
+		return
+	}
+	ev := uint32(unix.EPOLLIN)
+	if on {
+		ev |= unix.EPOLLOUT
+	}
+	if err := unix.EpollMod(w.ep, c.fd, ev, w.token(c)); err != nil && w.err == nil {
+		w.err = err
+	}
+	c.wantOut = on
+}
+
+// begin starts a request intended at intended.
+func (w *worker) begin(c *conn, intended, now int64) {
+	c.hasReq = true
+	c.intended = intended
+	c.measured = intended >= w.measureAt
+	if c.measured {
+		w.c.intended++
+	} else {
+		w.c.warmup++
+	}
+	switch c.state {
+	case csIdle:
+		w.connect(c, now)
+	case csReady:
+		w.send(c, now)
+	}
+}
+
+func (w *worker) send(c *conn, now int64) {
+	c.sentAt = now
+	c.written = 0
+	c.parser.reset(w.head)
+	c.state = csWriting
+	w.live.sent.Add(1)
+	if c.measured {
+		w.c.sent++
+	}
+	w.write(c, now)
+}
+
+func (w *worker) write(c *conn, now int64) {
+	for c.written < len(w.req) {
+		n, err := unix.WriteNB(c.fd, w.req[c.written:])
+		if err == unix.EAGAIN || err == unix.EINTR {
+			w.setOut(c, true)
+			return
+		}
+		if err != nil {
+			w.fail(c, failWrite, now)
+			return
+		}
+		c.written += n
+	}
+	c.state = csReading
+	w.setOut(c, false)
+}
+
+// readable reads what the socket has and feeds the response parser.
+func (w *worker) readable(c *conn, now int64) {
+	for {
+		n, err := unix.ReadNB(c.fd, w.buf)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			return
+		}
+		if err != nil || n == 0 { // reset or EOF
+			switch {
+			case c.state != csReading && c.state != csWriting:
+				w.closeConn(c) // closed while idle: reconnect when needed
+			case err == nil && c.parser.eof():
+				w.complete(c, now, false) // body delimited by close
+			default:
+				w.fail(c, failRead, now)
+			}
+			return
+		}
+		if c.measured {
+			w.c.bytesRead += int64(n)
+		}
+		if c.state != csReading && c.state != csWriting {
+			w.closeConn(c) // unsolicited bytes: the stream is out of step
+			return
+		}
+		used, perr := c.parser.feed(w.buf[:n])
+		if perr != nil {
+			w.fail(c, failParse, now)
+			return
+		}
+		if c.parser.done() {
+			w.complete(c, now, c.parser.keepAliveAfter() && used == n)
+			return
+		}
+		if n < len(w.buf) {
+			return // level-triggered: the rest raises another event
+		}
+	}
+}
+
+// complete records a finished response and moves c on.
+func (w *worker) complete(c *conn, now int64, keep bool) {
+	w.live.completed.Add(1)
+	if c.measured {
+		class := c.parser.status / 100
+		if class > 5 {
+			class = 0 // 6xx-9xx: counted as "other"
+		}
+		w.c.byClass[class]++
+		w.rateCount++
+		latency.Record(w.corrected, now-c.intended)
+		latency.Record(w.uncorrected, now-c.sentAt)
+	}
+	if keep {
+		c.state = csReady
+	} else {
+		w.closeConn(c)
+	}
+	w.advance(c, now)
+}
+
+// fail records a failed request (if one is current), closes the connection
+// and moves on.
+func (w *worker) fail(c *conn, kind int, now int64) {
+	if kind == failConnect {
+		c.retryAt = now + int64(connectBackoff)
+	}
+	w.closeConn(c)
+	if !c.hasReq {
+		return
+	}
+	w.live.errors.Add(1)
+	if c.measured {
+		w.c.failed[kind]++
+	}
+	w.advance(c, now)
+}
+
+func (w *worker) closeConn(c *conn) {
+	if c.fd >= 0 {
+		_ = unix.Close(c.fd) // also removes it from the epoll set
+		c.fd = -1
+	}
+	c.state = csIdle
+	c.wantOut = false
+}
+
+// advance ends c's current request and starts or schedules the next.
+func (w *worker) advance(c *conn, now int64) {
+	c.hasReq = false
+	idx := int(c.idx)
+	if w.closed {
+		if c.retryAt > now {
+			w.push(c.retryAt, idx)
+			return
+		}
+		w.begin(c, now, now)
+		return
+	}
+	t := c.sched.at(c.next)
+	if t >= w.end {
+		return
+	}
+	if c.retryAt > t {
+		t = c.retryAt
+	}
+	if t <= now {
+		w.beginNext(c, now)
+		return
+	}
+	w.push(t, idx)
+}
+
+// beginNext begins c's next scheduled request.
+func (w *worker) beginNext(c *conn, now int64) {
+	k := c.next
+	c.next++
+	w.begin(c, c.sched.at(k), now)
+}
+
+// fire begins the requests whose time has come.
+func (w *worker) fire(now int64) {
+	for len(w.timers) > 0 && w.timers[0].when <= now {
+		t := w.pop()
+		c := &w.conns[t.idx]
+		if c.hasReq {
+			continue
+		}
+		if w.closed {
+			w.begin(c, now, now)
+		} else {
+			w.beginNext(c, now)
+		}
+	}
+}
+
+// housekeep fails requests and connects past their timeout and samples the
+// request rate.
+func (w *worker) housekeep(now int64) {
+	w.nextHouse = now + int64(housekeeping)
+	for i := range w.conns {
+		c := &w.conns[i]
+		switch {
+		case c.state == csConnecting && now-c.connAt > w.timeout:
+			w.fail(c, failConnect, now)
+		case (c.state == csWriting || c.state == csReading) && now-c.sentAt > w.timeout:
+			w.fail(c, failTimeout, now)
+		}
+	}
+	if now >= w.measureAt && now-w.rateAt >= int64(rateSample) {
+		w.rates = append(w.rates, float64(w.rateCount)*1e9/float64(now-w.rateAt))
+		w.rateAt, w.rateCount = now, 0
+	}
+}
+
+// finish accounts for what the end interrupted and closes every socket.
+func (w *worker) finish(end int64) {
+	for i := range w.conns {
+		c := &w.conns[i]
+		if c.hasReq && c.measured {
+			if c.state == csWriting || c.state == csReading {
+				w.c.inFlight++
+			} else {
+				w.c.notSent++
+			}
+		}
+		if !w.closed {
+			// Requests due before the end that never began.
+			first := max(c.next, c.sched.countBefore(w.measureAt))
+			if due := c.sched.countBefore(end); due > first {
+				w.c.notSent += due - first
+				w.c.intended += due - first
+			}
+		}
+		w.closeConn(c)
+	}
+	if w.ep >= 0 {
+		_ = unix.Close(w.ep)
+		w.ep = -1
+	}
+}
+
+// The timer heap: a binary min-heap on when, without container/heap's
+// interface boxing.
+func (w *worker) push(when int64, idx int) {
+	w.timers = append(w.timers, timer{when, int32(idx)})
+	h := w.timers
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].when <= h[i].when {
+			break
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func (w *worker) pop() timer {
+	h := w.timers
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].when < h[l].when {
+			m = r
+		}
+		if h[i].when <= h[m].when {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	w.timers = h
+	return top
+}
