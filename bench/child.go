@@ -195,17 +195,28 @@ func waitHealthy(ctx context.Context, c *child, url string, timeout time.Duratio
 // ErrPortBusy is returned when a port asked for is already in use.
 var ErrPortBusy = errors.New("port busy")
 
-// claimPort returns port if it is free on 127.0.0.1, or a free one when
-// port is 0. The check closes its socket, so another process could take the
-// port before the child binds it; the child's failure then says so.
-func claimPort(port int) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		if port != 0 {
-			return 0, fmt.Errorf("%w: 127.0.0.1:%d: %w", ErrPortBusy, port, err)
+// claimPorts replaces each 0 in ports by a free port of 127.0.0.1 and
+// checks the others are free. The listeners are held until all are chosen,
+// so the free ports differ; they are closed on return, so another process
+// could take a port before the child binds it: the child's failure then
+// says so.
+func claimPorts(ports ...*int) error {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
 		}
-		return 0, fmt.Errorf("find a free port: %w", err)
+	}()
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*p)))
+		if err != nil {
+			if *p != 0 {
+				return fmt.Errorf("%w: 127.0.0.1:%d: %w", ErrPortBusy, *p, err)
+			}
+			return fmt.Errorf("find a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		*p = ln.Addr().(*net.TCPAddr).Port
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return nil
 }

@@ -155,12 +155,10 @@ func (r *runner) stopAll() {
 func (r *runner) run(ctx context.Context) error {
 	cfg := &r.cfg
 	r.progress("starting")
-	var err error
-	for _, p := range []*int{&cfg.MockPort, &cfg.ServerPort, &cfg.AdminPort} {
-		if *p, err = claimPort(*p); err != nil {
-			return err
-		}
+	if err := claimPorts(&cfg.MockPort, &cfg.ServerPort, &cfg.AdminPort); err != nil {
+		return err
 	}
+	var err error
 	if err := report.WriteJSON(r.path(ConfigFile), cfg); err != nil {
 		return err
 	}
