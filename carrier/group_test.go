@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -510,5 +511,21 @@ func TestTelemetryJSONAndSub(t *testing.T) {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("telemetry JSON lacks %s: %s", k, b)
 		}
+	}
+}
+
+func TestGOMAXPROCSRaisedAndRestored(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	g, err := New(Options{Carriers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS with 2 carriers = %d, want 3", got)
+	}
+	g.Close()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS after Close = %d, want 1 back", got)
 	}
 }

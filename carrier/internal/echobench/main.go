@@ -120,6 +120,7 @@ func load(args []string) error {
 	conns := fs.Int("conns", 100, "connections")
 	size := fs.Int("size", 64, "message bytes")
 	d := fs.Duration("d", 2*time.Second, "measurement time (after a 10% warm-up)")
+	churn := fs.Bool("churn", false, "a new connection for every round trip (measures accepting)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func load(args []string) error {
 		return err
 	}
 	defer g.Close()
-	var count atomic.Int64
+	var count, total atomic.Int64 // round trips in the window, and in all
 	var measuring, stop atomic.Bool
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
@@ -136,16 +137,24 @@ func load(args []string) error {
 		wg.Add(1)
 		g.Go(func(t *carrier.Task) {
 			defer wg.Done()
-			c, err := t.Dial(*addr, 5*time.Second)
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			defer c.Close()
 			msg := make([]byte, *size)
 			buf := make([]byte, *size)
-			n := int64(0)
+			var c *carrier.Conn
+			defer func() {
+				if c != nil {
+					c.Close()
+				}
+			}()
+			n, all := int64(0), int64(0)
+			defer func() { count.Add(n); total.Add(all) }()
 			for !stop.Load() {
+				if c == nil {
+					var err error
+					if c, err = t.Dial(*addr, 5*time.Second); err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+				}
 				if _, err := c.Write(msg); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
@@ -161,8 +170,12 @@ func load(args []string) error {
 				if measuring.Load() {
 					n++
 				}
+				all++
+				if *churn {
+					c.Close()
+					c = nil
+				}
 			}
-			count.Add(n)
 		})
 	}
 	time.Sleep(*d / 10)
@@ -176,7 +189,7 @@ func load(args []string) error {
 	if e, ok := firstErr.Load().(error); ok && e != nil {
 		return e
 	}
-	fmt.Printf("rate %.0f\n", float64(count.Load())/el.Seconds())
+	fmt.Printf("rate %.0f total %d\n", float64(count.Load())/el.Seconds(), total.Load())
 	return nil
 }
 
@@ -191,6 +204,7 @@ func compare(args []string) error {
 	conns := fs.Int("conns", 100, "connections")
 	d := fs.Duration("d", 2*time.Second, "measurement time per run")
 	size := fs.Int("size", 64, "message bytes")
+	churn := fs.Bool("churn", false, "a new connection for every round trip")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -202,59 +216,95 @@ func compare(args []string) error {
 	if err != nil {
 		return err
 	}
-	var ratios []float64
+	var ratios, effRatios []float64
 	for r := 1; r <= *rounds; r++ {
-		var rates [2]float64
+		var res [2]result
 		for i, mode := range []string{*a, *b} {
-			rate, err := runOnce(self, mode, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d)
+			res[i], err = runOnce(self, mode, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, mode, err)
 			}
-			rates[i] = rate
 		}
-		ratio := rates[1] / rates[0]
+		ratio := res[1].rate / res[0].rate
+		eff := res[1].perCPU / res[0].perCPU
 		ratios = append(ratios, ratio)
-		fmt.Printf("round %d: %s %.0f/s  %s %.0f/s  ratio %.3f\n", r, *a, rates[0], *b, rates[1], ratio)
+		effRatios = append(effRatios, eff)
+		fmt.Printf("round %d: %s %.0f/s (%.0f per server CPU-s)  %s %.0f/s (%.0f per server CPU-s)  ratio %.3f, per CPU %.3f\n",
+			r, *a, res[0].rate, res[0].perCPU, *b, res[1].rate, res[1].perCPU, ratio, eff)
 	}
-	slices.Sort(ratios)
-	fmt.Printf("%s/%s throughput ratio: median %.3f (min %.3f, max %.3f) over %d rounds\n",
-		*b, *a, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], len(ratios))
+	fmt.Printf("%s/%s throughput ratio: %s over %d rounds\n", *b, *a, summary(ratios), len(ratios))
+	fmt.Printf("%s/%s round trips per server CPU-second: %s\n", *b, *a, summary(effRatios))
 	return nil
 }
 
+// summary formats the median, min and max of xs.
+func summary(xs []float64) string {
+	slices.Sort(xs)
+	return fmt.Sprintf("median %.3f (min %.3f, max %.3f)", xs[len(xs)/2], xs[0], xs[len(xs)-1])
+}
+
+// result is one run: the client's rate in the window, and round trips per
+// CPU-second the server process used (user+system over its whole life).
+type result struct{ rate, perCPU float64 }
+
 // runOnce starts a server pinned to scpus and a client pinned to ccpus and
 // returns the client's rate.
-func runOnce(self, mode, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration) (float64, error) {
+func runOnce(self, mode, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool) (result, error) {
 	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers))
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(nServerCPUs))
 	srv.Stderr = os.Stderr
 	stdin, err := srv.StdinPipe()
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	if err := srv.Start(); err != nil {
-		return 0, err
+		return result{}, err
 	}
-	defer func() { stdin.Close(); srv.Wait() }()
+	waited := false
+	defer func() {
+		if !waited {
+			stdin.Close()
+			srv.Wait()
+		}
+	}()
 	addr, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		return 0, fmt.Errorf("server gave no address: %w", err)
+		return result{}, fmt.Errorf("server gave no address: %w", err)
 	}
-	cl := exec.Command("taskset", "-c", ccpus, self, "load", "-addr", strings.TrimSpace(addr),
-		"-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size), "-d", d.String())
+	args := []string{"-c", ccpus, self, "load", "-addr", strings.TrimSpace(addr),
+		"-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size), "-d", d.String()}
+	if churn {
+		args = append(args, "-churn")
+	}
+	cl := exec.Command("taskset", args...)
 	cl.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cl.Stderr = os.Stderr
 	out, err := cl.Output()
 	if err != nil {
-		return 0, fmt.Errorf("client: %w", err)
+		return result{}, fmt.Errorf("client: %w", err)
 	}
 	f := strings.Fields(string(out))
-	if len(f) != 2 || f[0] != "rate" {
-		return 0, errors.New("client printed " + strconv.Quote(string(out)))
+	if len(f) != 4 || f[0] != "rate" || f[2] != "total" {
+		return result{}, errors.New("client printed " + strconv.Quote(string(out)))
 	}
-	return strconv.ParseFloat(f[1], 64)
+	var r result
+	if r.rate, err = strconv.ParseFloat(f[1], 64); err != nil {
+		return result{}, err
+	}
+	total, err := strconv.ParseFloat(f[3], 64)
+	if err != nil {
+		return result{}, err
+	}
+	stdin.Close()
+	waited = true
+	if err := srv.Wait(); err != nil {
+		return result{}, fmt.Errorf("server: %w", err)
+	}
+	cpu := srv.ProcessState.UserTime() + srv.ProcessState.SystemTime()
+	r.perCPU = total / cpu.Seconds()
+	return r, nil
 }
