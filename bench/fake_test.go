@@ -17,6 +17,7 @@ import (
 
 	"spindle/carrier"
 	"spindle/latency"
+	"spindle/load"
 )
 
 // fakeEnv makes the test binary act as a spindle child (mock, serve or
@@ -111,7 +112,7 @@ func fakeChild(name string, args []string) int {
 		if *rate > 0 {
 			tp = float64(*rate)
 		}
-		res := loadResult{Completed: 1000, AchievedRate: tp, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
+		res := load.Result{Intended: 1000, Completed: 1000, AchievedRate: tp, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
 		res.ByStatus.C2xx = 1000
 		data, _ := json.Marshal(res)
 		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {

@@ -37,10 +37,12 @@ const (
 	// the study's carriers do).
 	DefaultWait = "block"
 	// DefaultServerPort, DefaultMockPort and DefaultAdminPort are the
-	// loopback ports of the children; 0 picks free ones.
-	DefaultServerPort = 18080
-	DefaultMockPort   = 18081
-	DefaultAdminPort  = 18082
+	// loopback ports of the children: 0 picks free ones, so that a run never
+	// collides with a service already on the machine. A port given
+	// explicitly must be free.
+	DefaultServerPort = 0
+	DefaultMockPort   = 0
+	DefaultAdminPort  = 0
 )
 
 // Defaults of "spindle compare".

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"spindle/carrier"
-	"spindle/latency"
+	"spindle/load"
 	"spindle/observe"
 	"spindle/report"
 )
@@ -371,8 +371,20 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 		r.na["perf-stat"] = "off (no --perf-stat)"
 	}
 	if r.cfg.PerfSched {
+		// Threads are listed before and after the trace: the load
+		// generator may have exited by the time the trace is parsed.
+		tids := map[int]string{}
+		listAll := func() {
+			for _, p := range procs {
+				for _, tid := range listTIDs(r.opt.ProcRoot, p.PID) {
+					tids[tid] = p.Name
+				}
+			}
+		}
+		listAll()
 		o.goRun(func() error {
 			data, err := r.opt.Perf.RunPerfSched(ctx, r.opt.Dir, window)
+			listAll()
 			if err != nil {
 				na("perf-sched", err)
 				return writeNA(r.path(PerfSchedText), err)
@@ -381,12 +393,6 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			if err != nil {
 				na("perf-sched", err)
 				return writeNA(r.path(PerfSchedText), err)
-			}
-			tids := map[int]string{}
-			for _, p := range procs {
-				for _, tid := range listTIDs(r.opt.ProcRoot, p.PID) {
-					tids[tid] = p.Name
-				}
 			}
 			return writeFile(r.path(PerfSchedText), func(w io.Writer) error {
 				fmt.Fprintf(w, "# perf sched: share of each thread's runs (sched_switch in) per CPU, and migrations, over %.1fs\n", window.Seconds())
@@ -540,23 +546,11 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 	}
 }
 
-// loadResult is the part of load.json (load.Result) a summary needs.
-type loadResult struct {
-	Completed int64 `json:"completed"`
-	Failed    int64 `json:"failed"`
-	ByStatus  struct {
-		C2xx int64 `json:"2xx"`
-	} `json:"by_status"`
-	AchievedRate float64         `json:"achieved_rate"`
-	DurationS    float64         `json:"duration_s"`
-	Corrected    latency.Summary `json:"corrected"`
-	Uncorrected  latency.Summary `json:"uncorrected"`
-}
-
-// readLoad reads load.json into the summary.
+// readLoad reads load.json (load.Result, its accounting checked) into the
+// summary.
 func (r *runner) readLoad() error {
-	var lr loadResult
-	if err := latency.ReadJSONFile(r.path(LoadJSON), &lr); err != nil {
+	lr, err := load.ReadResult(r.path(LoadJSON))
+	if err != nil {
 		return fmt.Errorf("read load results: %w", err)
 	}
 	r.sum.Window = time.Duration(lr.DurationS * float64(time.Second))
