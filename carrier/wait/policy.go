@@ -75,9 +75,10 @@ const (
 	// policyRescale bounds the lazily grown increment before the histogram
 	// is rescaled, far from float64 overflow.
 	policyRescale = 1e100
-	// policyBAlpha is the weight of a new block-and-wake observation in
-	// B's moving average.
-	policyBAlpha = 1.0 / 8
+	// policyBStep is the relative step of B's running median per
+	// block-and-wake observation: B can follow a doubling in about 22
+	// wake-ups and stays within about 3% of the median.
+	policyBStep = 1.0 / 32
 )
 
 // NewPolicy returns a policy for block-and-wake cost b, trust λ in (0, 1]
@@ -107,13 +108,22 @@ func (p *Policy) Threshold() time.Duration { return time.Duration(p.theta) }
 // BlockWake returns the B the policy currently uses.
 func (p *Policy) BlockWake() time.Duration { return time.Duration(p.b) }
 
-// ObserveBlockWake folds one measured block-and-wake cost into B (an
-// exponential moving average with weight 1/8) and recomputes the threshold.
+// ObserveBlockWake folds one measured block-and-wake cost into B and
+// recomputes the threshold. B tracks the median of the observations (a
+// stochastic-approximation median: each observation moves B 1/32 of its
+// value up or down), like the start-up measurement, so that the rare wake-up
+// delayed by milliseconds on a loaded machine does not drag it as it would
+// a mean.
 func (p *Policy) ObserveBlockWake(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	p.b += policyBAlpha * (float64(d) - p.b)
+	switch {
+	case float64(d) > p.b:
+		p.b *= 1 + policyBStep
+	case float64(d) < p.b:
+		p.b *= 1 - policyBStep
+	}
 	p.recompute()
 }
 

@@ -201,7 +201,7 @@ type stampTarget struct {
 func (s *stampTarget) WakeSent() int64 { return s.sent.Load() }
 
 func TestAdaptiveLearnsBFromWakeStamps(t *testing.T) {
-	s, err := New("adaptive", Options{BlockWake: time.Nanosecond})
+	s, err := New("adaptive", Options{BlockWake: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +214,12 @@ func TestAdaptiveLearnsBFromWakeStamps(t *testing.T) {
 		f.setReady()
 	}()
 	if r := s.Wait(f, -1); r.Kind != KindBlock {
-		t.Fatalf("kind %v, want a block (θ = B = 1ns)", r.Kind)
+		t.Fatalf("kind %v, want a block (θ ≤ B/λ = 10µs)", r.Kind)
 	}
-	// The fake's Block notices readiness within its 20µs sleep step, so
-	// the observed wake-up is positive; one observation moves B 1/8 of
-	// the way from 1ns.
-	if b := a.Policy.BlockWake(); b <= time.Nanosecond || b > time.Second {
-		t.Errorf("B after one stamped wake-up = %v, want it moved up from 1ns", b)
+	// The fake's Block notices readiness after a sleep step of at least
+	// 20µs, so the observed wake-up exceeds 1µs: B moves up by 1/32.
+	if b := a.Policy.BlockWake(); b <= time.Microsecond || b > 2*time.Microsecond {
+		t.Errorf("B after one stamped wake-up = %v, want it moved up from 1µs by 1/32", b)
 	}
 	t.Logf("B after one stamped wake-up: %v", a.Policy.BlockWake())
 }
