@@ -209,6 +209,7 @@ func planBackground(m Machine, cores []cpu.Set, kernels, modes []string, o PlanO
 			if err := m.modeErr(mode); err != nil {
 				c := base
 				c.Mode, c.Baseline = mode, base.Key()
+				c.BG = sorted(first[fg : fg+min(1, maxBG)])
 				cells = append(cells, skippedCell(c, err))
 				continue
 			}
