@@ -59,6 +59,7 @@ type Carrier struct {
 	poke     atomic.Int32 // 1 when someone wants the carrier's attention (stop, steal hint)
 	waiting  atomic.Int32 // 1 while the carrier is idle in its wait strategy
 	stopping atomic.Bool
+	word     uint32 // bumped by every push to inject or local (Word)
 
 	cur    *Task              // the task whose coroutine is running, nil between tasks
 	coros  map[*coro]struct{} // every coroutine alive, for shutdown
@@ -170,8 +171,9 @@ func (c *Carrier) Block(deadline int64) int {
 	return n
 }
 
-// Word returns a word that changes whenever work is submitted.
-func (c *Carrier) Word() *uint32 { return &c.inject.word }
+// Word returns a word that changes whenever a task is queued from outside
+// the carrier's loop (Submit, Go, an Offload finishing).
+func (c *Carrier) Word() *uint32 { return &c.word }
 
 var _ wait.Target = (*Carrier)(nil)
 

@@ -211,19 +211,41 @@ func (cn *Conn) Close() error {
 }
 
 // SetDeadline sets the read and write deadlines; the zero time clears them.
+// Like the other deadline setters it may be called by any task of the
+// conn's home carrier, also while another one is parked in Read or Write:
+// the parked task's timer moves with the deadline.
 func (cn *Conn) SetDeadline(t time.Time) error {
-	cn.rdl = monoDeadline(t)
-	cn.wdl = cn.rdl
-	return nil
+	cn.SetReadDeadline(t)
+	return cn.SetWriteDeadline(t)
 }
 
 // SetReadDeadline sets the time after which Read fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
-func (cn *Conn) SetReadDeadline(t time.Time) error { cn.rdl = monoDeadline(t); return nil }
+func (cn *Conn) SetReadDeadline(t time.Time) error {
+	cn.rdl = monoDeadline(t)
+	cn.pd.rearm(cn.pd.rwait, cn.rdl)
+	return nil
+}
 
 // SetWriteDeadline sets the time after which Write fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
-func (cn *Conn) SetWriteDeadline(t time.Time) error { cn.wdl = monoDeadline(t); return nil }
+func (cn *Conn) SetWriteDeadline(t time.Time) error {
+	cn.wdl = monoDeadline(t)
+	cn.pd.rearm(cn.pd.wwait, cn.wdl)
+	return nil
+}
+
+// rearm moves the timer of a task parked on pd to a new deadline (0: none).
+func (pd *pollDesc) rearm(w *Task, deadline int64) {
+	if w == nil || pd.c == nil || w.state != taskParked {
+		return
+	}
+	if deadline == 0 {
+		pd.c.timers.remove(w)
+		return
+	}
+	pd.c.timers.add(w, deadline)
+}
 
 // monoDeadline converts a wall-clock deadline to wait.Now nanoseconds
 // (0 for the zero time; at least 1 so a past deadline is not "none").

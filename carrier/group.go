@@ -105,6 +105,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		ep:       -1,
 		efd:      -1,
 	}
+	c.inject.word, c.local.word = &c.word, &c.word
 	if c.ep, err = unix.EpollCreate(); err != nil {
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
 	}

@@ -57,7 +57,7 @@ type injectQ struct {
 	mu     sync.Mutex
 	q      ring
 	length atomic.Int64 // q.n, published for lock-free emptiness checks
-	word   uint32       // bumped (atomically) on every push: a word UMONITOR can watch
+	word   *uint32      // bumped (atomically) on every push: the carrier's word for UMONITOR
 	closed bool         // set under mu when the carrier stops: pushes fail
 }
 
@@ -70,7 +70,7 @@ func (q *injectQ) push(t *Task) bool {
 	}
 	q.q.push(t)
 	q.length.Store(int64(q.q.n))
-	atomic.AddUint32(&q.word, 1)
+	atomic.AddUint32(q.word, 1)
 	q.mu.Unlock()
 	return true
 }

@@ -266,3 +266,25 @@ func TestOpBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineMovedWhileParked: a task parked in Read with no deadline is
+// released when another task of its carrier sets one in the past.
+func TestDeadlineMovedWhileParked(t *testing.T) {
+	checkLeaks(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	ln := netServeOne(t, func(net.Conn) { <-stop })
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(tk *Task) {
+		c, err := tk.Dial(ln.Addr().String(), time.Second)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		tk.Go(func(*Task) { c.SetReadDeadline(time.Now().Add(-time.Second)) })
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("read: %v, want deadline exceeded", err)
+		}
+	})
+}
