@@ -127,8 +127,7 @@ func (l *Listener) Close() error {
 		return net.ErrClosed
 	}
 	for _, a := range l.accs {
-		a := a
-		a.c.SubmitLocal(func(*Task) { a.pd.shut() }) // fails only when the group closed everything already
+		a.c.SubmitLocal(a.stop) // fails only when the group closed everything already
 	}
 	if !l.g.onCarrierThread() {
 		for _, a := range l.accs {
@@ -149,10 +148,27 @@ func (l *Listener) Close() error {
 // or before any accept task was submitted.
 func (l *Listener) closeUnregistered() {
 	for _, a := range l.accs {
-		if !a.registered && !a.pd.closed {
-			a.pd.closed = true
-			unix.Close(a.pd.fd)
+		if !a.registered {
+			a.closeFD()
 		}
+	}
+}
+
+// stop closes the listening socket; it runs as a task on a's carrier, as
+// the accept task does, so the two never race.
+func (a *acceptor) stop(*Task) {
+	if a.registered {
+		a.pd.shut() // wakes the parked accept task, which sees closed
+		return
+	}
+	a.closeFD()
+}
+
+// closeFD closes a listening socket that was never registered on epoll.
+func (a *acceptor) closeFD() {
+	if !a.pd.closed {
+		a.pd.closed = true
+		unix.Close(a.pd.fd)
 	}
 }
 
@@ -163,11 +179,13 @@ func (l *Listener) closeUnregistered() {
 func (a *acceptor) run(t *Task) {
 	c := t.home
 	defer close(a.done)
-	if a.l.closed.Load() {
+	if a.l.closed.Load() || a.pd.closed {
+		a.closeFD()
 		return
 	}
 	if err := c.register(&a.pd); err != nil {
-		return // closeUnregistered closes the fd at Close
+		a.closeFD()
+		return
 	}
 	a.registered = true
 	defer a.pd.shut()
