@@ -179,3 +179,21 @@ func TestFigureOf(t *testing.T) {
 		t.Errorf("p50 %d", got)
 	}
 }
+
+func TestMeasureLineWake(t *testing.T) {
+	a, b := twoCPUs(t)
+	d, err := MeasureLineWake(a, b, 50, 20*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("B between CPUs %d and %d: %v", a, b, d)
+	if d <= 0 || d > time.Second {
+		t.Errorf("B = %v", d)
+	}
+	if _, err := MeasureLineWake(a, a, 1, 0); err == nil {
+		t.Error("same CPU: want an error")
+	}
+	if _, err := MeasureLineWake(a, b, 0, 0); err == nil {
+		t.Error("no rounds: want an error")
+	}
+}

@@ -267,3 +267,28 @@ func TestPlanErrors(t *testing.T) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }
+
+func TestWakePair(t *testing.T) {
+	vm := machine(fixtures(t)["vm2"])
+	bursty, err := Plan(PresetBursty, vm, PlanOptions{Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, ok := WakePair(bursty); !ok || a != 0 || b != 1 {
+		t.Errorf("bursty on vm2: %d %d %v, want driver 0 and background 1", a, b, ok)
+	}
+	bg, err := Plan(PresetBackground, vm, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b, ok := WakePair(bg); !ok || a != 0 || b != 1 {
+		t.Errorf("background on vm2: %d %d %v", a, b, ok)
+	}
+	knee, err := Plan(PresetKnee, vm, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := WakePair(knee); ok {
+		t.Error("knee has no background: no pair")
+	}
+}

@@ -158,16 +158,27 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cells = append(cells, cs...)
 	}
 
-	env := &spectrum.Env{Power: meters.Power, PowerNA: meters.PowerNA, Freq: meters.Freq, FreqNA: meters.FreqNA,
-		BlockWake: time.Duration(probe.BlockWakeUs * 1e3), Seed: a.seed}
-	if probe.BlockWakeNA != "" {
+	// B is measured between the CPUs the waiting happens on: the
+	// probe's B lets the kernel pick the CPUs, and two threads sharing one
+	// wake each other many times more cheaply than across CPUs.
+	b := time.Duration(probe.BlockWakeUs * 1e3)
+	bNote := "unpinned"
+	if x, y, ok := spectrum.WakePair(cells); ok {
+		if b, err = spectrum.MeasureLineWake(x, y, wait.DefaultMeasureRounds, wait.DefaultMeasureIdle); err != nil {
+			return err
+		}
+		bNote = fmt.Sprintf("CPU %d <-> %d after %v idle", x, y, wait.DefaultMeasureIdle)
+	} else if probe.BlockWakeNA != "" {
 		return fmt.Errorf("spectrum: cannot measure B: %s", probe.BlockWakeNA)
 	}
-	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs\n", len(cells), a.repeats, allowed, probe.BlockWakeUs)
+	env := &spectrum.Env{Power: meters.Power, PowerNA: meters.PowerNA, Freq: meters.Freq, FreqNA: meters.FreqNA,
+		BlockWake: b, Seed: a.seed}
+	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs (%s)\n", len(cells), a.repeats, allowed, float64(b)/1e3, bNote)
 	start := time.Now()
 	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
 
-	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs", probe.Model, probe.Topology.Summary, a.repeats, a.duration, probe.BlockWakeUs)
+	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s; unpinned %.1fµs)",
+		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote, probe.BlockWakeUs)
 	if n := env.DriverNote(); n != "" {
 		fmt.Fprintf(stdout, "; burst driver on %s", n)
 	}
