@@ -48,8 +48,14 @@ type ProbeReport struct {
 	BlockWakeUs    float64 `json:"block_wake_us"`
 	BlockWakeHotUs float64 `json:"block_wake_hot_us"`
 	BlockWakeNA    string  `json:"block_wake_na,omitempty"`
-	PauseNs        float64 `json:"pause_ns"`
-	PauseNA        string  `json:"pause_na,omitempty"`
+	// BlockWakeCrossUs is B between two pinned threads on the first and
+	// last allowed CPUs (BlockWakeCPUs), through the spectrum's futex line;
+	// n/a on a one-CPU machine.
+	BlockWakeCrossUs float64 `json:"block_wake_cross_cpu_us"`
+	BlockWakeCPUs    [2]int  `json:"block_wake_cpus"`
+	BlockWakeCrossNA string  `json:"block_wake_cross_cpu_na,omitempty"`
+	PauseNs          float64 `json:"pause_ns"`
+	PauseNA          string  `json:"pause_na,omitempty"`
 	// StealBoot is the share of CPU time stolen since boot, StealNow during
 	// the calibrations, as "x.y%" or "n/a (reason)".
 	StealBoot string `json:"steal_since_boot"`
@@ -126,6 +132,15 @@ func Probe(o ProbeOptions) (*ProbeReport, Meters, error) {
 	}
 	if b, err := wait.MeasureBlockWake(wait.DefaultMeasureRounds); err == nil {
 		r.BlockWakeHotUs = float64(b) / 1e3
+	}
+	r.BlockWakeCrossNA = observe.NA("one allowed CPU")
+	if len(allowed) > 1 {
+		x, y := allowed[0], allowed[len(allowed)-1]
+		if b, err := MeasureLineWake(x, y, wait.DefaultMeasureRounds, wait.DefaultMeasureIdle); err != nil {
+			r.BlockWakeCrossNA = observe.NA(err.Error())
+		} else {
+			r.BlockWakeCrossUs, r.BlockWakeCPUs, r.BlockWakeCrossNA = float64(b)/1e3, [2]int{x, y}, ""
+		}
 	}
 	if p, err := wait.MeasurePause(pauseSamples); err != nil {
 		r.PauseNA = observe.NA(err.Error())

@@ -112,8 +112,14 @@ func writeProbe(w io.Writer, r *spectrum.ProbeReport) error {
 	if r.BlockWakeNA != "" {
 		fmt.Fprintf(w, "block-and-wake: B %s\n", r.BlockWakeNA)
 	} else {
-		fmt.Fprintf(w, "block-and-wake: B = %.1fµs after %v idle (%.1fµs back-to-back), median of %d\n",
+		fmt.Fprintf(w, "block-and-wake: B = %.1fµs after %v idle (%.1fµs back-to-back), median of %d, CPUs as the kernel places them\n",
 			r.BlockWakeUs, wait.DefaultMeasureIdle, r.BlockWakeHotUs, 2*wait.DefaultMeasureRounds)
+	}
+	if r.BlockWakeCrossNA != "" {
+		fmt.Fprintf(w, "                across CPUs %s\n", r.BlockWakeCrossNA)
+	} else {
+		fmt.Fprintf(w, "                B = %.1fµs between pinned threads on CPUs %d and %d (futex, after %v idle)\n",
+			r.BlockWakeCrossUs, r.BlockWakeCPUs[0], r.BlockWakeCPUs[1], wait.DefaultMeasureIdle)
 	}
 	if r.PauseNA != "" {
 		fmt.Fprintf(w, "PAUSE:          %s\n", r.PauseNA)
