@@ -58,11 +58,9 @@ func New(o Options) (*Group, error) {
 		}
 		g.carriers = append(g.carriers, c)
 	}
-	for _, c := range g.carriers {
-		for _, s := range g.carriers {
-			if s != c && (o.StealScope == ScopeGlobal || p.cluster[s.id] == p.cluster[c.id]) {
-				c.siblings = append(c.siblings, s)
-			}
+	for i, sib := range siblings(p.cluster, o.StealScope) {
+		for _, j := range sib {
+			g.carriers[i].siblings = append(g.carriers[i].siblings, g.carriers[j])
 		}
 	}
 	g.raiseProcs()
@@ -136,6 +134,20 @@ func (g *Group) closeUnstarted() {
 		c.closeFDs()
 	}
 	g.carriers = nil
+}
+
+// siblings lists, for each carrier, the carriers it may steal from: all
+// others, or with ScopeCluster those in the same L3 cluster.
+func siblings(cluster []int, scope Scope) [][]int {
+	out := make([][]int, len(cluster))
+	for i := range cluster {
+		for j := range cluster {
+			if j != i && (scope == ScopeGlobal || cluster[j] == cluster[i]) {
+				out[i] = append(out[i], j)
+			}
+		}
+	}
+	return out
 }
 
 // moveOthers gives every thread of the process that is not a carrier the
@@ -213,11 +225,19 @@ func (g *Group) Snapshot() []Telemetry {
 	return out
 }
 
+// ErrCloseInTask is returned by Close called from a task of the group,
+// which would wait for its own carrier to stop.
+var ErrCloseInTask = errors.New("carrier: Group.Close called from one of its tasks")
+
 // Close stops every carrier, closing every conn and listener, waits for
 // offloaded functions to return, and restores the affinity of threads moved
-// by NPlusOne. No goroutine or fd of the group survives it. Closing twice is
-// harmless.
+// by NPlusOne and GOMAXPROCS. No goroutine or fd of the group survives it.
+// Closing twice is harmless. It must not be called from the group's tasks
+// (use Offload).
 func (g *Group) Close() error {
+	if g.onCarrierThread() {
+		return ErrCloseInTask
+	}
 	g.closeOnce.Do(func() {
 		g.closed.Store(true)
 		for _, c := range g.carriers {

@@ -529,3 +529,26 @@ func TestGOMAXPROCSRaisedAndRestored(t *testing.T) {
 		t.Errorf("GOMAXPROCS after Close = %d, want 1 back", got)
 	}
 }
+
+func TestSiblings(t *testing.T) {
+	clusters := []int{0, 0, 4, 4, 4}
+	got := siblings(clusters, ScopeCluster)
+	want := [][]int{{1}, {0}, {3, 4}, {2, 4}, {2, 3}}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("cluster scope: carrier %d steals from %v, want %v", i, got[i], want[i])
+		}
+	}
+	if g := siblings(clusters, ScopeGlobal); len(g[0]) != 4 {
+		t.Errorf("global scope: carrier 0 steals from %v, want the 4 others", g[0])
+	}
+}
+
+func TestCloseFromTask(t *testing.T) {
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(*Task) {
+		if err := g.Close(); !errors.Is(err, ErrCloseInTask) {
+			t.Errorf("Close in a task: %v, want ErrCloseInTask", err)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package wait
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -47,15 +48,14 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 	if rounds <= 0 {
 		return 0, fmt.Errorf("measure block-and-wake: %d rounds", rounds)
 	}
-	var ends [2]waker
+	ends := [2]waker{{ep: -1, efd: -1}, {ep: -1, efd: -1}}
+	defer ends[0].close()
+	defer ends[1].close()
 	for i := range ends {
 		if err := ends[i].open(); err != nil {
-			ends[0].close()
 			return 0, fmt.Errorf("measure block-and-wake: %w", err)
 		}
 	}
-	defer ends[0].close()
-	defer ends[1].close()
 
 	// Pin the two threads to two CPUs, so that a wake-up crosses CPUs as
 	// a producer's wake of a carrier does; with one CPU they share it.
@@ -65,6 +65,15 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 	}
 	samples := make([][]int64, 2)
 	errs := make(chan error, 2)
+	var abort atomic.Bool
+	// fail stops both sides: a side blocked on its eventfd is woken and
+	// sees the abort.
+	fail := func(err error) {
+		abort.Store(true)
+		ends[0].signal()
+		ends[1].signal()
+		errs <- err
+	}
 	for side := range 2 {
 		go func() {
 			// The thread is pinned and never unlocked: it exits with
@@ -72,7 +81,7 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 			runtime.LockOSThread()
 			if len(allowed) > 1 {
 				if err := cpu.Pin(cpu.Set{allowed[side]}); err != nil {
-					errs <- err
+					fail(err)
 					return
 				}
 			}
@@ -80,20 +89,23 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 			lat := make([]int64, 0, rounds)
 			if side == 0 { // side 0 serves first
 				if err := peer.wake(idle); err != nil {
-					errs <- err
+					fail(err)
 					return
 				}
 			}
 			for range rounds {
 				d, err := me.block()
+				if err == nil && abort.Load() {
+					err = errAborted
+				}
 				if err != nil {
-					errs <- err
+					fail(err)
 					return
 				}
 				lat = append(lat, d)
 				if side == 1 || len(lat) < rounds {
 					if err := peer.wake(idle); err != nil {
-						errs <- err
+						fail(err)
 						return
 					}
 				}
@@ -102,10 +114,14 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 			errs <- nil
 		}()
 	}
+	var first error
 	for range 2 {
-		if err := <-errs; err != nil {
-			return 0, fmt.Errorf("measure block-and-wake: %w", err)
+		if err := <-errs; err != nil && (first == nil || errors.Is(first, errAborted)) {
+			first = err
 		}
+	}
+	if first != nil {
+		return 0, fmt.Errorf("measure block-and-wake: %w", first)
 	}
 	all := append(samples[0], samples[1]...)
 	slices.Sort(all)
@@ -138,6 +154,12 @@ func (w *waker) close() {
 		}
 	}
 }
+
+// errAborted ends a side whose peer failed.
+var errAborted = errors.New("the other side failed")
+
+// signal wakes w's thread without a time stamp (to abort).
+func (w *waker) signal() { unix.EventfdSignal(w.efd) }
 
 // wake spins for idle, then stamps the time and signals w's eventfd.
 func (w *waker) wake(idle time.Duration) error {
