@@ -289,3 +289,35 @@ type repeatConn struct{ data []byte }
 
 func (c *repeatConn) Read(p []byte) (int, error)      { return copy(p, c.data), nil }
 func (c *repeatConn) SetReadDeadline(time.Time) error { return nil }
+
+// BenchmarkServeConn runs the whole server loop (read, parse, handler,
+// write) over a fake connection, one request per read: the allocation
+// figure per request must be 0.
+func BenchmarkServeConn(b *testing.B) {
+	b.ReportAllocs()
+	body := bytes.Repeat([]byte("x"), 480)
+	c := &countConn{repeatConn: repeatConn{data: benchRequest}, left: b.N}
+	b.ResetTimer()
+	err := ServeConn(c, Options{}, func(req *Request, rep *Reply) {
+		rep.ContentType, rep.Body = "application/json", body
+	}, nil)
+	if err != nil || c.writes != b.N {
+		b.Fatalf("%d responses for %d requests, %v", c.writes, b.N, err)
+	}
+}
+
+// countConn serves left requests, then end of file, and counts writes.
+type countConn struct {
+	repeatConn
+	left, writes int
+}
+
+func (c *countConn) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		return 0, io.EOF
+	}
+	c.left--
+	return c.repeatConn.Read(p)
+}
+
+func (c *countConn) Write(p []byte) (int, error) { c.writes++; return len(p), nil }
