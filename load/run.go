@@ -41,7 +41,6 @@ func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, erro
 		return nil, err
 	}
 	req := buildRequest(o, t)
-	sa, family := unix.SockaddrOf(t.addr)
 
 	base := time.Now()
 	clock := func() int64 { return int64(time.Since(base)) }
@@ -51,6 +50,9 @@ func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, erro
 		if i < o.Connections%o.Threads {
 			n++ // the remainder is spread, not dropped
 		}
+		// Each thread gets its own Sockaddr: connect(2) wrappers write
+		// into its raw buffer.
+		sa, family := unix.SockaddrOf(t.addr)
 		workers[i] = &worker{
 			id: i, closed: o.Rate == 0, req: req, head: o.Method == "HEAD",
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,

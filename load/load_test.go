@@ -1,0 +1,259 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func checkAccounting(t *testing.T, r *Result) {
+	t.Helper()
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("intended %d completed %d failed %d (%+v) in flight %d not sent %d",
+		r.Intended, r.Completed, r.Failed, r.Errors, r.InFlight, r.NotSent)
+}
+
+func TestFixedRate1msServer(t *testing.T) {
+	addr, _ := startChild(t, mode1ms)
+	const rate = 400
+	r, err := Run(context.Background(), Options{
+		URL: "http://" + addr + "/", Threads: 1, Connections: 8, Duration: 2 * time.Second,
+		Warmup: 200 * time.Millisecond, Rate: rate, Timeout: time.Second, Spin: testSpin,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	p50 := r.Corrected.PercentilesUs["50"]
+	t.Logf("corrected p50 %d µs, p99 %d µs; uncorrected p50 %d µs; achieved %.1f req/s",
+		p50, r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["50"], r.AchievedRate)
+	if p50 < 1000 || p50 > 1500 {
+		t.Errorf("corrected p50 = %d µs, want 1000..1500", p50)
+	}
+	if r.Intended < rate*2*95/100 || r.Intended > rate*2*105/100 {
+		t.Errorf("intended %d in 2 s at %d/s", r.Intended, rate)
+	}
+	if r.Warmup == 0 {
+		t.Error("no warm-up requests counted")
+	}
+}
+
+func TestCoordinatedOmission(t *testing.T) {
+	addr, _ := startChild(t, modeStall)
+	r, err := Run(context.Background(), Options{
+		URL: "http://" + addr + "/", Threads: 1, Connections: 10, Duration: 3 * time.Second,
+		Rate: 1000, Timeout: 2 * time.Second,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	cp99, up99 := r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["99"]
+	t.Logf("corrected p99 %d µs, uncorrected p99 %d µs", cp99, up99)
+	if cp99 < 300_000 {
+		t.Errorf("corrected p99 = %d µs, want >= 300 ms", cp99)
+	}
+	if up99 >= 50_000 {
+		t.Errorf("uncorrected p99 = %d µs, want < 50 ms", up99)
+	}
+}
+
+func TestAccountingRandomCloses(t *testing.T) {
+	var mu sync.Mutex
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := startServer(t, func(n int64, w io.Writer) bool {
+		mu.Lock()
+		x := rng.IntN(100)
+		mu.Unlock()
+		switch {
+		case x < 5: // close before answering
+			return false
+		case x < 8: // close in the middle of the response
+			io.WriteString(w, okResponse[:20])
+			return false
+		case x < 12: // answer, then close
+			answerOK(n, w)
+			return false
+		}
+		return answerOK(n, w)
+	})
+	for _, rate := range []float64{0, 2000} {
+		r, err := Run(context.Background(), Options{
+			URL: s.url(), Threads: 2, Connections: 7, Duration: time.Second,
+			Rate: rate, Timeout: time.Second,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, r)
+		if r.Completed == 0 || r.Errors.Read == 0 {
+			t.Errorf("rate %g: completed %d, read errors %d: want both", rate, r.Completed, r.Errors.Read)
+		}
+	}
+}
+
+// TestHelperServer is not a test: it is the server process that
+// TestServerKilledMidRun starts and kills.
+func TestHelperServer(t *testing.T) {
+	mode := os.Getenv(helperServerEnv)
+	if mode == "" {
+		t.Skip("runs only as the helper server process of other tests")
+	}
+	helperServerMain(mode)
+}
+
+func TestServerKilledMidRun(t *testing.T) {
+	addr, cmd := startChild(t, modeOK)
+	go func() {
+		time.Sleep(800 * time.Millisecond)
+		cmd.Process.Kill()
+	}()
+	const d = 2 * time.Second
+	start := time.Now()
+	r, err := Run(context.Background(), Options{
+		URL: "http://" + addr + "/", Threads: 2, Connections: 4, Duration: d,
+		Rate: 500, Timeout: 500 * time.Millisecond,
+	}, nil)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if elapsed > d+time.Second {
+		t.Errorf("run took %s, want about %s", elapsed, d)
+	}
+	if r.Completed == 0 || r.Failed == 0 || r.Errors.Connect == 0 {
+		t.Errorf("completed %d failed %d connect errors %d: want all > 0", r.Completed, r.Failed, r.Errors.Connect)
+	}
+}
+
+func TestTimeouts(t *testing.T) {
+	s := startServer(t, func(n int64, w io.Writer) bool {
+		if n%2 == 0 {
+			time.Sleep(time.Second) // never answers in time
+			return false
+		}
+		return answerOK(n, w)
+	})
+	r, err := Run(context.Background(), Options{
+		URL: s.url(), Threads: 1, Connections: 2, Duration: time.Second,
+		Rate: 20, Timeout: 100 * time.Millisecond,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Errors.Timeout == 0 || r.Completed == 0 {
+		t.Errorf("timeouts %d completed %d: want both", r.Errors.Timeout, r.Completed)
+	}
+}
+
+func TestConnectionsSpreadEvenly(t *testing.T) {
+	s := startServer(t, answerOK)
+	r, err := Run(context.Background(), Options{
+		URL: s.url(), Threads: 2, Connections: 5, Duration: 200 * time.Millisecond,
+		Rate: 100, Timeout: time.Second,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if got := s.accepted.Load(); got != 5+1 { // the connections and the probe
+		t.Errorf("server accepted %d connections, want 5 and the probe", got)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	s := startServer(t, answerOK)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	var progressCalls int
+	r, err := Run(ctx, Options{
+		URL: s.url(), Threads: 1, Connections: 2, Duration: time.Minute,
+		Timeout: time.Second,
+	}, func(Progress) { progressCalls++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("cancelled run took %s", el)
+	}
+	if r.DurationS <= 0 || r.DurationS > 1 || progressCalls == 0 {
+		t.Errorf("duration %.3f s, %d progress calls", r.DurationS, progressCalls)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	ok := Options{URL: "http://127.0.0.1:1/", Threads: 1, Connections: 1, Duration: time.Second, Timeout: time.Second}
+	tests := []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"malformed URL", func(o *Options) { o.URL = "http://[::1" }, "malformed"},
+		{"no scheme", func(o *Options) { o.URL = "//127.0.0.1:80/" }, "scheme"},
+		{"https", func(o *Options) { o.URL = "https://127.0.0.1/" }, "https is not supported"},
+		{"ftp", func(o *Options) { o.URL = "ftp://127.0.0.1/" }, "not supported"},
+		{"bad port", func(o *Options) { o.URL = "http://127.0.0.1:99999/" }, "port"},
+		{"threads", func(o *Options) { o.Threads = 0 }, "threads"},
+		{"conns < threads", func(o *Options) { o.Threads, o.Connections = 4, 2 }, "connections"},
+		{"duration", func(o *Options) { o.Duration = 0 }, "duration"},
+		{"rate", func(o *Options) { o.Rate = -1 }, "rate"},
+		{"timeout", func(o *Options) { o.Timeout = 0 }, "timeout"},
+		{"header", func(o *Options) { o.Headers = []string{"no colon"} }, "header"},
+	}
+	for _, tt := range tests {
+		o := ok
+		tt.edit(&o)
+		err := o.Validate()
+		if !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want ErrBadOptions mentioning %q", tt.name, err, tt.want)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	s := startServer(t, answerOK)
+	url := s.url()
+	s.close()
+	_, err := Run(context.Background(), Options{URL: url, Threads: 1, Connections: 1,
+		Duration: time.Second, Timeout: time.Second}, nil)
+	if !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("closed port: %v, want ErrUnreachable", err)
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	o := Options{Method: "POST", Headers: []string{"X-A: 1", "host: example"}, Body: "hi"}
+	tg, err := parseTarget("http://127.0.0.1:8080/p?q=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(buildRequest(o, tg))
+	want := "POST /p?q=1 HTTP/1.1\r\nX-A: 1\r\nhost: example\r\nContent-Length: 2\r\n\r\nhi"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	tg, _ = parseTarget("http://localhost:80")
+	if got := string(buildRequest(Options{Method: "GET"}, tg)); got != "GET / HTTP/1.1\r\nHost: localhost:80\r\n\r\n" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+var testSpin = func() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("SPIN"))
+	return d
+}()
