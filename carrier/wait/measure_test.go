@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,6 +52,38 @@ func TestMeasurePause(t *testing.T) {
 	if _, err := MeasurePause(0); err == nil {
 		t.Error("0 instructions accepted")
 	}
+}
+
+func TestParseUmwaitControl(t *testing.T) {
+	tests := []struct {
+		maxTime, c02 string
+		wantMax      uint64
+		wantC02      bool
+	}{
+		{"100000\n", "1\n", 100000, true},
+		{"0\n", "0\n", 0, false},
+		{"", "", 0, true},
+		{"-5", "x", 0, true},
+		{" 42 ", " 0 ", 42, false},
+	}
+	for _, tt := range tests {
+		m, c := parseUmwaitControl([]byte(tt.maxTime), []byte(tt.c02))
+		if m != tt.wantMax || c != tt.wantC02 {
+			t.Errorf("parse(%q, %q) = %d, %v; want %d, %v", tt.maxTime, tt.c02, m, c, tt.wantMax, tt.wantC02)
+		}
+	}
+}
+
+func FuzzParseUmwaitControl(f *testing.F) {
+	f.Add([]byte("100000\n"), []byte("1\n"))
+	f.Add([]byte("18446744073709551616"), []byte("0"))
+	f.Fuzz(func(t *testing.T, maxTime, c02 []byte) {
+		m, _ := parseUmwaitControl(maxTime, c02)
+		digits := strings.TrimLeft(strings.TrimSpace(string(maxTime)), "0")
+		if m != 0 && strconv.FormatUint(m, 10) != digits {
+			t.Fatalf("max_time %q parsed as %d", maxTime, m)
+		}
+	})
 }
 
 func TestUmwaitMaxTime(t *testing.T) {

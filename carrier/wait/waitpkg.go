@@ -33,17 +33,23 @@ func waitpkgSupported(name string) error {
 
 // umwaitMaxTime reads the kernel's cap on one TPAUSE/UMWAIT in TSC cycles
 // (umwait_control/max_time; 0 when absent or unlimited) and whether the OS
-// allows C0.2 (umwait_control/enable_c02).
+// allows C0.2 (umwait_control/enable_c02) under the sysfs root.
 func umwaitMaxTime(root string) (maxCycles uint64, c02 bool) {
 	dir := filepath.Join(root, umwaitControlDir)
-	c02 = true
-	if b, err := os.ReadFile(filepath.Join(dir, "max_time")); err == nil {
-		maxCycles, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	maxTime, _ := os.ReadFile(filepath.Join(dir, "max_time"))
+	enable, _ := os.ReadFile(filepath.Join(dir, "enable_c02"))
+	return parseUmwaitControl(maxTime, enable)
+}
+
+// parseUmwaitControl parses the contents of umwait_control's max_time and
+// enable_c02 files (nil when absent): a malformed or absent max_time means
+// no cap (0), and C0.2 is allowed unless enable_c02 says 0.
+func parseUmwaitControl(maxTime, enableC02 []byte) (maxCycles uint64, c02 bool) {
+	maxCycles, err := strconv.ParseUint(strings.TrimSpace(string(maxTime)), 10, 64)
+	if err != nil {
+		maxCycles = 0
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "enable_c02")); err == nil {
-		c02 = strings.TrimSpace(string(b)) != "0"
-	}
-	return maxCycles, c02
+	return maxCycles, strings.TrimSpace(string(enableC02)) != "0"
 }
 
 // Park waits with TPAUSE (tpause) or UMONITOR/UMWAIT on Target.Word
