@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestServeMockFlagsRejected(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--mode", "fork-join"},
+		{"serve", "--topology", "everywhere"},
+		{"serve", "--ws-scope", "planet"},
+		{"serve", "--port", "70000"},
+		{"serve", "--threads", "-1"},
+		{"serve", "--backend-timeout", "0s"},
+		{"serve", "--cpuset", "9999"},
+		{"serve", "extra"},
+		{"mock", "--fail-rate", "1.5"},
+		{"mock", "--threads", "0"},
+		{"mock", "--think-time", "-1ms"},
+		{"mock", "--port", "-1"},
+		{"mock", "extra"},
+	} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); !errors.Is(err, errBadInput) {
+			t.Errorf("run(%q) = %v, want bad input", args, err)
+		}
+	}
+}
+
+// lineWriter collects output and signals the first line.
+type lineWriter struct {
+	mu    sync.Mutex
+	buf   strings.Builder
+	ready chan string
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if line, _, ok := strings.Cut(w.buf.String(), "\n"); ok && w.ready != nil {
+		w.ready <- line
+		w.ready = nil
+	}
+	return len(p), nil
+}
+
+// start runs a spindle command until the test ends and returns the address
+// from its "listening on ADDR" line.
+func startCommand(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &lineWriter{ready: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, out, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%q after cancel: %v", args, err)
+		}
+	})
+	select {
+	case line := <-out.ready:
+		addr, ok := strings.CutPrefix(line, "listening on ")
+		if !ok {
+			t.Fatalf("first line %q", line)
+		}
+		return strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1)
+	case err := <-done:
+		t.Fatalf("%q ended: %v", args, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%q printed no address", args)
+	}
+	return ""
+}
+
+func TestServeAndMockCommands(t *testing.T) {
+	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
+	addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
+		"--backend", "http://"+mockAddr+"/fruits")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
+		t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
+	}
+}
