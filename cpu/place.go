@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ErrTooFewCPUs is wrapped by PlanCarriers when the allowed CPUs cannot hold
@@ -27,21 +28,29 @@ const (
 var pinModeNames = [...]string{PinOff: "off", PinCPU: "cpu", PinCore: "core"}
 
 // String returns the mode's flag name: off, cpu or core.
-func (m PinMode) String() string {
-	if int(m) < len(pinModeNames) {
-		return pinModeNames[m]
-	}
-	return fmt.Sprintf("PinMode(%d)", m)
-}
+func (m PinMode) String() string { return enumName(pinModeNames[:], int(m), "PinMode") }
 
 // ParsePinMode parses off, cpu or core.
 func ParsePinMode(s string) (PinMode, error) {
-	for i, n := range pinModeNames {
-		if n == s {
-			return PinMode(i), nil
-		}
+	i, err := parseEnum(pinModeNames[:], s, "pinning mode")
+	return PinMode(i), err
+}
+
+// enumName returns names[v], or type(v) for a value without a name.
+func enumName(names []string, v int, typ string) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
 	}
-	return 0, fmt.Errorf("unknown pinning mode %q (want off, cpu or core)", s)
+	return fmt.Sprintf("%s(%d)", typ, v)
+}
+
+// parseEnum returns the index of s in names, or an error naming what was
+// parsed and the choices.
+func parseEnum(names []string, s, what string) (int, error) {
+	if i := slices.Index(names, s); i >= 0 {
+		return i, nil
+	}
+	return 0, fmt.Errorf("unknown %s %q (want one of %s)", what, s, strings.Join(names, ", "))
 }
 
 // CarrierRequest is what PlanCarriers places.
@@ -169,21 +178,12 @@ const (
 var placementNames = [...]string{Alone: "baseline", SameCore: "smt", SameDie: "die", OtherDie: "socket"}
 
 // String returns the placement's name: baseline, smt, die or socket.
-func (p Placement) String() string {
-	if int(p) < len(placementNames) {
-		return placementNames[p]
-	}
-	return fmt.Sprintf("Placement(%d)", p)
-}
+func (p Placement) String() string { return enumName(placementNames[:], int(p), "Placement") }
 
 // ParsePlacement parses baseline, smt, die or socket.
 func ParsePlacement(s string) (Placement, error) {
-	for i, n := range placementNames {
-		if n == s {
-			return Placement(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown placement %q (want baseline, smt, die or socket)", s)
+	i, err := parseEnum(placementNames[:], s, "placement")
+	return Placement(i), err
 }
 
 // Pair is a foreground and background CPU assignment.
