@@ -40,6 +40,21 @@ func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, erro
 	if err := Probe(ctx, t.addr.String(), o.Timeout); err != nil {
 		return nil, err
 	}
+	return run(ctx, o, t, progress)
+}
+
+// Preflight validates o and makes one connection to the target, as Run does
+// before any load: a caller can report bad input before printing anything.
+func Preflight(ctx context.Context, o Options) error {
+	o = o.withDefaults()
+	t, err := o.validate()
+	if err != nil {
+		return err
+	}
+	return Probe(ctx, t.addr.String(), o.Timeout)
+}
+
+func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Result, error) {
 	req := buildRequest(o, t)
 
 	base := time.Now()

@@ -101,7 +101,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		o.Rate = c.rate.v
 	}
-	if err := o.Validate(); err != nil {
+	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
 	}
 	mode := ""

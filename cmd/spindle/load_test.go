@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spindle/load"
+)
+
+func TestLoadBadInput(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	deadURL := closed.URL
+	closed.Close()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no URL", []string{"load"}, "exactly one URL"},
+		{"two URLs", []string{"load", srv.URL, srv.URL}, "exactly one URL"},
+		{"malformed URL", []string{"load", "http://[::1"}, "malformed"},
+		{"https", []string{"load", "https://127.0.0.1/"}, "https is not supported"},
+		{"rate zero", []string{"load", "-R", "0", srv.URL}, "rate must be positive"},
+		{"rate negative", []string{"load", "--rate=-5", srv.URL}, "rate must be positive"},
+		{"rate not a number", []string{"load", "-R", "fast", srv.URL}, "not a number"},
+		{"connections < threads", []string{"load", "-t4", "-c2", srv.URL}, "connections"},
+		{"threads zero", []string{"load", "-t", "0", srv.URL}, "threads"},
+		{"duration zero", []string{"load", "-d", "0", srv.URL}, "duration"},
+		{"duration negative", []string{"load", "-d", "-1s", srv.URL}, "duration"},
+		{"bad duration", []string{"load", "-d", "soon", srv.URL}, "not a duration"},
+		{"unreachable", []string{"load", "-d", "1", deadURL}, "unreachable"},
+		{"bad header", []string{"load", "-H", "nocolon", srv.URL}, "header"},
+		{"missing CPU", []string{"load", "--cpuset", "4000", srv.URL}, "not available"},
+		{"unknown flag", []string{"load", "--bogus", srv.URL}, "bogus"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tt.args, &out, &errOut)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want bad input mentioning %q", tt.name, err, tt.want)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error is not one line: %q", tt.name, err)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%s: printed %q before failing: load must not start", tt.name, out.String())
+		}
+	}
+}
+
+func TestLoadReport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "load.json")
+	prefix := filepath.Join(dir, "run")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"load", "-t2", "-c3", "-d", "300ms", "-R", "200",
+		"-U", "--warmup", "100ms", "--json", jsonPath, "--hgrm", prefix, srv.URL + "/"}, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"Running 300ms test @ " + srv.URL + "/ at 200 requests/s\n",
+		"  2 threads and 3 connections\n",
+		"  Thread Stats   Avg      Stdev     Max   +/- Stdev\n",
+		"    Latency ",
+		"    Req/Sec ",
+		"  Latency Distribution (HdrHistogram - Recorded Latency)\n",
+		" 99.999%",
+		"  Detailed Percentile spectrum:\n",
+		"#[Buckets = ",
+		"  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n",
+		" requests in ",
+		"Requests/sec: ",
+		"Transfer/sec: ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	r, err := load.ReadResult(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed == 0 || r.ByStatus.C2xx != r.Completed || r.Config.Rate != 200 {
+		t.Errorf("result: %+v", r)
+	}
+	for _, part := range []string{"corrected", "uncorrected"} {
+		b, err := os.ReadFile(prefix + "." + part + ".hgrm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("       Value   Percentile   TotalCount 1/(1-Percentile)\n\n")) {
+			t.Errorf("%s.hgrm starts %q", part, b[:min(len(b), 80)])
+		}
+	}
+
+	// Closed loop against a path that answers 404: counted as non-2xx/3xx.
+	out.Reset()
+	if err := run(context.Background(), []string{"load", "-t1", "-c1", "-d0.2", srv.URL + "/missing"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Non-2xx or 3xx responses: ") {
+		t.Errorf("404s not reported:\n%s", out.String())
+	}
+}
+
+func TestSplitAttached(t *testing.T) {
+	got := strings.Join(splitAttached([]string{"-t2", "-c100", "-d10s", "-R20k", "-HX: y", "--timeout", "1s", "-L", "--", "-t3"}), "|")
+	want := "-t|2|-c|100|-d|10s|-R|20k|-H|X: y|--timeout|1s|-L|--|-t3"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
