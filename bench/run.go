@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -197,8 +198,16 @@ func (r *runner) run(ctx context.Context) error {
 	if carrierErr == nil {
 		before, carrierErr = r.carrierSnapshot(ctx) // the window's start
 	}
+	cpu0, cpuErr := readCPU(r.opt.ProcRoot, r.ownPIDs())
 	obs := r.startObservers(ctx, obsWindow)
 	obsErr := obs.wait()
+	if cpu1, err := readCPU(r.opt.ProcRoot, r.ownPIDs()); err == nil && cpuErr == nil {
+		if o := otherCPUs(cpu0, cpu1); !math.IsNaN(o) {
+			r.sum.OtherCPUs = &o
+		}
+	} else {
+		r.na["other-cpus"] = errors.Join(cpuErr, err).Error()
+	}
 	var after []carrier.Telemetry
 	if carrierErr == nil {
 		after, carrierErr = r.carrierSnapshot(ctx)

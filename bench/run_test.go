@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -106,6 +107,9 @@ func TestRunFake(t *testing.T) {
 	}
 	if sum.NA["perf-sched"] == "" {
 		t.Error("perf sched off without a reason")
+	}
+	if sum.OtherCPUs == nil || *sum.OtherCPUs < 0 {
+		t.Errorf("other load = %v (na %v)", sum.OtherCPUs, sum.NA)
 	}
 	back, err := report.Load(opt.Dir)
 	if err != nil || back.Summary.Name != cfg.Name || !back.Summary.Complete {
@@ -235,5 +239,29 @@ func TestRunPlanFake(t *testing.T) {
 	}
 	if got := results[1].Summary; got.Name != "carrier" || got.Round != 1 {
 		t.Errorf("second run = %s round %d, want carrier round 1 (interleaved)", got.Name, got.Round)
+	}
+}
+
+func TestOtherCPUs(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tests := []struct {
+		a, b cpuSnap
+		want float64
+	}{
+		// 3 s of busy CPU in 2 s, 1 s of it ours: 1 CPU of other load.
+		{cpuSnap{t0, 10, 5}, cpuSnap{t0.Add(2 * time.Second), 13, 6}, 1},
+		// Ours exceeds the machine's by a tick's rounding: 0, not negative.
+		{cpuSnap{t0, 10, 5}, cpuSnap{t0.Add(time.Second), 10.99, 6}, 0},
+	}
+	for _, tt := range tests {
+		if got := otherCPUs(tt.a, tt.b); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("otherCPUs(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	if got := otherCPUs(cpuSnap{at: t0}, cpuSnap{at: t0}); !math.IsNaN(got) {
+		t.Errorf("empty window: %v, want NaN", got)
+	}
+	if _, err := readCPU(t.TempDir(), nil); err == nil {
+		t.Error("readCPU of an empty proc root succeeded")
 	}
 }

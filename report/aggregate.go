@@ -71,6 +71,8 @@ type Group struct {
 	CPUs, ContextSwitches Stat
 	CPUSource             string
 	IPC                   Stat
+	// OtherCPUs is the machine's CPU time spent on anything but the runs.
+	OtherCPUs Stat
 	// Threads of the server process (all, active), mean %wait of active
 	// threads, migrations per second.
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
@@ -194,6 +196,12 @@ func (g *Group) fill(ss []Summary) error {
 			g.NA["ipc"] = r
 		}
 	}
+	g.OtherCPUs = col(func(s Summary) float64 {
+		if s.OtherCPUs == nil {
+			return nan
+		}
+		return *s.OtherCPUs
+	})
 	g.AllThreads = col(func(s Summary) float64 {
 		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Threads) })
 	})

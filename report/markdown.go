@@ -85,6 +85,10 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	fmt.Fprintf(&b, "%d result directories, %d incomplete. Figures are the median over rounds with (min–max); "+
 		"latency is corrected for coordinated omission.\n\n", r.Results, len(r.Incomplete))
 
+	if busy := r.busiest(); busy > busyThreshold {
+		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
+			"load in one configuration's median): the figures below are noisy and the verdicts may not hold on a quiet machine.\n\n", busy)
+	}
 	b.WriteString("## Findings\n\nThe scheduler study's claims, checked on this machine.\n\n")
 	b.WriteString("| # | claim (study) | verdict | figures here |\n|---|---|---|---|\n")
 	for i, f := range r.Findings() {
@@ -100,17 +104,19 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 		}
 		fmt.Fprintf(&b, "## %s\n\n", r.phaseTitle(phase))
-		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC | other load (CPUs) |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range gs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				g.Name, g.ServerCPUs, runs(g), g.Throughput.Format(0, "no run"),
 				g.P50.Format(2, "no latency"), g.P90.Format(2, "no latency"), g.P99.Format(2, "no latency"),
 				g.P999.Format(2, "no latency"), g.Errors.Format(0, "no run"),
 				g.CPUs.Format(2, g.naReason("perf-stat")), g.ContextSwitches.Format(0, g.naReason("perf-stat")),
-				g.IPC.Format(2, g.naReason("ipc")))
+				g.IPC.Format(2, g.naReason("ipc")), g.OtherCPUs.Format(2, g.naReason("other-cpus")))
 		}
-		fmt.Fprintf(&b, "\nCPUs utilized and context switches of the server process, from %s.\n\n", sources(gs))
+		fmt.Fprintf(&b, "\nCPUs utilized and context switches of the server process, from %s. "+
+			"Other load is the CPU time the machine spent on anything but the run's processes (other "+
+			"tenants, the kernel, steal) in the observers' window: where it is high, figures are noisy.\n\n", sources(gs))
 
 		b.WriteString("Server threads (from /proc over the observers' window):\n\n")
 		b.WriteString("| configuration | threads | active threads | mean %wait of active | migrations/s |\n|---|---|---|---|---|\n")
@@ -167,6 +173,22 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// busyThreshold is the other load, in CPUs, above which the report warns
+// that the machine was busy: a tenth of a CPU taken from the runs is
+// enough to move latency percentiles on a small machine.
+const busyThreshold = 0.1
+
+// busiest is the largest median other load of any group (0 if unknown).
+func (r *Report) busiest() float64 {
+	m := 0.0
+	for _, g := range r.Groups {
+		if g.OtherCPUs.N > 0 {
+			m = max(m, g.OtherCPUs.Median)
+		}
+	}
+	return m
 }
 
 // runs renders complete runs, with the incomplete ones if any.

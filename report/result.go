@@ -58,6 +58,10 @@ type Summary struct {
 	// throughput it equals Uncorrected); nil when the load did not finish.
 	Latency     *latency.Summary `json:"latency,omitempty"`
 	Uncorrected *latency.Summary `json:"uncorrected,omitempty"`
+	// OtherCPUs is the CPU time, in CPUs, the machine spent on anything
+	// but the run's processes in the observers' window (other tenants,
+	// the kernel, steal): a noise gauge. Absent when unknown.
+	OtherCPUs *float64 `json:"other_cpus,omitempty"`
 	// Perf is the perf stat summary of the server process; nil with the
 	// reason in NA["perf-stat"] when it could not be had.
 	Perf *observe.PerfSummary `json:"perf,omitempty"`

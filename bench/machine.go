@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"spindle/observe"
+)
+
+// cpuSnap is one reading of the machine's busy CPU time and of the run's
+// own processes' CPU time, in seconds.
+type cpuSnap struct {
+	at        time.Time
+	busy, own float64
+}
+
+// readCPU reads /proc/stat and the CPU time of pids (the children and this
+// runner). A pid that has exited counts 0, which only makes "other"
+// smaller.
+func readCPU(procRoot string, pids []int) (cpuSnap, error) {
+	if procRoot == "" {
+		procRoot = observe.DefaultProcRoot
+	}
+	fs, err := procfs.NewFS(procRoot)
+	if err != nil {
+		return cpuSnap{}, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return cpuSnap{}, fmt.Errorf("read /proc/stat: %w", err)
+	}
+	c := st.CPUTotal
+	s := cpuSnap{at: time.Now(), busy: c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal}
+	for _, pid := range pids {
+		p, err := fs.Proc(pid)
+		if err != nil {
+			continue
+		}
+		ps, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		s.own += ps.CPUTime()
+	}
+	return s, nil
+}
+
+// otherCPUs is the CPU time, in CPUs, the machine spent on everything but
+// the run's processes between two readings: other tenants' work, the
+// kernel's, the hypervisor's (steal). NaN when the readings are unusable.
+func otherCPUs(a, b cpuSnap) float64 {
+	d := b.at.Sub(a.at).Seconds()
+	if d <= 0 {
+		return math.NaN()
+	}
+	// /proc counts in 10ms ticks: a small negative difference is rounding.
+	return max(0, (b.busy-a.busy)-(b.own-a.own)) / d
+}
+
+// ownPIDs are the run's processes whose CPU time is not "other".
+func (r *runner) ownPIDs() []int {
+	pids := []int{os.Getpid()}
+	for _, c := range []*child{r.mock, r.server, r.load} {
+		if c != nil {
+			pids = append(pids, c.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
