@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 )
@@ -67,6 +68,11 @@ func readArchive(t testing.TB, name string) fstest.MapFS {
 // sysfs files captured from the 2-CPU development VM.
 func fixture(t testing.TB, name string) *Topology {
 	t.Helper()
+	fixturesMu.Lock()
+	defer fixturesMu.Unlock()
+	if topo, ok := fixtures[name]; ok {
+		return topo
+	}
 	var topo *Topology
 	var err error
 	if name == "vm2" {
@@ -77,8 +83,15 @@ func fixture(t testing.TB, name string) *Topology {
 	if err != nil {
 		t.Fatalf("fixture %s: %v", name, err)
 	}
+	fixtures[name] = topo
 	return topo
 }
+
+// fixtures caches the parsed fixtures: topologies are read-only.
+var (
+	fixturesMu sync.Mutex
+	fixtures   = map[string]*Topology{}
+)
 
 func TestGeneratedFixturesCurrent(t *testing.T) {
 	for name, l := range fixtureLayouts {
