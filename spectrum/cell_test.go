@@ -81,6 +81,7 @@ func TestRunCellKinds(t *testing.T) {
 		{Preset: "t", Kernel: "scalar", Mode: ModeMatmul, FG: cpu.Set{fg}, BG: cpu.Set{bg}, Driver: -1, Duration: d},
 		{Preset: "t", Kernel: "scalar", Mode: ModeWork, FG: cpu.Set{fg}, BG: cpu.Set{bg}, Driver: -1, Duration: d},
 		{Preset: "t", Kernel: "scalar", Mode: "block", FG: cpu.Set{fg}, BG: cpu.Set{bg}, Driver: -1, Duration: d},
+		{Preset: "t", Kernel: "scalar", Mode: "pause", FG: cpu.Set{fg}, BG: cpu.Set{bg}, Driver: -1, Duration: d},
 	}
 	for _, m := range wait.Supported() {
 		cells = append(cells, Cell{Preset: "t", Kernel: "scalar", Mode: m, FG: cpu.Set{fg}, BG: cpu.Set{bg},
@@ -106,6 +107,8 @@ func TestRunCellKinds(t *testing.T) {
 			t.Errorf("%s: no packets", c.Key())
 		case c.Mode == "block" && c.Pattern == nil && s.Blocks == 0:
 			t.Errorf("%s: a steady blocking waiter never slept", c.Key())
+		case (c.Mode == "busy" || c.Mode == "pause") && s.Blocks != 0:
+			t.Errorf("%s: a spinning waiter counted %d block-and-wakes", c.Key(), s.Blocks)
 		case c.Pattern != nil && (s.Wakes == 0 || s.BgMpps <= 0 || math.IsNaN(s.WakeP50)):
 			t.Errorf("%s: %d wake-ups, %.3f Mpkt/s over %d ms periods", c.Key(), s.Wakes, s.BgMpps, c.Duration/ms.Period())
 		}

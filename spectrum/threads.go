@@ -150,7 +150,9 @@ func pollLoop(line *Line, s wait.Strategy, bursty bool) func(*threadStats) {
 				}
 				r := s.Wait(t, deadline)
 				out.spunNs += int64(r.Spun)
-				if r.Kind == wait.KindBlock || r.Kind == wait.KindTimer {
+				// A spin that reached its deadline also reports
+				// KindTimer; only a wait that slept paid a block-and-wake.
+				if r.Kind == wait.KindBlock || (r.Kind == wait.KindTimer && r.Blocked > 0) {
 					out.blocks++
 				}
 			}
