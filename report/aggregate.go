@@ -83,6 +83,8 @@ type Group struct {
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
 	NA map[string]string
+	// byRound holds the complete runs by round, for paired ratios.
+	byRound map[int]Summary
 }
 
 // Report is the aggregated view of a set of result directories.
@@ -131,6 +133,10 @@ func Build(results []Result) (*Report, error) {
 		}
 		g.Runs++
 		runs[k] = append(runs[k], s)
+		if g.byRound == nil {
+			g.byRound = map[int]Summary{}
+		}
+		g.byRound[s.Round] = s
 	}
 	sort.SliceStable(rep.Groups, func(i, j int) bool {
 		return phaseRank(rep.Groups[i].Phase) < phaseRank(rep.Groups[j].Phase)
@@ -154,12 +160,7 @@ func (g *Group) fill(ss []Summary) error {
 	}
 	nan := math.NaN()
 	pct := func(p string) Stat {
-		return col(func(s Summary) float64 {
-			if s.Latency == nil || s.Latency.Count == 0 {
-				return nan
-			}
-			return float64(s.Latency.PercentilesUs[p]) / 1000
-		})
+		return col(func(s Summary) float64 { return percentile(s, p) / 1000 })
 	}
 	rates := col(func(s Summary) float64 { return float64(s.Rate) })
 	g.Rate = int(rates.Median)
@@ -280,3 +281,34 @@ func (r *Report) Phases() []string {
 	}
 	return ps
 }
+
+// Ratio compares g with base run by run: f(g's run) / f(base's run) for
+// each round both completed (the runs of one round ran back to back), as
+// median (min–max). N is 0 without a pair.
+func (g *Group) Ratio(base *Group, f func(Summary) float64) Stat {
+	var vs []float64
+	for round, s := range g.byRound {
+		b, ok := base.byRound[round]
+		if !ok {
+			continue
+		}
+		x, y := f(s), f(b)
+		if y != 0 && !math.IsNaN(x) && !math.IsNaN(y) {
+			vs = append(vs, x/y)
+		}
+	}
+	return statOf(vs)
+}
+
+// p50 and p99 read a run's corrected percentiles in µs (NaN without).
+func p50(s Summary) float64 { return percentile(s, "50") }
+func p99(s Summary) float64 { return percentile(s, "99") }
+
+func percentile(s Summary, p string) float64 {
+	if s.Latency == nil || s.Latency.Count == 0 {
+		return math.NaN()
+	}
+	return float64(s.Latency.PercentilesUs[p])
+}
+
+func throughput(s Summary) float64 { return s.Throughput }

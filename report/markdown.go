@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -95,6 +97,8 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		fmt.Fprintf(&b, "| %d | %s | **%s** | %s |\n", i+1, cell(f.Claim), f.Verdict, cell(f.Figures))
 	}
 	b.WriteString("\n")
+
+	r.writeRatios(&b)
 
 	for _, phase := range r.Phases() {
 		var gs []*Group
@@ -226,3 +230,39 @@ func sources(gs []*Group) string {
 
 // cell escapes a table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+// writeRatios writes each configuration against nethttp, paired run by run
+// within rounds: the figures to quote, since both ran back to back.
+func (r *Report) writeRatios(b *strings.Builder) {
+	maxBase, fixedBase := r.Find("max", baseline), r.Find("fixed", baseline)
+	if maxBase == nil && fixedBase == nil {
+		return
+	}
+	b.WriteString("## Ratios to nethttp\n\nEach configuration divided by nethttp of the same round (they ran back to back), " +
+		"median (min–max) over rounds. Below 1 is less (throughput: worse; latency, CPU: better).\n\n")
+	b.WriteString("| configuration | max throughput | p50 at the fixed rate | p99 at the fixed rate | CPUs utilized at the fixed rate |\n|---|---|---|---|---|\n")
+	cpus := func(s Summary) float64 {
+		if s.Perf != nil && s.Perf.CPUsUtilized.NA == "" {
+			return s.Perf.CPUsUtilized.Value
+		}
+		return math.NaN()
+	}
+	names := []string{}
+	for _, g := range r.Groups {
+		if g.Name != baseline && !slices.Contains(names, g.Name) {
+			names = append(names, g.Name)
+		}
+	}
+	ratio := func(phase, name string, base *Group, f func(Summary) float64) string {
+		g := r.Find(phase, name)
+		if g == nil || base == nil {
+			return "n/a (not run)"
+		}
+		return g.Ratio(base, f).Format(2, "no paired rounds")
+	}
+	for _, n := range names {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio("max", n, maxBase, throughput),
+			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), ratio("fixed", n, fixedBase, cpus))
+	}
+	b.WriteString("\n")
+}
