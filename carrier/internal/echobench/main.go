@@ -205,6 +205,7 @@ func compare(args []string) error {
 	d := fs.Duration("d", 2*time.Second, "measurement time per run")
 	size := fs.Int("size", 64, "message bytes")
 	churn := fs.Bool("churn", false, "a new connection for every round trip")
+	waitName := fs.String("wait", carrier.DefaultWait, "idle strategy of the carrier servers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func compare(args []string) error {
 	for r := 1; r <= *rounds; r++ {
 		var res [2]result
 		for i, mode := range []string{*a, *b} {
-			res[i], err = runOnce(self, mode, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn)
+			res[i], err = runOnce(self, mode, *waitName, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, mode, err)
 			}
@@ -249,8 +250,8 @@ type result struct{ rate, perCPU float64 }
 
 // runOnce starts a server pinned to scpus and a client pinned to ccpus and
 // returns the client's rate.
-func runOnce(self, mode, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool) (result, error) {
-	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers))
+func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool) (result, error) {
+	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers), "-wait", waitName)
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(nServerCPUs))
 	srv.Stderr = os.Stderr
 	stdin, err := srv.StdinPipe()
