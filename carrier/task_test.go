@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -27,49 +28,70 @@ func inTask(t *testing.T, g *Group, fn func(*Task)) {
 	within(t, done, 10*time.Second, "task")
 }
 
-// TestNoLostWakeup submits to a blocking carrier from several producers,
-// each waiting for its task before submitting the next, so every
-// submission finds the carrier asleep or falling asleep: a lost wake-up
-// hangs one producer and fails the test.
+// TestNoLostWakeup submits to carriers that block (block, and adaptive
+// once it has spun) from several producers, each waiting for its task
+// before submitting the next, so that every submission finds the carrier
+// asleep or falling asleep: a lost wake-up hangs one producer and fails the
+// test. Half the producers submit from outside, half from a task of the
+// other carrier; with stealing on, a nudged sibling must wake as well.
 func TestNoLostWakeup(t *testing.T) {
-	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 2, Wait: "block"})
-	const producers, rounds = 4, 5000
-	var wg sync.WaitGroup
-	var ran atomic.Int64
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func(p int) {
-			defer wg.Done()
-			c := g.Carrier(p % g.Len())
-			ch := make(chan struct{}, 1)
-			for i := 0; i < rounds; i++ {
-				if err := c.Submit(func(*Task) { ran.Add(1); ch <- struct{}{} }); err != nil {
-					t.Error(err)
-					return
+	for _, tc := range []struct {
+		wait  string
+		steal bool
+	}{{"block", false}, {"block", true}, {"adaptive", false}} {
+		t.Run(fmt.Sprintf("wait=%s/steal=%v", tc.wait, tc.steal), func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroupOrSkip(t, Options{Carriers: 2, Wait: tc.wait, Steal: tc.steal})
+			const producers, rounds = 4, 2500
+			var wg sync.WaitGroup
+			var ran atomic.Int64
+			for p := 0; p < producers; p++ {
+				wg.Add(1)
+				produce := func(submit func(fn func(*Task)) error, offload func(func())) {
+					defer wg.Done()
+					ch := make(chan struct{}, 1)
+					fn := func(*Task) { ran.Add(1); ch <- struct{}{} }
+					for i := 0; i < rounds; i++ {
+						if err := submit(fn); err != nil {
+							t.Error(err)
+							return
+						}
+						timedOut := false
+						offload(func() {
+							select {
+							case <-ch:
+							case <-time.After(5 * time.Second):
+								timedOut = true
+							}
+						})
+						if timedOut {
+							t.Errorf("producer %d round %d: task not run within 5s (lost wake-up)", p, i)
+							return
+						}
+						if i%64 == 0 {
+							offload(func() { time.Sleep(50 * time.Microsecond) }) // let the carrier fall asleep
+						}
+					}
 				}
-				select {
-				case <-ch:
-				case <-time.After(5 * time.Second):
-					t.Errorf("producer %d round %d: task not run within 5s (lost wake-up)", p, i)
-					return
+				target := g.Carrier(p % 2)
+				if p < producers/2 {
+					go produce(target.Submit, func(f func()) { f() })
+					continue
 				}
-				if i%64 == 0 {
-					time.Sleep(50 * time.Microsecond) // let the carrier fall asleep
-				}
+				g.Carrier(1 - p%2).Submit(func(tk *Task) { produce(target.Submit, tk.Offload) })
 			}
-		}(p)
-	}
-	wg.Wait()
-	if got := ran.Load(); got != producers*rounds {
-		t.Fatalf("ran %d tasks, want %d", got, producers*rounds)
-	}
-	var blocks uint64
-	for _, s := range g.Snapshot() {
-		blocks += s.Waits["block"]
-	}
-	if blocks == 0 {
-		t.Error("the carriers never blocked: the test did not exercise the wake-up path")
+			wg.Wait()
+			if got := ran.Load(); got != producers*rounds {
+				t.Fatalf("ran %d tasks, want %d", got, producers*rounds)
+			}
+			var blocks uint64
+			for _, s := range g.Snapshot() {
+				blocks += s.Waits["block"]
+			}
+			if blocks == 0 {
+				t.Error("the carriers never blocked: the test did not exercise the wake-up path")
+			}
+		})
 	}
 }
 
