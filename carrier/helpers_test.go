@@ -99,3 +99,21 @@ func echoGroup(t testing.TB, o Options, lo ListenOptions) (*Group, *Listener) {
 	t.Cleanup(func() { l.Close() })
 	return g, l
 }
+
+// inTaskWithConn starts a group and a net server that hands its one
+// connection to serve, then dials that server from a task on carrier 0 and
+// runs fn with the conn, which is closed afterwards.
+func inTaskWithConn(t *testing.T, o Options, serve func(net.Conn), fn func(tk *Task, c *Conn)) {
+	t.Helper()
+	ln := netServeOne(t, serve)
+	g := newGroup(t, o)
+	inTask(t, g, func(tk *Task) {
+		c, err := tk.Dial(ln.Addr().String(), time.Second)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fn(tk, c)
+	})
+}
