@@ -471,9 +471,6 @@ func (p *responseParser) eof() bool {
 	return p.state == stDone
 }
 
-// started reports whether any byte of the response was parsed.
-func (p *responseParser) started() bool { return p.state != stVersion || p.lineLen > 0 }
-
 // trimSpace drops spaces, tabs and CRs around v (bytes.Trim builds a set
 // on every call; this is the hot path).
 func trimSpace(v []byte) []byte {
