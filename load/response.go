@@ -352,10 +352,7 @@ func (p *responseParser) addName(c byte) {
 		p.nameBad = true
 		return
 	}
-	if 'A' <= c && c <= 'Z' {
-		c += 'a' - 'A'
-	}
-	p.name[p.nameLen] = c
+	p.name[p.nameLen] = lower(c)
 	p.nameLen++
 }
 
@@ -386,10 +383,7 @@ func (p *responseParser) appendValue(b []byte) {
 			}
 			return
 		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		p.value[p.valLen] = c
+		p.value[p.valLen] = lower(c)
 		p.valLen++
 	}
 }
@@ -481,6 +475,14 @@ func trimSpace(v []byte) []byte {
 		v = v[:len(v)-1]
 	}
 	return v
+}
+
+// lower lowercases an ASCII letter.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func unhex(c byte) (byte, bool) {
