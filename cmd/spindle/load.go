@@ -104,11 +104,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
 	}
-	mode := ""
-	if o.Rate > 0 {
-		mode = fmt.Sprintf(" at %s requests/s", strconv.FormatFloat(o.Rate, 'f', -1, 64))
-	}
-	fmt.Fprintf(stdout, "Running %s test @ %s%s\n", durationWords(o.Duration), o.URL, mode)
+	fmt.Fprintf(stdout, "Running %s test @ %s\n", durationWords(o.Duration), o.URL)
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
 
 	var progress func(load.Progress)

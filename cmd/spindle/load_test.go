@@ -78,7 +78,7 @@ func TestLoadReport(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"Running 300ms test @ " + srv.URL + "/ at 200 requests/s\n",
+		"Running 300ms test @ " + srv.URL + "/\n",
 		"  2 threads and 3 connections\n",
 		"  Thread Stats   Avg      Stdev     Max   +/- Stdev\n",
 		"    Latency ",
