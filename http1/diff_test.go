@@ -151,6 +151,12 @@ func FuzzRequestDifferential(f *testing.F) {
 		if n != gn {
 			t.Fatalf("consumed %d bytes, net/http %d of %q", n, gn, data)
 		}
+		// Incremental: a proper prefix of an accepted request is incomplete.
+		for _, k := range []int{n / 2, n - 1} {
+			if _, err := ParseRequest(data[:k], &req, Options{}); err != ErrIncomplete {
+				t.Fatalf("prefix of %d bytes of %q: %v, want ErrIncomplete", k, data[:n], err)
+			}
+		}
 	})
 }
 
