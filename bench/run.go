@@ -567,5 +567,10 @@ func (r *runner) readLoad() error {
 	// Errors are failed requests and answers other than 2xx.
 	r.sum.Requests, r.sum.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
 	r.sum.Latency, r.sum.Uncorrected = &lr.Corrected, &lr.Uncorrected
+	if lr.Completed == 0 {
+		// Nothing was measured: a run, not a figure of 0 req/s.
+		return fmt.Errorf("no request completed in the window (%d failed, %d not sent); see %s and %s",
+			lr.Failed, lr.NotSent, LoadText, ServerLog)
+	}
 	return nil
 }
