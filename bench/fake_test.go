@@ -29,6 +29,9 @@ const fakeEnv = "BENCH_FAKE_CHILD"
 // fakeFailEnv names a child that must fail at start ("serve").
 const fakeFailEnv = "BENCH_FAKE_FAIL"
 
+// fakeZeroEnv makes the fake load generator complete no request.
+const fakeZeroEnv = "BENCH_FAKE_ZERO"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) == "1" {
 		os.Exit(fakeChild(os.Args[1], os.Args[2:]))
@@ -114,6 +117,10 @@ func fakeChild(name string, args []string) int {
 		}
 		res := load.Result{Intended: 1000, Completed: 1000, AchievedRate: tp, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
 		res.ByStatus.C2xx = 1000
+		if os.Getenv(fakeZeroEnv) == "1" { // every request failed to connect
+			res = load.Result{Intended: 5, Failed: 5, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
+			res.Errors.Connect = 5
+		}
 		data, _ := json.Marshal(res)
 		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -265,3 +265,13 @@ func TestOtherCPUs(t *testing.T) {
 		t.Error("readCPU of an empty proc root succeeded")
 	}
 }
+
+func TestRunNothingCompleted(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	t.Setenv(fakeZeroEnv, "1")
+	_, err := Run(context.Background(), fakeConfig(t, ModeCarrier), opt)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "no request completed") {
+		t.Fatalf("error = %v, want an incomplete run: no request completed", err)
+	}
+}
