@@ -186,8 +186,7 @@ func TestContextStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Serve one request first: closing a listener whose accept task has not
-	// run yet leaks its socket (carrier issue, reported).
+	// Serve one request first: the mock is up and then stops.
 	resp, err := http.Get("http://" + s.Addr().String() + "/health")
 	if err != nil {
 		t.Fatal(err)
