@@ -83,8 +83,8 @@ type Env struct {
 	BlockWake time.Duration // B, measured once
 	Wait      wait.Options  // for the strategies; BlockWake is set to B
 	Seed      uint64
-	// RealTimeDriver reports whether the burst driver may use SCHED_FIFO;
-	// set by the first bursty run.
+	// driverNote says where and at what priority the first burst driver
+	// ran; written by its goroutine before the run it reports on ends.
 	driverNote string
 }
 
