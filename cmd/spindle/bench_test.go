@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"spindle/bench"
 	"spindle/report"
 )
 
@@ -183,4 +184,88 @@ func TestCompareEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// running lists the processes executing exe.
+func running(exe string) []int {
+	var pids []int
+	es, _ := os.ReadDir("/proc")
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && target == exe {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestBenchInterrupt sends SIGINT to a running "spindle bench": it must
+// stop every child, mark the results incomplete and exit non-zero.
+func TestBenchInterrupt(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	dir := filepath.Join(t.TempDir(), "res")
+	cmd := exec.Command(exe, "bench", "--warmup", "1s", "--duration", "60s", "--output-dir", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the load generator runs (its output file exists).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "load.txt")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the load generator did not start within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(running(exe)); n < 4 {
+		t.Errorf("%d spindle processes running, want the runner and 3 children", n)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("interrupted bench: %v, want a non-zero exit", err)
+	}
+	if left := running(exe); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	res, err := report.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Complete || !strings.Contains(res.Summary.Reason, "interrupted") {
+		t.Errorf("summary = complete %v, reason %q", res.Summary.Complete, res.Summary.Reason)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progressLine{w: &buf, tty: true}
+	p.show(benchProgress("carrier+pinning", "measuring"))
+	p.show(benchProgress("nethttp", "stopping"))
+	p.done()
+	out := buf.String()
+	if !strings.Contains(out, "\r[3/36] carrier+pinning fixed round 2: measuring  elapsed 1m5s  remaining ~2m0s") ||
+		!strings.HasSuffix(out, "\n") || strings.Count(out, "\r") != 2 {
+		t.Errorf("progress output %q", out)
+	}
+	var quiet bytes.Buffer
+	q := newProgressLine(&quiet)
+	q.show(benchProgress("x", "y"))
+	q.done()
+	if quiet.Len() != 0 {
+		t.Errorf("progress on a non-terminal: %q", quiet.String())
+	}
+}
+
+func benchProgress(name, step string) bench.Progress {
+	return bench.Progress{Run: 3, Runs: 36, Config: name, Phase: "fixed", Round: 2, Step: step,
+		Elapsed: 65 * time.Second, Remaining: 2 * time.Minute}
 }
