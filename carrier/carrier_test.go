@@ -29,9 +29,14 @@ func TestSubmitRunsOnCarrier(t *testing.T) {
 		}
 	}
 	within(t, done, 5*time.Second, "100 tasks")
+	// Each drain pass publishes its counts when it ends, after its tasks ran.
 	var runs uint64
-	for _, s := range g.Snapshot() {
-		runs += s.TasksRun
+	for i := 0; i < 1000 && runs < n; i++ {
+		runs = 0
+		for _, s := range g.Snapshot() {
+			runs += s.TasksRun
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if runs < n {
 		t.Errorf("telemetry counts %d task runs, want >= %d", runs, n)
