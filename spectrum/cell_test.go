@@ -74,7 +74,9 @@ func TestRunCellKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Env{BlockWake: b, Seed: 1, PowerNA: "test", FreqNA: "test"}
-	ms := Pattern{ScaleMilli, Ratio{5, 5}}
+	// Microsecond bursts: a thousand busy periods in 100ms, so that even a
+	// poller starved by other processes on a shared machine sees some.
+	ms := Pattern{ScaleMicro, Ratio{5, 5}}
 	d := 60 * time.Millisecond
 	cells := []Cell{
 		{Preset: "t", Kernel: "scalar", FG: cpu.Set{fg}, Driver: -1, Duration: d},
