@@ -160,6 +160,10 @@ func TestPanicRecoveredConnsClosed(t *testing.T) {
 		t.Errorf("peer read after the panic: %v, want EOF (conn closed)", err)
 	}
 	s := g.Snapshot()[0]
+	for i := 0; i < 1000 && (s.Panics != 1 || s.OpenConns != 0); i++ { // counted after the task's own defers
+		time.Sleep(time.Millisecond)
+		s = g.Snapshot()[0]
+	}
 	if s.Panics != 1 || s.OpenConns != 0 {
 		t.Errorf("panics=%d open_conns=%d, want 1 and 0", s.Panics, s.OpenConns)
 	}
