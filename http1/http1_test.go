@@ -321,3 +321,69 @@ func (c *countConn) Read(p []byte) (int, error) {
 }
 
 func (c *countConn) Write(p []byte) (int, error) { c.writes++; return len(p), nil }
+
+// chunkConn returns data in reads of the sizes listed in sizes (cycled),
+// then io.EOF.
+type chunkConn struct {
+	data  []byte
+	sizes []byte
+	i     int
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := 1
+	if len(c.sizes) > 0 {
+		n = int(c.sizes[c.i%len(c.sizes)]) + 1
+		c.i++
+	}
+	n = copy(p, c.data[:min(n, len(c.data))])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func (c *chunkConn) SetReadDeadline(time.Time) error { return nil }
+
+// FuzzServerReaderChunking checks that however the input is split into
+// reads, ServerReader yields the requests (and the final error) that
+// parsing the whole input in one buffer yields.
+func FuzzServerReaderChunking(f *testing.F) {
+	f.Add([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"), []byte{0, 5, 200})
+	f.Add([]byte("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n"), []byte{1})
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		type got struct{ method, target, body string }
+		var want []got
+		var wantErr error
+		var r Request
+		for rest := data; ; {
+			n, err := ParseRequest(rest, &r, Options{})
+			if err != nil {
+				wantErr = err
+				if err == ErrIncomplete {
+					wantErr = io.ErrUnexpectedEOF
+					if len(rest) == 0 {
+						wantErr = io.EOF
+					}
+				}
+				break
+			}
+			want = append(want, got{string(r.Method), string(r.Target), string(r.Body)})
+			rest = rest[n:]
+		}
+		rd := NewServerReader(&chunkConn{data: data, sizes: sizes}, Options{})
+		for i := 0; ; i++ {
+			err := rd.Next(&r)
+			if err != nil {
+				if i != len(want) || err != wantErr {
+					t.Fatalf("after %d requests: %v; want %d requests, then %v", i, err, len(want), wantErr)
+				}
+				return
+			}
+			if i >= len(want) || (got{string(r.Method), string(r.Target), string(r.Body)}) != want[i] {
+				t.Fatalf("request %d: %q %q %q; want %v", i, r.Method, r.Target, r.Body, want)
+			}
+		}
+	})
+}

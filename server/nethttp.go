@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"spindle/cpu"
 	"spindle/http1"
@@ -19,6 +20,10 @@ import (
 // before answering 431 (its bufio slack): subtracted so that the head limit
 // is the same as in the other modes.
 const netHTTPHeaderSlack = 4096
+
+// backendIdleTimeout is how long an idle backend connection of the
+// net/http client is kept: net/http's DefaultTransport value.
+const backendIdleTimeout = 90 * time.Second
 
 // maxBackendBody bounds a backend response, in bytes (the mock's is 636).
 const maxBackendBody = 1 << 20
@@ -37,6 +42,10 @@ func (s *Server) newNetBackend() *netBackend {
 		DialContext:         d.DialContext,
 		MaxIdleConnsPerHost: 1,
 		DisableCompression:  true,
+		// A connection returned to the pool after its client connection
+		// closed (an exchange still in flight at Close) is dropped after
+		// this long at the latest.
+		IdleConnTimeout: backendIdleTimeout,
 	}
 	return &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
 }
