@@ -147,6 +147,9 @@ func (c *Carrier) nudge() {
 
 // Ready reports whether the carrier has work: runnable tasks, queued
 // submissions or resumptions, or a poke. It makes no system call.
+//
+// Ready, Poll, Block and Word make the carrier a wait.Target; only the
+// carrier's own wait strategy, on the carrier's thread, may call them.
 func (c *Carrier) Ready() bool {
 	return c.lifo != nil || c.fifo.n > 0 || c.inject.len() > 0 || c.local.len() > 0 || c.poke.Load() != 0
 }
