@@ -62,6 +62,11 @@ const (
 	IOThinkTime   = 30 * time.Millisecond
 	IOConnections = 10000
 	IOCarriers    = 8
+	// IOWarmup and IODuration are the I/O-bound preset's quick durations:
+	// opening 10,000 connections and filling them takes seconds on a small
+	// machine, so the 1 s quick warm-up would measure the ramp.
+	IOWarmup   = 5 * time.Second
+	IODuration = 10 * time.Second
 )
 
 // Layout places the three processes on the machine's CPUs.
@@ -322,6 +327,9 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	}
 	if o.IOBound {
 		base.MockThinkTime, base.Connections = IOThinkTime, IOConnections
+		if !o.Full {
+			base.Warmup, base.Duration = IOWarmup, IODuration
+		}
 	}
 	if o.Warmup > 0 {
 		base.Warmup = o.Warmup

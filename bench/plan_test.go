@@ -155,7 +155,8 @@ func TestComparePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := io.Phases[0].Configs[1]
-	if c.MockThinkTime != 30*time.Millisecond || c.Connections != 10000 || c.Threads != 8 || io.Runs() != 4 {
+	if c.MockThinkTime != 30*time.Millisecond || c.Connections != 10000 || c.Threads != 8 || io.Runs() != 4 ||
+		c.Warmup != IOWarmup || c.Duration != IODuration {
 		t.Errorf("I/O-bound preset = %+v, runs %d", c, io.Runs())
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nope"}}); err == nil {

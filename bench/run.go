@@ -569,8 +569,8 @@ func (r *runner) readLoad() error {
 	r.sum.Latency, r.sum.Uncorrected = &lr.Corrected, &lr.Uncorrected
 	if lr.Completed == 0 {
 		// Nothing was measured: a run, not a figure of 0 req/s.
-		return fmt.Errorf("no request completed in the window (%d failed, %d not sent); see %s and %s",
-			lr.Failed, lr.NotSent, LoadText, ServerLog)
+		return fmt.Errorf("no request completed in the window (%d failed, %d in flight, %d not sent); see %s and %s",
+			lr.Failed, lr.InFlight, lr.NotSent, LoadText, ServerLog)
 	}
 	return nil
 }

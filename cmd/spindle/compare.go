@@ -45,7 +45,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"The default takes under 5 minutes on 2 CPUs; --full uses the study's durations.")
 	fs.IntVar(&a.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
 	fs.BoolVar(&a.full, "full", false, "the study's durations: 10s warm-up, 30s window")
-	fs.BoolVar(&a.ioBound, "io-bound", false, "the I/O-bound preset: think time 30ms, 10,000 connections, 8 carriers")
+	fs.BoolVar(&a.ioBound, "io-bound", false, "the I/O-bound preset: think time 30ms, 10,000 connections, 8 carriers, 5s warm-up, 10s window")
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
 	fs.DurationVar(&a.warmup, "warmup", 0, "override the warm-up (default: 1s, or 10s with --full)")
 	fs.DurationVar(&a.duration, "duration", 0, "override the measured window (default: 3s, or 30s with --full)")
