@@ -25,7 +25,7 @@ func Example() {
 	}
 	defer l.Close()
 
-	done := make(chan string)
+	done := make(chan string, 1) // buffered: a task must not block on a channel
 	g.Go(func(t *carrier.Task) {
 		c, err := t.Dial(l.Addr().String(), time.Second)
 		if err != nil {
