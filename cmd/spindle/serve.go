@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"spindle/carrier"
+	"spindle/carrier/wait"
 	"spindle/server"
 )
 
@@ -72,6 +74,11 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		return o, badInput("--threads %d: must not be negative", a.threads)
 	case a.backendTimeout <= 0:
 		return o, badInput("--backend-timeout %v: must be positive", a.backendTimeout)
+	}
+	if err, known := wait.Available()[a.wait]; !known {
+		return o, badInput("--wait %q: want one of %s", a.wait, strings.Join(wait.Names(), ", "))
+	} else if err != nil {
+		return o, badInput("--wait %s: %v", a.wait, err)
 	}
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return o, err

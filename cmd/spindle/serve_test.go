@@ -16,6 +16,7 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--mode", "fork-join"},
 		{"serve", "--topology", "everywhere"},
 		{"serve", "--ws-scope", "planet"},
+		{"serve", "--wait", "doze"},
 		{"serve", "--port", "70000"},
 		{"serve", "--threads", "-1"},
 		{"serve", "--backend-timeout", "0s"},
