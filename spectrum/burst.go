@@ -35,6 +35,7 @@ type Ratio struct{ Busy, Idle int }
 // Ratios are the paper's busy:idle ratios.
 var Ratios = []Ratio{{1, 9}, {5, 5}, {9, 1}}
 
+// String is "busy:idle", e.g. "1:9".
 func (r Ratio) String() string { return fmt.Sprintf("%d:%d", r.Busy, r.Idle) }
 
 // Pattern is one burst pattern: a scale and a ratio.
@@ -43,6 +44,7 @@ type Pattern struct {
 	Ratio Ratio
 }
 
+// String is the scale and the ratio, e.g. "us 1:9".
 func (p Pattern) String() string { return p.Scale.Name + " " + p.Ratio.String() }
 
 // Period is the mean length of one busy plus one idle period.
