@@ -9,9 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/internal/unix"
 )
@@ -275,7 +273,5 @@ func (g *Group) onCarrierThread() bool {
 	}
 	return false
 }
-
-func durationSince(start int64) time.Duration { return time.Duration(wait.Now() - start) }
 
 func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }

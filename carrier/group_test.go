@@ -504,6 +504,9 @@ func TestTelemetryJSONAndSub(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	if d.TasksPerDrain() <= 0 || after.IOCycles > 0 && after.IOEventsPerCycle() < 0 {
+		t.Errorf("tasks per drain %v, events per cycle %v", d.TasksPerDrain(), after.IOEventsPerCycle())
+	}
 	if d.TasksRun < 2 || d.Drains == 0 || d.SubmitToRun.Count() != 1 {
 		t.Errorf("window: tasks_run=%d drains=%d submit_to_run=%d", d.TasksRun, d.Drains, d.SubmitToRun.Count())
 	}

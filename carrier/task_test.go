@@ -290,3 +290,42 @@ func TestDeadlineMovedWhileParked(t *testing.T) {
 		}
 	})
 }
+
+// TestDialNames dials by name: localhost directly, the machine's host name
+// through the resolver on an offloaded goroutine.
+func TestDialNames(t *testing.T) {
+	checkLeaks(t)
+	ln := netListen(t)
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("no host name: %v", err)
+	}
+	resolvable := false
+	if ips, err := net.LookupIP(host); err == nil {
+		for _, ip := range ips {
+			resolvable = resolvable || ip.IsLoopback()
+		}
+	}
+	g := newGroup(t, Options{Carriers: 1})
+	inTask(t, g, func(tk *Task) {
+		names := []string{"localhost:" + port}
+		if resolvable {
+			names = append(names, net.JoinHostPort(host, port))
+		}
+		for _, addr := range names {
+			c, err := tk.Dial(addr, time.Second)
+			if err != nil {
+				t.Errorf("dial %s: %v", addr, err)
+				continue
+			}
+			c.Close()
+		}
+		if _, err := tk.Dial("localhost:notaport", time.Second); err == nil {
+			t.Error("dial with a bad port succeeded")
+		}
+	})
+	if !resolvable {
+		t.Skipf("host name %q does not resolve to loopback: only localhost was dialed", host)
+	}
+}
