@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -21,48 +22,64 @@ func checkAccounting(t *testing.T, r *Result) {
 		r.Intended, r.Completed, r.Failed, r.Errors, r.InFlight, r.NotSent)
 }
 
+// timingAttempts is how often a timing test runs before it fails: on a busy
+// shared machine one run can lose its CPU for tens of milliseconds, which a
+// latency percentile then shows. A failed first attempt is logged.
+const timingAttempts = 2
+
 func TestFixedRate1msServer(t *testing.T) {
-	addr, _ := startChild(t, mode1ms)
 	const rate = 400
-	r, err := Run(context.Background(), Options{
-		URL: "http://" + addr + "/", Threads: 1, Connections: 8, Duration: 2 * time.Second,
-		Warmup: 200 * time.Millisecond, Rate: rate, Timeout: time.Second, Spin: testSpin,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAccounting(t, r)
-	p50 := r.Corrected.PercentilesUs["50"]
-	t.Logf("corrected p50 %d µs, p99 %d µs; uncorrected p50 %d µs; achieved %.1f req/s",
-		p50, r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["50"], r.AchievedRate)
-	if p50 < 1000 || p50 > 1500 {
-		t.Errorf("corrected p50 = %d µs, want 1000..1500", p50)
-	}
-	if r.Intended < rate*2*95/100 || r.Intended > rate*2*105/100 {
-		t.Errorf("intended %d in 2 s at %d/s", r.Intended, rate)
-	}
-	if r.Warmup == 0 {
-		t.Error("no warm-up requests counted")
+	for attempt := 1; ; attempt++ {
+		addr, _ := startChild(t, mode1ms)
+		r, err := Run(context.Background(), Options{
+			URL: "http://" + addr + "/", Threads: 1, Connections: 8, Duration: 2 * time.Second,
+			Warmup: 200 * time.Millisecond, Rate: rate, Timeout: time.Second, Spin: testSpin,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, r)
+		if r.Intended < rate*2*95/100 || r.Intended > rate*2*105/100 {
+			t.Errorf("intended %d in 2 s at %d/s", r.Intended, rate)
+		}
+		if r.Warmup == 0 {
+			t.Error("no warm-up requests counted")
+		}
+		p50 := r.Corrected.PercentilesUs["50"]
+		msg := fmt.Sprintf("corrected p50 %d µs (want 1000..1500), p99 %d µs; uncorrected p50 %d µs; achieved %.1f req/s",
+			p50, r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["50"], r.AchievedRate)
+		if p50 >= 1000 && p50 <= 1500 {
+			t.Log(msg)
+			return
+		}
+		if attempt == timingAttempts {
+			t.Fatal(msg)
+		}
+		t.Logf("attempt %d: %s; trying again", attempt, msg)
 	}
 }
 
 func TestCoordinatedOmission(t *testing.T) {
-	addr, _ := startChild(t, modeStall)
-	r, err := Run(context.Background(), Options{
-		URL: "http://" + addr + "/", Threads: 1, Connections: 10, Duration: 3 * time.Second,
-		Rate: 1000, Timeout: 2 * time.Second,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAccounting(t, r)
-	cp99, up99 := r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["99"]
-	t.Logf("corrected p99 %d µs, uncorrected p99 %d µs", cp99, up99)
-	if cp99 < 300_000 {
-		t.Errorf("corrected p99 = %d µs, want >= 300 ms", cp99)
-	}
-	if up99 >= 50_000 {
-		t.Errorf("uncorrected p99 = %d µs, want < 50 ms", up99)
+	for attempt := 1; ; attempt++ {
+		addr, _ := startChild(t, modeStall) // a new server: it stalls once
+		r, err := Run(context.Background(), Options{
+			URL: "http://" + addr + "/", Threads: 1, Connections: 10, Duration: 3 * time.Second,
+			Rate: 1000, Timeout: 2 * time.Second,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, r)
+		cp99, up99 := r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["99"]
+		msg := fmt.Sprintf("corrected p99 %d µs (want >= 300 ms), uncorrected p99 %d µs (want < 50 ms)", cp99, up99)
+		if cp99 >= 300_000 && up99 < 50_000 {
+			t.Log(msg)
+			return
+		}
+		if attempt == timingAttempts {
+			t.Fatal(msg)
+		}
+		t.Logf("attempt %d: %s; trying again", attempt, msg)
 	}
 }
 
