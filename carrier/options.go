@@ -109,9 +109,10 @@ type Options struct {
 	StealScope Scope
 	// Pin binds carrier threads to CPUs.
 	Pin Pinning
-	// NPlusOne reserves the first CPU of the set for everything that is not a
-	// carrier (GC workers, sysmon, offloaded goroutines): carriers run on the
-	// others and the process's other threads are moved onto it.
+	// NPlusOne reserves the first CPU of the set (with PinSkipSMT, the first
+	// core) for everything that is not a carrier (GC workers, sysmon,
+	// offloaded goroutines): carriers run on the others and the process's
+	// other threads are moved onto it.
 	NPlusOne bool
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
