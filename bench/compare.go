@@ -34,6 +34,9 @@ type RunPlanOptions struct {
 	Run RunOptions
 	// Progress, when set, is called at each step of each run.
 	Progress func(Progress)
+	// Failed, when set, is told of each run that did not complete, as it
+	// happens (the plan goes on).
+	Failed func(r report.Result, err error)
 	// Overhead is the per-run time beyond warm-up and window assumed by
 	// the first remaining-time estimate (later ones use measured runs).
 	Overhead time.Duration
@@ -111,6 +114,9 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 						return results, err
 					}
 					failed = append(failed, fmt.Sprintf("%s %s round %d: %v", ph.Name, cfg.Name, round, err))
+					if o.Failed != nil {
+						o.Failed(results[len(results)-1], err)
+					}
 					continue
 				}
 				if ph.Name == "max" {

@@ -275,3 +275,24 @@ func TestRunNothingCompleted(t *testing.T) {
 		t.Fatalf("error = %v, want an incomplete run: no request completed", err)
 	}
 }
+
+func TestRunPlanGoesOnAfterAFailure(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	t.Setenv(fakeZeroEnv, "1") // every run completes nothing
+	p, err := ComparePlan(CompareOptions{CPUs: cpu.Set{0}, Rounds: 1, Only: []string{"nethttp", "carrier"},
+		Warmup: 50 * time.Millisecond, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: t.TempDir(), Run: opt,
+		Failed: func(r report.Result, _ error) { told = append(told, r.Summary.Name) }})
+	// Both max runs fail, so there is no fixed rate and the plan stops there.
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "no fixed rate") {
+		t.Errorf("error = %v", err)
+	}
+	if len(results) != 2 || strings.Join(told, ",") != "nethttp,carrier" {
+		t.Errorf("%d results, told of %v", len(results), told)
+	}
+}

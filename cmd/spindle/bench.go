@@ -275,8 +275,10 @@ func (p *progressLine) show(pr bench.Progress) {
 	fmt.Fprintf(p.w, "\r%s%s", s, pad)
 }
 
+// done ends the line, so that other output starts on a fresh one.
 func (p *progressLine) done() {
 	if p.tty && p.last > 0 {
 		fmt.Fprintln(p.w)
+		p.last = 0
 	}
 }

@@ -105,7 +105,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "%d runs (%d configurations x 2 loads x %d rounds), about %s -> %s\n",
 		plan.Runs(), len(plan.Phases[0].Configs), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	line := newProgressLine(stderr)
-	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show})
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show,
+		Failed: func(r report.Result, err error) {
+			line.done()
+			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",
+				r.Summary.Name, r.Summary.Phase, r.Summary.Round, err)
+		}})
 	line.done()
 	if errors.Is(runErr, bench.ErrPortBusy) {
 		return asBadInput(runErr)
