@@ -26,6 +26,11 @@ type Cell struct {
 	PatternS  string   `json:"pattern,omitempty"`
 	FG        cpu.Set  `json:"fg_cpus"`
 	BG        cpu.Set  `json:"bg_cpus,omitempty"`
+	// Shared are CPUs where more foreground threads run beside the
+	// background pollers, which then wait at real-time priority: as in the
+	// paper's bursty figures, a poller that blocks gives its core to the
+	// foreground and preempts it the moment it wakes.
+	Shared cpu.Set `json:"shared_cpus,omitempty"`
 	// Driver is the CPU of the burst driver (bursty cells), -1 for none.
 	Driver int `json:"driver_cpu"`
 	// Duration is how long one run measures.
@@ -48,7 +53,11 @@ func (c Cell) Key() string {
 	if c.Mode == "" {
 		return k + " baseline"
 	}
-	return fmt.Sprintf("%s bg=%d %s", k, len(c.BG), c.Mode)
+	k = fmt.Sprintf("%s bg=%d %s", k, len(c.BG), c.Mode)
+	if len(c.Shared) > 0 {
+		k += fmt.Sprintf(" +%d shared", len(c.Shared))
+	}
+	return k
 }
 
 // Sample is one run of a cell.
@@ -95,6 +104,10 @@ func (e *Env) DriverNote() string { return e.driverNote }
 // ordinary thread, below the kernel's own real-time threads (which use 99).
 const driverPriority = 50
 
+// pollerPriority is a poller's SCHED_FIFO priority when it shares its CPU
+// with foreground threads: above them, below the driver.
+const pollerPriority = 40
+
 // RunCell runs one cell once. round varies the seed between repeats.
 func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 	if c.Skipped != "" {
@@ -105,8 +118,9 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 		return Sample{}, err
 	}
 	g := newGate()
-	fg := make([]threadStats, len(c.FG))
-	for i, cc := range c.FG {
+	fgCPUs := slices.Concat(c.FG, c.Shared)
+	fg := make([]threadStats, len(fgCPUs))
+	for i, cc := range fgCPUs {
 		g.pinned(cc, fmt.Sprintf("spectrum-fg%d", i), &fg[i], matmulLoop(g, k, e.Seed+uint64(i)))
 	}
 	line := &Line{}
@@ -129,12 +143,24 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 				return Sample{}, err
 			}
 			body = pollLoop(line, s, c.Pattern != nil)
+			if len(c.Shared) > 0 {
+				poll := body
+				body = func(out *threadStats) {
+					if err := unix.SetFIFO(pollerPriority); err != nil {
+						out.err = fmt.Errorf("poller sharing its CPU needs real-time priority: %w", err)
+						return
+					}
+					poll(out)
+				}
+			}
 		}
 		g.pinned(cc, fmt.Sprintf("spectrum-bg%d", i), &bg[i], body)
 	}
 	g.ready.Wait()
 
 	cells := slices.Concat(c.FG, c.BG)
+	slices.Sort(cells)
+	cells = slices.Compact(cells)
 	st0, stealErr := observe.ReadStatTimes("")
 	var j0 float64
 	var powerErr error
@@ -144,7 +170,7 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 	var endFreq func() (float64, error)
 	var freqErr error
 	if e.Freq != nil {
-		endFreq, freqErr = e.Freq.Begin(c.FG)
+		endFreq, freqErr = e.Freq.Begin(fgCPUs)
 	}
 
 	start := time.Now()

@@ -324,6 +324,13 @@ func burstyLayout(cores []cpu.Set, bg int) (fgs, bgs cpu.Set, driver int, err er
 	return sorted(rest), bgs, rest[0], nil
 }
 
+// sharesCore are the modes whose pollers give their core back while they
+// wait (they block in the kernel): in the bursty preset more foreground
+// threads run on the pollers' CPUs, the pollers at real-time priority, as
+// in the paper's Figures 7 and 8. Spinning and halting-in-place modes keep
+// their cores.
+var sharesCore = map[string]bool{"block": true, "adaptive": true}
+
 func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o PlanOptions) []Cell {
 	fgs, bgs, driver, layoutErr := burstyLayout(cores, o.BG)
 	if o.FG > 0 && o.FG < len(fgs) {
@@ -338,7 +345,11 @@ func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o Pla
 		for _, r := range Ratios {
 			p := Pattern{sc, r}
 			d := max(o.Duration, 2*p.Period())
-			base := Cell{Preset: PresetBursty, Kernel: kernel, Pattern: &p, PatternS: p.String(), FG: fgs, Driver: driver, Duration: d}
+			// The baseline is the foreground alone on every CPU the
+			// cells use (the paper normalises to matmul alone on all
+			// threads), with the driver flipping a word nobody watches.
+			base := Cell{Preset: PresetBursty, Kernel: kernel, Pattern: &p, PatternS: p.String(),
+				FG: sorted(slices.Concat(fgs, bgs)), Driver: driver, Duration: d}
 			var skip error
 			switch {
 			case layoutErr != nil:
@@ -353,7 +364,10 @@ func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o Pla
 			}
 			for _, mode := range modes {
 				c := base
-				c.Mode, c.BG, c.Baseline = mode, bgs, base.Key()
+				c.Mode, c.FG, c.BG, c.Baseline = mode, fgs, bgs, base.Key()
+				if sharesCore[mode] {
+					c.Shared = bgs
+				}
 				c.Skipped = ""
 				err := skip
 				if err == nil {

@@ -219,8 +219,19 @@ func TestPlanBursty(t *testing.T) {
 			case c.Skipped != "":
 				t.Errorf("%s: %s skipped: %s", name, c.Key(), c.Skipped)
 			}
-			if len(c.FG) != want.fg || c.Driver != want.driver || (c.Mode != "" && len(c.BG) != want.bg) {
-				t.Errorf("%s: %s: fg %d bg %d driver %d, want %d %d %d", name, c.Key(), len(c.FG), len(c.BG), c.Driver, want.fg, want.bg, want.driver)
+			wantFG, wantBG, wantShared := want.fg, want.bg, 0
+			switch {
+			case c.Mode == "": // the baseline: the foreground alone on every CPU the cells use
+				wantFG, wantBG = want.fg+want.bg, 0
+			case c.Mode == "block" || c.Mode == "adaptive": // pollers that give their core back share it
+				wantShared = want.bg
+			}
+			if len(c.FG) != wantFG || len(c.BG) != wantBG || len(c.Shared) != wantShared || c.Driver != want.driver {
+				t.Errorf("%s: %s: fg %d bg %d shared %d driver %d, want %d %d %d %d", name, c.Key(),
+					len(c.FG), len(c.BG), len(c.Shared), c.Driver, wantFG, wantBG, wantShared, want.driver)
+			}
+			if len(c.Shared) > 0 && !slices.Equal(c.Shared, c.BG) {
+				t.Errorf("%s: %s: shared %s, background %s", name, c.Key(), c.Shared, c.BG)
 			}
 			if c.Duration < 2*c.Pattern.Period() || c.Duration < 100*time.Millisecond {
 				t.Errorf("%s: %s: duration %v shorter than two periods", name, c.Key(), c.Duration)
