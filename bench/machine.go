@@ -1,13 +1,19 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
 
+	"spindle/cpu"
+	"spindle/internal/unix"
 	"spindle/observe"
 )
 
@@ -70,4 +76,29 @@ func (r *runner) ownPIDs() []int {
 		}
 	}
 	return pids
+}
+
+// PinRunner restricts every thread of this process to cpus, and so every
+// thread it creates later and every process it starts (perf, children
+// before they pin themselves): the runner's sampling and perf then stay off
+// the server's CPUs. Give it the load generator's CPUs.
+func PinRunner(cpus cpu.Set) error {
+	if len(cpus) == 0 {
+		return fmt.Errorf("pin runner: empty CPU set")
+	}
+	es, err := os.ReadDir(filepath.Join(observe.DefaultProcRoot, "self", "task"))
+	if err != nil {
+		return fmt.Errorf("pin runner: %w", err)
+	}
+	for _, e := range es {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// A thread that exited since the listing is no error.
+		if err := unix.SchedSetaffinity(tid, cpus); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("pin runner thread %d to %s: %w", tid, cpus, err)
+		}
+	}
+	return nil
 }

@@ -296,3 +296,17 @@ func TestRunPlanGoesOnAfterAFailure(t *testing.T) {
 		t.Errorf("%d results, told of %v", len(results), told)
 	}
 }
+
+func TestPinRunner(t *testing.T) {
+	all, err := cpu.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pinning to every allowed CPU changes nothing and exercises the path.
+	if err := PinRunner(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := PinRunner(nil); err == nil {
+		t.Error("PinRunner(empty) succeeded")
+	}
+}

@@ -195,6 +195,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
 		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
+	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
+		return err
+	}
 	line := newProgressLine(stderr)
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead

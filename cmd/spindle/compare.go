@@ -104,6 +104,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	fmt.Fprintf(stdout, "%d runs (%d configurations x 2 loads x %d rounds), about %s -> %s\n",
 		plan.Runs(), len(plan.Phases[0].Configs), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	if err := bench.PinRunner(plan.Layout.Load); err != nil {
+		return err
+	}
 	line := newProgressLine(stderr)
 	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show,
 		Failed: func(r report.Result, err error) {
