@@ -335,12 +335,14 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	if !r.load.exited() {
 		procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
 	}
+	// The observers record why they have no figures from their goroutines.
 	var mu sync.Mutex
-	na := func(key string, err error) {
+	off := func(key, reason string) {
 		mu.Lock()
-		r.na[key] = observe.Reason(err)
+		r.na[key] = reason
 		mu.Unlock()
 	}
+	na := func(key string, err error) { off(key, observe.Reason(err)) }
 	if r.cfg.Pidstat {
 		o.goRun(func() error {
 			rep, err := observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
@@ -358,7 +360,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			return nil
 		})
 	} else {
-		r.na["threads"] = "off (--no-pidstat)"
+		off("threads", "off (--no-pidstat)")
 	}
 	if r.cfg.PerfStat {
 		o.goRun(func() error {
@@ -377,7 +379,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			return writeFile(r.path(PerfStatText), func(w io.Writer) error { return writePerfStat(w, s, window, data) })
 		})
 	} else {
-		r.na["perf-stat"] = "off (no --perf-stat)"
+		off("perf-stat", "off (no --perf-stat)")
 	}
 	if r.cfg.PerfSched {
 		// Threads are listed before and after the trace: the load
@@ -409,7 +411,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			})
 		})
 	} else {
-		r.na["perf-sched"] = "off (no --perf-sched)"
+		off("perf-sched", "off (no --perf-sched)")
 	}
 	return o
 }
