@@ -376,8 +376,9 @@ func describe(l Layout, c Config, rounds int) string {
 	if len(l.Extra) > 0 {
 		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
 	}
-	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds.",
-		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, rounds)
+	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds; "+
+		"the fixed rate is %.0f%% of the lowest configuration's max throughput.",
+		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, rounds, 100*FixedRateShare)
 }
 
 // PlanFile is where RunPlan records the plan, fixed rate included.

@@ -47,7 +47,8 @@ type RunOptions struct {
 	Exe string
 	// Dir is the result directory (created).
 	Dir string
-	// Phase and Round label the run in summary.json.
+	// Phase and Round label the run in summary.json; an empty Phase is
+	// "fixed" with a rate, else "max".
 	Phase string
 	Round int
 	// Progress, when set, is told each phase of the run as it starts:
@@ -93,6 +94,14 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	}
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return report.Summary{}, fmt.Errorf("result directory: %w", err)
+	}
+	if opt.Phase == "" {
+		// A single run joins the phase its load belongs to, so that
+		// "spindle report" compares single runs like compare's.
+		opt.Phase = "max"
+		if cfg.Rate > 0 {
+			opt.Phase = "fixed"
+		}
 	}
 	r.sum = report.Summary{
 		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,

@@ -54,7 +54,7 @@ func (r *Report) phaseTitle(phase string) string {
 	case "fixed":
 		for _, g := range r.Groups {
 			if g.Phase == "fixed" && g.Rate > 0 {
-				return fmt.Sprintf("Fixed rate: %d req/s (70%% of the lowest max throughput)", g.Rate)
+				return fmt.Sprintf("Fixed rate: %d req/s", g.Rate)
 			}
 		}
 		return "Fixed rate"

@@ -32,7 +32,8 @@ type Summary struct {
 	Complete bool   `json:"complete"`
 	Reason   string `json:"reason,omitempty"`
 	// Name is the configuration's name ("carrier+pinning"); Phase is
-	// "max", "fixed" or "" for a single "spindle bench"; Round counts from 1.
+	// "max" (closed loop) or "fixed" (a fixed rate); Round counts from 1
+	// in a comparison and is 0 for a single "spindle bench".
 	Name  string `json:"name"`
 	Phase string `json:"phase,omitempty"`
 	Round int    `json:"round,omitempty"`
