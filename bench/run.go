@@ -78,6 +78,9 @@ var ErrIncomplete = errors.New("run incomplete")
 // ends, every child is stopped, summary.json says "complete": false with
 // the reason, and the error wraps ErrIncomplete.
 func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error) {
+	if err := cfg.Validate(false); err != nil {
+		return report.Summary{}, fmt.Errorf("configuration %s: %w", cfg.Name, err)
+	}
 	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}}
 	if r.opt.Exe == "" {
 		exe, err := os.Executable()

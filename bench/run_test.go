@@ -310,3 +310,14 @@ func TestPinRunner(t *testing.T) {
 		t.Error("PinRunner(empty) succeeded")
 	}
 }
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	opt := fakeOptions(t)
+	cfg := fakeConfig(t, "fjp")
+	if _, err := Run(context.Background(), cfg, opt); err == nil || errors.Is(err, ErrIncomplete) {
+		t.Errorf("error = %v, want a configuration error before anything starts", err)
+	}
+	if _, err := os.Stat(filepath.Join(opt.Dir, report.SummaryFile)); err == nil {
+		t.Error("summary.json written for a configuration that never ran")
+	}
+}
