@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -274,3 +275,29 @@ var testSpin = func() time.Duration {
 	d, _ := time.ParseDuration(os.Getenv("SPIN"))
 	return d
 }()
+
+// The event loop must not allocate per request: run closed loop against the
+// helper server and count the process's allocations per completed request
+// (set-up, the coordinator and the final merge allocate a fixed amount).
+func TestHotPathAllocations(t *testing.T) {
+	addr, _ := startChild(t, modeOK)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := Run(context.Background(), Options{
+		URL: "http://" + addr + "/", Threads: 1, Connections: 4, Duration: 500 * time.Millisecond,
+		Timeout: time.Second,
+	}, nil)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Completed < 1000 {
+		t.Skipf("only %d requests completed: too few to tell per-request allocations from set-up", r.Completed)
+	}
+	perReq := float64(after.Mallocs-before.Mallocs) / float64(r.Completed)
+	t.Logf("%d allocations for %d requests: %.4f per request", after.Mallocs-before.Mallocs, r.Completed, perReq)
+	if perReq > 0.05 {
+		t.Errorf("%.4f allocations per request, want (almost) none", perReq)
+	}
+}
