@@ -191,7 +191,7 @@ func TestConnectionsSpreadEvenly(t *testing.T) {
 
 func TestCancel(t *testing.T) {
 	s := startServer(t, answerOK)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	var progressCalls int
