@@ -26,6 +26,7 @@ func MeasureLineWake(a, b, rounds int, idle time.Duration) (time.Duration, error
 	if a == b {
 		return 0, fmt.Errorf("measure line wake: both threads on CPU %d", a)
 	}
+	defer enoughProcs(2)()
 	var la, lb Line
 	g := newGate()
 	lat := [2][]int64{make([]int64, 0, rounds), make([]int64, 0, rounds)}

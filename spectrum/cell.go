@@ -117,6 +117,7 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
+	defer enoughProcs(len(c.FG) + len(c.Shared) + len(c.BG) + 1)() // + the driver
 	g := newGate()
 	fgCPUs := slices.Concat(c.FG, c.Shared)
 	fg := make([]threadStats, len(fgCPUs))

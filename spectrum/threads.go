@@ -100,6 +100,26 @@ func (g *gate) pinned(c int, name string, out *threadStats, body func(out *threa
 	}()
 }
 
+// spareProcs are the Ps left for everything that is not a pinned thread:
+// the goroutine that times the run and the runtime's own work.
+const spareProcs = 2
+
+// enoughProcs raises GOMAXPROCS so that each of threads pinned threads
+// holds a P of its own, and returns the function that restores it. A
+// locked thread runs Go code only while it holds a P: with GOMAXPROCS at
+// the CPU count, spinning foreground and background threads hold every P,
+// and a driver or poller returning from a sleep waits for Go's scheduler to
+// preempt one of them (up to 10ms), whatever its OS priority. With a P
+// each, the kernel alone decides who runs, as the experiment intends.
+func enoughProcs(threads int) (restore func()) {
+	prev := runtime.GOMAXPROCS(0)
+	if need := threads + spareProcs; need > prev {
+		runtime.GOMAXPROCS(need)
+		return func() { runtime.GOMAXPROCS(prev) }
+	}
+	return func() {}
+}
+
 // matmulLoop multiplies until the gate closes; seed picks the matrices.
 func matmulLoop(g *gate, k Kernel, seed uint64) func(*threadStats) {
 	rng := rand.New(rand.NewPCG(seed, 1))
