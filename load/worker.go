@@ -464,9 +464,9 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 		latency.Record(w.corrected, now-c.intended)
 		latency.Record(w.uncorrected, now-c.sentAt)
 	}
-	if keep {
+	if keep && c.state == csReading {
 		c.state = csReady
-	} else {
+	} else { // (a response that beat the end of our write leaves the stream out of step)
 		w.closeConn(c)
 	}
 	w.advance(c, now)
