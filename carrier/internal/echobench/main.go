@@ -288,16 +288,9 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 	if err != nil {
 		return result{}, fmt.Errorf("client: %w", err)
 	}
-	f := strings.Fields(string(out))
-	if len(f) != 4 || f[0] != "rate" || f[2] != "total" {
-		return result{}, errors.New("client printed " + strconv.Quote(string(out)))
-	}
 	var r result
-	if r.rate, err = strconv.ParseFloat(f[1], 64); err != nil {
-		return result{}, err
-	}
-	total, err := strconv.ParseFloat(f[3], 64)
-	if err != nil {
+	var total float64
+	if r.rate, total, err = parseLoadOutput(out); err != nil {
 		return result{}, err
 	}
 	stdin.Close()
@@ -308,4 +301,23 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 	cpu := srv.ProcessState.UserTime() + srv.ProcessState.SystemTime()
 	r.perCPU = total / cpu.Seconds()
 	return r, nil
+}
+
+// parseLoadOutput parses the load subcommand's output line,
+// "rate <round trips per second> total <round trips>".
+func parseLoadOutput(b []byte) (rate, total float64, err error) {
+	f := strings.Fields(string(b))
+	if len(f) != 4 || f[0] != "rate" || f[2] != "total" {
+		return 0, 0, errors.New("client printed " + strconv.Quote(string(b)))
+	}
+	if rate, err = strconv.ParseFloat(f[1], 64); err != nil {
+		return 0, 0, fmt.Errorf("client rate: %w", err)
+	}
+	if total, err = strconv.ParseFloat(f[3], 64); err != nil {
+		return 0, 0, fmt.Errorf("client total: %w", err)
+	}
+	if !(rate >= 0) || !(total >= 0) { // also NaN
+		return 0, 0, fmt.Errorf("client printed bad counts: %q", b)
+	}
+	return rate, total, nil
 }
