@@ -86,7 +86,7 @@ func (s *Server) startNetHTTP() error {
 	}
 	o := s.o.HTTP.WithDefaults()
 	var backends sync.Map // net.Conn -> *netBackend
-	s.hl, s.ln = ln, ln.Addr()
+	s.ln = ln.Addr()
 	s.hs = &http.Server{
 		Handler:           http.HandlerFunc(s.serveNetHTTP),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,

@@ -119,7 +119,6 @@ type Server struct {
 	group *carrier.Group    // handoff, carrier
 	cl    *carrier.Listener // handoff, carrier
 	hs    *http.Server      // nethttp
-	hl    net.Listener      // nethttp
 	procs int               // GOMAXPROCS to restore (nethttp), 0: none
 	// closeBackends closes the nethttp mode's backend clients.
 	closeBackends func()
