@@ -78,8 +78,12 @@ func (t *Task) Carrier() *Carrier { return t.home }
 // block parks the task until something makes it runnable again. When the
 // carrier stops instead, it panics with errStopped, which the task's runner
 // recovers after the task's deferred functions ran.
-func (t *Task) block() {
-	t.state = taskParked
+func (t *Task) block() { t.suspend(taskParked) }
+
+// suspend switches back to the carrier, leaving the task in state
+// (parked, or runnable when it queued itself).
+func (t *Task) suspend(state uint8) {
+	t.state = state
 	t.ops = 0
 	if !t.co.yield(false) {
 		panic(errStopped)
@@ -91,7 +95,7 @@ func (t *Task) block() {
 // resumes the task.
 func (t *Task) Yield() {
 	t.home.fifo.push(t)
-	t.block()
+	t.suspend(taskRunnable)
 }
 
 // Sleep parks the task for d on its carrier's timer heap.
