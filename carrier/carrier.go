@@ -271,7 +271,9 @@ func (c *Carrier) queued() int {
 // loop is the carrier's event loop; it returns when the group closes.
 func (c *Carrier) loop() {
 	for !c.stopping.Load() {
-		c.poke.Store(0)
+		if c.poke.Load() != 0 { // a load is cheaper than a store on every turn
+			c.poke.Store(0)
+		}
 		now := wait.Now()
 		c.fireTimers(now)
 		if c.hasWork() {
