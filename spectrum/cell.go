@@ -31,6 +31,11 @@ type Cell struct {
 	// paper's bursty figures, a poller that blocks gives its core to the
 	// foreground and preempts it the moment it wakes.
 	Shared cpu.Set `json:"shared_cpus,omitempty"`
+	// RealTime runs the waiting pollers at SCHED_FIFO (always with
+	// Shared): other processes on the machine then cannot preempt a
+	// spinning poller, as on a dedicated core, and every strategy of a
+	// pattern is measured under the same priority.
+	RealTime bool `json:"realtime_pollers,omitempty"`
 	// Driver is the CPU of the burst driver (bursty cells), -1 for none.
 	Driver int `json:"driver_cpu"`
 	// Duration is how long one run measures.
@@ -104,8 +109,9 @@ func (e *Env) DriverNote() string { return e.driverNote }
 // ordinary thread, below the kernel's own real-time threads (which use 99).
 const driverPriority = 50
 
-// pollerPriority is a poller's SCHED_FIFO priority when it shares its CPU
-// with foreground threads: above them, below the driver.
+// pollerPriority is a real-time poller's SCHED_FIFO priority: above every
+// ordinary thread, below the driver. The kernel still keeps 5% of each
+// second for ordinary threads (sched_rt_runtime_us, or the fair server).
 const pollerPriority = 40
 
 // RunCell runs one cell once. round varies the seed between repeats.
@@ -144,11 +150,11 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 				return Sample{}, err
 			}
 			body = pollLoop(line, s, c.Pattern != nil)
-			if len(c.Shared) > 0 {
+			if c.RealTime || len(c.Shared) > 0 {
 				poll := body
 				body = func(out *threadStats) {
 					if err := unix.SetFIFO(pollerPriority); err != nil {
-						out.err = fmt.Errorf("poller sharing its CPU needs real-time priority: %w", err)
+						out.err = fmt.Errorf("pollers need real-time priority here: %w", err)
 						return
 					}
 					poll(out)

@@ -91,11 +91,12 @@ func TestRunCellKinds(t *testing.T) {
 		if sharesCore[m] {
 			c.Shared = c.BG
 		}
+		c.RealTime = true
 		cells = append(cells, c)
 	}
 	for _, c := range cells {
 		s, err := e.RunCell(c, 0)
-		if err != nil && len(c.Shared) > 0 && strings.Contains(err.Error(), "real-time priority") {
+		if err != nil && c.RealTime && strings.Contains(err.Error(), "real-time priority") {
 			t.Logf("%s not run: %v (needs root or CAP_SYS_NICE)", c.Key(), err)
 			continue
 		}
@@ -131,13 +132,15 @@ func TestRunCellKinds(t *testing.T) {
 func TestRunSummarisesAndSkips(t *testing.T) {
 	fg, bg := twoCPUs(t)
 	e := &Env{BlockWake: time.Microsecond, Seed: 1, PowerNA: "no meter here", FreqNA: "no meter here"}
-	base := Cell{Preset: "t", Kernel: "scalar", FG: cpu.Set{fg}, Driver: -1, Duration: 30 * time.Millisecond}
+	base := Cell{Preset: "t", Kernel: "scalar", FG: cpu.Set{fg}, Driver: -1, Duration: 60 * time.Millisecond}
 	busy := base
 	busy.Mode, busy.BG, busy.Baseline = "busy", cpu.Set{bg}, base.Key()
 	skip := busy
 	skip.Mode, skip.Skipped = "tpause", "skipped: wait strategy tpause: CPU lacks WAITPKG: not supported"
 	res := e.Run(context.Background(), []Cell{base, busy, skip}, 2, nil)
-	if res[0].FgMops.N != 2 || res[1].FgRel.N != 2 || res[1].BgCPU.N != 2 {
+	// A starved foreground can finish no op in a round on a loaded
+	// machine; its ratio is then n/a for that round, not a failure.
+	if res[0].FgMops.N != 2 || res[1].FgRel.N < 1 || res[1].BgCPU.N != 2 {
 		t.Fatalf("figures: %+v %+v", res[0].FgMops, res[1].FgRel)
 	}
 	if !res[0].FgRel.Inapplicable || res[1].WakeP50.N != 0 || !res[1].WakeP50.Inapplicable {
