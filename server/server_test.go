@@ -192,6 +192,12 @@ func TestRoutes(t *testing.T) {
 		if body != wantFruits || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("/fruits: %q %q, want %q", resp.Header.Get("Content-Type"), body, wantFruits)
 		}
+		// HEAD: the head of the GET answer, no body.
+		e.send(c, "HEAD /fruits HTTP/1.1\r\nHost: x\r\n\r\n")
+		head, err := http.ReadResponse(c.br, &http.Request{Method: "HEAD"})
+		if err != nil || head.StatusCode != 200 || head.ContentLength != int64(len(wantFruits)) {
+			t.Fatalf("HEAD /fruits: %v %+v", err, head)
+		}
 		e.send(c, fmt.Sprintf(get, "/nope"))
 		if resp, _ := c.read(404); !resp.Close {
 			t.Fatal("404 without Connection: close")
