@@ -15,7 +15,10 @@
 // http.ReadResponse (checked by a differential fuzzer), with two deliberate
 // exceptions allowed by RFC 9112: a header line folded onto the next line
 // (obs-fold, §5.2) and whitespace between a field name and its colon (§5.1)
-// are rejected with 400 where net/http tolerates them.
+// are rejected with 400 where net/http tolerates them. ParseRequest also makes
+// the checks net/http's server adds after ReadRequest: an HTTP/1.1 request
+// without a Host field is refused (400), a major version other than 1 too
+// (505).
 package http1
 
 import (
