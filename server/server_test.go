@@ -215,6 +215,13 @@ func TestKeepAliveAndPipelining(t *testing.T) {
 			e.send(c, fmt.Sprintf(get, "/fruits"))
 			c.read(200)
 		}
+		// Bodies are consumed, not taken for the next request.
+		e.send(c, "POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\n\r\nGET /nope HTTP")
+		c.read(200)
+		e.send(c, "POST /fruits HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+		if _, body := c.read(200); body != wantFruits {
+			t.Fatalf("POST /fruits with a chunked body: %q", body)
+		}
 		// Pipelined: all at once, answered in order.
 		e.send(c, fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits")+fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits"))
 		for i, want := range []string{"OK", wantFruits, "OK", wantFruits} {
