@@ -117,10 +117,16 @@ func (r *reader) fill() error {
 // ServerReader reads pipelined requests from one client connection,
 // enforcing Options' limits and timeouts. It allocates its buffer once and
 // reuses it.
-type ServerReader struct{ reader }
+type ServerReader struct {
+	reader
+	// sendContinue, when set, writes "100 Continue" (ServeConn sets it, so
+	// that the interim response follows the responses it still holds).
+	sendContinue func() error
+	continued    bool // sent for the request being read
+}
 
 // NewServerReader returns a reader of requests from c.
-func NewServerReader(c Conn, o Options) *ServerReader { return &ServerReader{newReader(c, o)} }
+func NewServerReader(c Conn, o Options) *ServerReader { return &ServerReader{reader: newReader(c, o)} }
 
 // Next reads the next request into req; its slices are valid until the next
 // call. It returns io.EOF when the client closed between requests,
@@ -135,10 +141,17 @@ func (r *ServerReader) Next(req *Request) error {
 			n, err := ParseRequest(r.b.pending(), req, r.o)
 			if err == nil {
 				r.b.consume(n)
+				r.continued = false
 				return nil
 			}
 			if err != ErrIncomplete {
 				return err
+			}
+			if req.awaitsContinue && !r.continued && r.sendContinue != nil {
+				r.continued = true
+				if err := r.sendContinue(); err != nil {
+					return err
+				}
 			}
 		}
 		if r.b.eof {

@@ -11,6 +11,10 @@ type Request struct {
 	Method []byte // e.g. "GET"
 	Target []byte // request-target as sent, e.g. "/fruits?x=1"
 	Message
+
+	// awaitsContinue is set with ErrIncomplete when the head is complete,
+	// the body is not, and the client sent "Expect: 100-continue".
+	awaitsContinue bool
 }
 
 // Path returns the target without its query.
@@ -29,7 +33,7 @@ func (r *Request) Path() []byte {
 // every version.
 func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 	o = o.WithDefaults()
-	r.Method, r.Target = nil, nil
+	r.Method, r.Target, r.awaitsContinue = nil, nil, false
 	r.reset()
 	l, off, err := startLine(buf, o.MaxHeaderBytes, errTooLarge)
 	if err != nil {
@@ -87,6 +91,7 @@ func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 		r.Chunked, r.ContentLength = true, -1
 		off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes)
 		if err != nil {
+			r.awaitsContinue = err == ErrIncomplete && expectsContinue(r)
 			return 0, err
 		}
 		r.Body = r.chunks
@@ -96,12 +101,18 @@ func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 		}
 		r.ContentLength = f.length
 		if int64(len(buf)-off) < f.length {
+			r.awaitsContinue = expectsContinue(r)
 			return 0, ErrIncomplete
 		}
 		r.Body = buf[off : off+int(f.length)]
 		off += int(f.length)
 	}
 	return off, nil
+}
+
+// expectsContinue reports whether r asks for "100 Continue" before its body.
+func expectsContinue(r *Request) bool {
+	return r.Minor >= 1 && hasToken(r.Get("Expect"), "100-continue")
 }
 
 // validTarget reports whether url.ParseRequestURI (with net/http's

@@ -36,6 +36,9 @@ type Handler func(req *Request, rep *Reply)
 // queues, including its refusals of bad requests (for metrics).
 type Observer func(status int)
 
+// continueLine is the interim answer to "Expect: 100-continue".
+const continueLine = "HTTP/1.1 100 Continue\r\n\r\n"
+
 // flushAt is the size of queued pipelined responses that is written out
 // even while more requests are buffered, bounding the output buffer.
 const flushAt = 64 << 10
@@ -44,7 +47,9 @@ const flushAt = 64 << 10
 // the client closes, stays idle or slow past o's timeouts, sends a request
 // to refuse (answered with its status and "Connection: close"), or a
 // response closes the connection. Responses to pipelined requests are
-// written together once no further request is buffered. HEAD requests get
+// written together once no further request is buffered. A client that sent
+// "Expect: 100-continue" gets "100 Continue" when its body is awaited. HEAD
+// requests get
 // the head of h's answer. ServeConn does not close c. It returns nil when the
 // conversation ended normally (including timeouts and refused requests),
 // else the I/O error.
@@ -56,6 +61,11 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		w   Writer
 		out = make([]byte, 0, initialBuffer)
 	)
+	rd.sendContinue = func() error {
+		err := flush(c, append(out, continueLine...), nil)
+		out = out[:0]
+		return err
+	}
 	for {
 		err := rd.Next(&req)
 		if err != nil {

@@ -222,6 +222,16 @@ func TestKeepAliveAndPipelining(t *testing.T) {
 		if _, body := c.read(200); body != wantFruits {
 			t.Fatalf("POST /fruits with a chunked body: %q", body)
 		}
+		// Expect: 100-continue: the interim answer, then the body, then the answer.
+		e.send(c, "POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+		if line, err := c.br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+			t.Fatalf("waiting for 100 Continue: %q, %v", line, err)
+		}
+		if line, _ := c.br.ReadString('\n'); line != "\r\n" {
+			t.Fatalf("after 100 Continue: %q", line)
+		}
+		e.send(c, "hello")
+		c.read(200)
 		// Pipelined: all at once, answered in order.
 		e.send(c, fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits")+fmt.Sprintf(get, "/health")+fmt.Sprintf(get, "/fruits"))
 		for i, want := range []string{"OK", wantFruits, "OK", wantFruits} {
