@@ -208,3 +208,13 @@ func TestContextStops(t *testing.T) {
 	}
 	s.Close()
 }
+
+func TestThreads(t *testing.T) {
+	s := start(t, Options{Threads: 2})
+	for range 10 { // new connections spread over both carriers' listeners
+		if code, body := get(t, s, "/health"); code != 200 || body != "OK" {
+			t.Fatalf("/health: %d %q", code, body)
+		}
+		http.DefaultClient.CloseIdleConnections()
+	}
+}
