@@ -259,13 +259,14 @@ func (w *worker) run(t0 int64, stop *atomic.Bool) {
 // wait waits for events up to d ns (spinning the last w.spin ns), leaving
 // the count in w.lastN.
 func (w *worker) wait(d int64) {
-	// Closed loop, poll first: events are almost always pending, and a
-	// poll returns them without the runtime's blocking-syscall bookkeeping;
-	// only an empty poll falls through to a blocking wait. At a fixed rate
-	// most waits are empty and the extra poll would only cost.
+	// Poll first when busy (closed loop, or the last wait returned events):
+	// events are then usually pending, and a poll returns them without the
+	// runtime's blocking-syscall bookkeeping and without giving up the CPU;
+	// only an empty poll falls through to a blocking wait. When idle (a
+	// fixed rate with time between sends) the extra poll would only cost.
 	var n int
 	var err error
-	if w.closed {
+	if w.closed || w.lastN > 0 {
 		n, err = unix.EpollPoll(w.ep, w.events)
 	}
 	switch {
