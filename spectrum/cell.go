@@ -31,11 +31,7 @@ type Cell struct {
 	// paper's bursty figures, a poller that blocks gives its core to the
 	// foreground and preempts it the moment it wakes.
 	Shared cpu.Set `json:"shared_cpus,omitempty"`
-	// RealTime runs the waiting pollers at SCHED_FIFO (always with
-	// Shared): other processes on the machine then cannot preempt a
-	// spinning poller, as on a dedicated core, and every strategy of a
-	// pattern is measured under the same priority.
-	RealTime bool `json:"realtime_pollers,omitempty"`
+
 	// Driver is the CPU of the burst driver (bursty cells), -1 for none.
 	Driver int `json:"driver_cpu"`
 	// Duration is how long one run measures.
@@ -109,9 +105,11 @@ func (e *Env) DriverNote() string { return e.driverNote }
 // ordinary thread, below the kernel's own real-time threads (which use 99).
 const driverPriority = 50
 
-// pollerPriority is a real-time poller's SCHED_FIFO priority: above every
-// ordinary thread, below the driver. The kernel still keeps 5% of each
-// second for ordinary threads (sched_rt_runtime_us, or the fair server).
+// pollerPriority is the SCHED_FIFO priority of a poller that shares its CPU
+// with foreground threads: above them, below the driver. Pollers with a
+// core of their own stay ordinary threads: a spinning real-time poller
+// exhausts the real-time budget (sched_rt_runtime_us), and the kernel then
+// throttles the driver too, delaying flips by milliseconds.
 const pollerPriority = 40
 
 // RunCell runs one cell once. round varies the seed between repeats.
@@ -150,11 +148,11 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 				return Sample{}, err
 			}
 			body = pollLoop(line, s, c.Pattern != nil)
-			if c.RealTime || len(c.Shared) > 0 {
+			if len(c.Shared) > 0 {
 				poll := body
 				body = func(out *threadStats) {
 					if err := unix.SetFIFO(pollerPriority); err != nil {
-						out.err = fmt.Errorf("pollers need real-time priority here: %w", err)
+						out.err = fmt.Errorf("a poller sharing its CPU needs real-time priority: %w", err)
 						return
 					}
 					poll(out)

@@ -327,8 +327,7 @@ func burstyLayout(cores []cpu.Set, bg int) (fgs, bgs cpu.Set, driver int, err er
 // sharesCore are the modes whose pollers give their core back while they
 // wait (they block in the kernel): in the bursty preset more foreground
 // threads run on the pollers' CPUs, as in the paper's Figures 7 and 8.
-// Spinning and halting-in-place modes keep their cores. Every bursty
-// poller runs at real-time priority (Cell.RealTime).
+// Spinning and halting-in-place modes keep their cores.
 var sharesCore = map[string]bool{"block": true, "adaptive": true}
 
 func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o PlanOptions) []Cell {
@@ -365,7 +364,6 @@ func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o Pla
 			for _, mode := range modes {
 				c := base
 				c.Mode, c.FG, c.BG, c.Baseline = mode, fgs, bgs, base.Key()
-				c.RealTime = true
 				if sharesCore[mode] {
 					c.Shared = bgs
 				}

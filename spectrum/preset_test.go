@@ -230,9 +230,6 @@ func TestPlanBursty(t *testing.T) {
 				t.Errorf("%s: %s: fg %d bg %d shared %d driver %d, want %d %d %d %d", name, c.Key(),
 					len(c.FG), len(c.BG), len(c.Shared), c.Driver, wantFG, wantBG, wantShared, want.driver)
 			}
-			if c.RealTime != (c.Mode != "") {
-				t.Errorf("%s: %s: real-time pollers %v", name, c.Key(), c.RealTime)
-			}
 			if len(c.Shared) > 0 && !slices.Equal(c.Shared, c.BG) {
 				t.Errorf("%s: %s: shared %s, background %s", name, c.Key(), c.Shared, c.BG)
 			}

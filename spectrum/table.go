@@ -28,6 +28,7 @@ var columns = []column{
 	{"pkg W", "%.1f", func(r *Result) Figure { return r.Watts }},
 	{"fg GHz", "%.2f", func(r *Result) Figure { return r.GHz }},
 	{"steal %", "%.1f", func(r *Result) Figure { return r.Steal }},
+	{"drv late µs", "%.3g", func(r *Result) Figure { return r.DriverLate }},
 }
 
 // cellText renders a figure for the table: "median [min-max]", the median
