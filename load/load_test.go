@@ -28,9 +28,26 @@ func checkAccounting(t *testing.T, r *Result) {
 // latency percentile then shows. A failed first attempt is logged.
 const timingAttempts = 2
 
+// retryTiming runs attempt until it reports ok, at most timingAttempts
+// times, logging each failed attempt's message and failing with the last.
+func retryTiming(t *testing.T, attempt func() (ok bool, msg string)) {
+	t.Helper()
+	for i := 1; ; i++ {
+		ok, msg := attempt()
+		switch {
+		case ok:
+			t.Log(msg)
+			return
+		case i == timingAttempts:
+			t.Fatal(msg)
+		}
+		t.Logf("attempt %d: %s; trying again", i, msg)
+	}
+}
+
 func TestFixedRate1msServer(t *testing.T) {
 	const rate = 400
-	for attempt := 1; ; attempt++ {
+	retryTiming(t, func() (bool, string) {
 		addr, _ := startChild(t, mode1ms)
 		r, err := Run(context.Background(), Options{
 			URL: "http://" + addr + "/", Threads: 1, Connections: 8, Duration: 2 * time.Second,
@@ -47,21 +64,14 @@ func TestFixedRate1msServer(t *testing.T) {
 			t.Error("no warm-up requests counted")
 		}
 		p50 := r.Corrected.PercentilesUs["50"]
-		msg := fmt.Sprintf("corrected p50 %d µs (want 1000..1500), p99 %d µs; uncorrected p50 %d µs; achieved %.1f req/s",
+		return p50 >= 1000 && p50 <= 1500, fmt.Sprintf(
+			"corrected p50 %d µs (want 1000..1500), p99 %d µs; uncorrected p50 %d µs; achieved %.1f req/s",
 			p50, r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["50"], r.AchievedRate)
-		if p50 >= 1000 && p50 <= 1500 {
-			t.Log(msg)
-			return
-		}
-		if attempt == timingAttempts {
-			t.Fatal(msg)
-		}
-		t.Logf("attempt %d: %s; trying again", attempt, msg)
-	}
+	})
 }
 
 func TestCoordinatedOmission(t *testing.T) {
-	for attempt := 1; ; attempt++ {
+	retryTiming(t, func() (bool, string) {
 		addr, _ := startChild(t, modeStall) // a new server: it stalls once
 		r, err := Run(context.Background(), Options{
 			URL: "http://" + addr + "/", Threads: 1, Connections: 10, Duration: 3 * time.Second,
@@ -72,16 +82,9 @@ func TestCoordinatedOmission(t *testing.T) {
 		}
 		checkAccounting(t, r)
 		cp99, up99 := r.Corrected.PercentilesUs["99"], r.Uncorrected.PercentilesUs["99"]
-		msg := fmt.Sprintf("corrected p99 %d µs (want >= 300 ms), uncorrected p99 %d µs (want < 50 ms)", cp99, up99)
-		if cp99 >= 300_000 && up99 < 50_000 {
-			t.Log(msg)
-			return
-		}
-		if attempt == timingAttempts {
-			t.Fatal(msg)
-		}
-		t.Logf("attempt %d: %s; trying again", attempt, msg)
-	}
+		return cp99 >= 300_000 && up99 < 50_000, fmt.Sprintf(
+			"corrected p99 %d µs (want >= 300 ms), uncorrected p99 %d µs (want < 50 ms)", cp99, up99)
+	})
 }
 
 func TestAccountingRandomCloses(t *testing.T) {

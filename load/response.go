@@ -106,31 +106,23 @@ func (p *responseParser) feed(b []byte) (int, error) {
 	i := 0
 	for i < len(b) {
 		switch p.state {
-		case stBody:
-			n := int64(len(b) - i)
-			if n > p.remaining {
-				n = p.remaining
-			}
+		case stBody, stChunkData:
+			// Skip body bytes; the end of a Content-Length body ends the
+			// response, the end of a chunk expects its CRLF.
+			n := min(int64(len(b)-i), p.remaining)
 			i += int(n)
 			p.remaining -= n
-			if p.remaining == 0 {
-				p.state = stDone
-				return i, nil
+			if p.remaining > 0 {
+				continue
 			}
-			continue
+			if p.state == stChunkData {
+				p.state = stChunkCR
+				continue
+			}
+			p.state = stDone
+			return i, nil
 		case stBodyEOF:
 			return len(b), nil
-		case stChunkData:
-			n := int64(len(b) - i)
-			if n > p.remaining {
-				n = p.remaining
-			}
-			i += int(n)
-			p.remaining -= n
-			if p.remaining == 0 {
-				p.state = stChunkCR
-			}
-			continue
 		case stDone:
 			return i, nil
 		case stName:
