@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"spindle/cpu"
@@ -41,21 +42,12 @@ const (
 var pinningNames = [...]string{PinOff: "off", PinCPU: "cpu", PinSkipSMT: "nosmt"}
 
 // String returns the flag value of p.
-func (p Pinning) String() string {
-	if p >= 0 && int(p) < len(pinningNames) {
-		return pinningNames[p]
-	}
-	return fmt.Sprintf("Pinning(%d)", int(p))
-}
+func (p Pinning) String() string { return nameOf(pinningNames[:], int(p), "Pinning") }
 
 // ParsePinning parses a pinning flag value: off, cpu or nosmt.
 func ParsePinning(s string) (Pinning, error) {
-	for i, n := range pinningNames {
-		if s == n {
-			return Pinning(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown pinning %q (want off, cpu or nosmt)", s)
+	i, err := parseName(pinningNames[:], s, "pinning")
+	return Pinning(i), err
 }
 
 // Scope is how far an idle carrier looks for work to steal.
@@ -70,21 +62,30 @@ const (
 var scopeNames = [...]string{ScopeGlobal: "global", ScopeCluster: "cluster"}
 
 // String returns the flag value of s.
-func (s Scope) String() string {
-	if s >= 0 && int(s) < len(scopeNames) {
-		return scopeNames[s]
-	}
-	return fmt.Sprintf("Scope(%d)", int(s))
-}
+func (s Scope) String() string { return nameOf(scopeNames[:], int(s), "Scope") }
 
 // ParseScope parses a stealing-scope flag value: global or cluster.
 func ParseScope(s string) (Scope, error) {
-	for i, n := range scopeNames {
+	i, err := parseName(scopeNames[:], s, "steal scope")
+	return Scope(i), err
+}
+
+// nameOf returns names[i], or type(i) for a value without a name.
+func nameOf(names []string, i int, typ string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("%s(%d)", typ, i)
+}
+
+// parseName returns the index of s in names.
+func parseName(names []string, s, what string) (int, error) {
+	for i, n := range names {
 		if s == n {
-			return Scope(i), nil
+			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown steal scope %q (want global or cluster)", s)
+	return 0, fmt.Errorf("unknown %s %q (want one of %s)", what, s, strings.Join(names, ", "))
 }
 
 // Options configure a Group of carriers. The zero value is valid: one

@@ -14,27 +14,20 @@ import (
 // Errno, which allocates nothing; other errors are wrapped as usual.
 
 // ReadNB reads from a non-blocking fd. It returns EAGAIN or EINTR unwrapped.
-func ReadNB(fd int, p []byte) (int, error) {
-	var ptr unsafe.Pointer
-	if len(p) > 0 {
-		ptr = unsafe.Pointer(&p[0])
-	}
-	n, _, e := xunix.RawSyscall(xunix.SYS_READ, uintptr(fd), uintptr(ptr), uintptr(len(p)))
-	if e != 0 {
-		return 0, wrapNB("read", e)
-	}
-	return int(n), nil
-}
+func ReadNB(fd int, p []byte) (int, error) { return rawIO(xunix.SYS_READ, "read", fd, p) }
 
 // WriteNB writes to a non-blocking fd. It returns EAGAIN or EINTR unwrapped.
-func WriteNB(fd int, p []byte) (int, error) {
+func WriteNB(fd int, p []byte) (int, error) { return rawIO(xunix.SYS_WRITE, "write", fd, p) }
+
+// rawIO makes a read or write system call without the scheduler's hooks.
+func rawIO(trap uintptr, call string, fd int, p []byte) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {
 		ptr = unsafe.Pointer(&p[0])
 	}
-	n, _, e := xunix.RawSyscall(xunix.SYS_WRITE, uintptr(fd), uintptr(ptr), uintptr(len(p)))
+	n, _, e := xunix.RawSyscall(trap, uintptr(fd), uintptr(ptr), uintptr(len(p)))
 	if e != 0 {
-		return 0, wrapNB("write", e)
+		return 0, wrapNB(call, e)
 	}
 	return int(n), nil
 }
