@@ -97,9 +97,11 @@ type DriverStats struct {
 	LateNs int64
 }
 
-// Driver flips a Line between idle and busy following a Schedule. Flip
-// times are absolute (intended start + lengths), so a late wake-up delays one
-// flip but never shifts the rest of the pattern.
+// Driver flips a Line between idle and busy following a Schedule. Each
+// period lasts at least its drawn length from the flip that began it; a
+// late wake-up lengthens the period it ends, so where wake-ups are late the
+// achieved busy share (DriverStats.BusyNs) departs from the ratio, and the
+// spectrum reports it.
 type Driver struct {
 	Line     *Line
 	Schedule *Schedule
@@ -134,6 +136,11 @@ func (d *Driver) Run(until int64) DriverStats {
 			d.Line.SetIdle()
 		}
 		last = now
+		// The next period is timed from this flip, not from when it
+		// was due: a late wake-up lengthens the period it ends but never
+		// shortens the next one (otherwise, where timer wake-ups take
+		// longer than a busy period, busy periods would vanish).
+		next = now
 		return true
 	}
 	for {

@@ -63,17 +63,28 @@ func TestDriverTimingFakeClock(t *testing.T) {
 	}
 }
 
-func TestDriverLateWakeupsDoNotDrift(t *testing.T) {
-	p := Pattern{ScaleMilli, Ratio{5, 5}}
+func TestDriverLateWakeupsNeverShortenPeriods(t *testing.T) {
+	p := Pattern{ScaleMicro, Ratio{1, 9}}
 	span := 1000 * int64(p.Period())
-	exact, _ := runFake(t, p, 3, 0, span)
-	late, _ := runFake(t, p, 3, int64(50*time.Microsecond), span)
-	if late.MaxLateNs != int64(50*time.Microsecond) {
-		t.Errorf("max late %d, want 50µs", late.MaxLateNs)
+	late := int64(30 * time.Microsecond) // a VM's timer wake-up: longer than a 10µs busy period
+	st, _ := runFake(t, p, 3, late, span)
+	if st.MaxLateNs != late || st.LateNs != late*int64(2*st.Periods) {
+		t.Errorf("late %d (max %d) over %d periods, want %d each", st.LateNs, st.MaxLateNs, st.Periods, late)
 	}
-	// Absolute flip times: the late clock loses at most one period, not 50µs each.
-	if late.Periods < exact.Periods-1 {
-		t.Errorf("late clock drifted: %d periods, exact %d", late.Periods, exact.Periods)
+	// Every period is its drawn length plus the lateness: the busy
+	// share is (10µs+30µs)/(100µs+60µs) on average, not 1:9, and no busy
+	// period vanishes.
+	sched := NewSchedule(p, 3)
+	var wantBusy int64
+	for range st.Periods {
+		_, b := sched.Next()
+		wantBusy += b + late
+	}
+	if d := st.BusyNs - wantBusy; d < -late || d > late {
+		t.Errorf("busy %dns, want %dns (each drawn busy length plus the lateness)", st.BusyNs, wantBusy)
+	}
+	if frac := float64(st.BusyNs) / float64(span); frac < 0.22 || frac > 0.28 {
+		t.Errorf("achieved busy share %.3f, want about 0.25", frac)
 	}
 }
 

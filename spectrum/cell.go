@@ -82,6 +82,9 @@ type Sample struct {
 	WaitCost float64
 	Blocks   int64 // waits that blocked, all background threads
 	Late     time.Duration
+	// BusyShare is the share of the run the line was busy, as the driver
+	// achieved it (percent; NaN without bursts).
+	BusyShare float64
 }
 
 // Env is what every cell run shares: the meters and the waiting options.
@@ -253,8 +256,10 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 		s.WakeP50 = float64(percentile(wakes, 50)) / 1e3
 		s.WakeP99 = float64(percentile(wakes, 99)) / 1e3
 	}
+	s.BusyShare = math.NaN()
 	if ds.Periods > 0 {
 		s.Late = time.Duration(ds.LateNs / int64(2*ds.Periods))
+		s.BusyShare = 100 * float64(ds.BusyNs) / float64(ds.BusyNs+ds.IdleNs)
 	}
 	return s, nil
 }

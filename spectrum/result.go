@@ -82,7 +82,10 @@ type Result struct {
 	Steal Figure `json:"steal_pct"`
 	// DriverLate is the burst driver's mean flip delay, µs.
 	DriverLate Figure `json:"driver_late_us"`
-	samples    []Sample
+	// BusyShare is the share of the run the line was busy as the driver
+	// achieved it, percent (the pattern's ratio asks 10, 50 or 90).
+	BusyShare Figure `json:"busy_share_pct"`
+	samples   []Sample
 }
 
 // Progress receives a line per finished run (may be nil).
@@ -176,4 +179,5 @@ func (r *Result) summarise(ss, base []Sample, e *Env) {
 	r.GHz = figureOf(get(func(s Sample) float64 { return s.GHz }), e.FreqNA)
 	r.Steal = figureOf(get(func(s Sample) float64 { return s.Steal }), "no /proc/stat steal for these CPUs")
 	r.DriverLate = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return float64(s.Late) / 1e3 }, "")
+	r.BusyShare = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return s.BusyShare }, "no busy period")
 }

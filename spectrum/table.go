@@ -29,6 +29,7 @@ var columns = []column{
 	{"fg GHz", "%.2f", func(r *Result) Figure { return r.GHz }},
 	{"steal %", "%.1f", func(r *Result) Figure { return r.Steal }},
 	{"drv late µs", "%.3g", func(r *Result) Figure { return r.DriverLate }},
+	{"busy %", "%.0f", func(r *Result) Figure { return r.BusyShare }},
 }
 
 // cellText renders a figure for the table: "median [min-max]", the median
