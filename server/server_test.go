@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"spindle/carrier"
+	"spindle/cpu"
 	"spindle/http1"
 	"spindle/mock"
 )
@@ -450,5 +451,25 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("fork-join"); err == nil {
 		t.Error("ParseMode accepted an unknown mode")
+	}
+}
+
+// TestPinnedCarrier checks that the carrier options reach the carriers:
+// with PinCPU on one CPU, the carrier reports that CPU.
+func TestPinnedCarrier(t *testing.T) {
+	allowed, err := cpu.Allowed()
+	if err != nil || len(allowed) == 0 {
+		t.Skipf("no CPU list for this process: %v", err)
+	}
+	last := allowed[len(allowed)-1]
+	e := setup(t, ModeCarrier, mock.Options{}, false, Options{
+		Carrier: carrier.Options{Pin: carrier.PinCPU, CPUs: cpu.Set{last}, Wait: "adaptive"},
+	})
+	c := e.dial()
+	defer c.Close()
+	e.send(c, fmt.Sprintf(get, "/fruits"))
+	c.read(200)
+	if snap := e.srv.group.Snapshot(); len(snap) != 1 || snap[0].CPU != last {
+		t.Fatalf("carriers %+v, want one on CPU %d", snap, last)
 	}
 }
