@@ -24,6 +24,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the spindle binary the end-to-end tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtExe != "" {
+		os.RemoveAll(filepath.Dir(builtExe))
+	}
+	os.Exit(code)
+}
+
 // spindleBinary builds this command once into a temporary directory: bench
 // re-executes its binary for the children, and a test binary cannot be one.
 func spindleBinary(t *testing.T) string {
