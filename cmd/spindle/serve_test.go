@@ -57,7 +57,8 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 func startCommand(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &lineWriter{ready: make(chan string, 1)}
+	ready := make(chan string, 1) // read here, not through out: Write clears out.ready
+	out := &lineWriter{ready: ready}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, out, io.Discard) }()
 	t.Cleanup(func() {
@@ -67,7 +68,7 @@ func startCommand(t *testing.T, args ...string) string {
 		}
 	})
 	select {
-	case line := <-out.ready:
+	case line := <-ready:
 		addr, ok := strings.CutPrefix(line, "listening on ")
 		if !ok {
 			t.Fatalf("first line %q", line)
