@@ -69,6 +69,15 @@ type Carrier struct {
 	events []unix.EpollEvent
 	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
 	polled bool // I/O was polled since the last drain
+	// now is the carrier thread's latest clock reading (wait.Now), taken
+	// where the loop reads the clock anyway (each turn, after a poll that
+	// returned events, after each task in a drain): tasks made runnable on
+	// this thread are stamped with it, and submit-to-run is measured
+	// against it, so the telemetry adds no clock reads per task.
+	now int64
+	// yielded is the task that just yielded: it became runnable when its
+	// run ended, so the drain stamps it with the clock reading it takes next.
+	yielded *Task
 
 	rng       uint64
 	siblings  []*Carrier // steal candidates in scope
@@ -122,6 +131,7 @@ func (c *Carrier) SubmitLocal(fn func(*Task)) error {
 
 // resume queues a parked task whose offloaded function finished.
 func (c *Carrier) resume(t *Task) {
+	t.readyAt = wait.Now()
 	if c.local.push(t) {
 		c.wake()
 	}
@@ -206,6 +216,7 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		return 0
 	}
 	add(&c.stats.ioEvents, uint64(n))
+	c.now = wait.Now() // the time the woken tasks became runnable
 	handled := 0
 	for i := range c.events[:n] {
 		ev := &c.events[i]
@@ -244,6 +255,7 @@ func (c *Carrier) wakeTask(t *Task, lifo bool) {
 		return
 	}
 	t.state = taskRunnable
+	t.readyAt = c.now
 	c.timers.remove(t)
 	if lifo {
 		if c.lifo != nil {
@@ -275,6 +287,7 @@ func (c *Carrier) loop() {
 			c.poke.Store(0)
 		}
 		now := wait.Now()
+		c.now = now
 		c.fireTimers(now)
 		if c.hasWork() {
 			if !c.polled { // the strategy may just have polled
@@ -313,7 +326,14 @@ func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
 	n := uint64(0)
-	spent := func() bool { return c.stopping.Load() || wait.Now()-start >= budget }
+	spent := func() bool {
+		c.now = wait.Now()
+		if t := c.yielded; t != nil {
+			t.readyAt = c.now
+			c.yielded = nil
+		}
+		return c.stopping.Load() || c.now-start >= budget
+	}
 rounds:
 	for {
 		nf, nl, ni := c.fifo.n, c.local.len(), c.inject.len()
@@ -374,15 +394,17 @@ func (c *Carrier) run(t *Task) {
 		co.task = t
 		t.co = co
 		t.home = c
-		c.stats.submitToRun.record(uint64(max(0, wait.Now()-t.submitted)))
 		gauge(&c.stats.tasksLive, 1)
 	}
+	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
 	c.cur = t
 	done, _ := t.co.next()
 	c.cur = nil
 	if done {
 		c.finish(t)
+	} else if t.state == taskRunnable { // it yielded
+		c.yielded = t
 	}
 }
 

@@ -31,8 +31,8 @@ type Task struct {
 	when int64 // timer deadline, monotonic ns (wait.Now)
 	hidx int   // index in the home carrier's timer heap, -1 when absent
 
-	submitted int64 // wait.Now at Submit/Go, for submit-to-run telemetry
-	ops       int   // I/O operations completed since the task last blocked
+	readyAt int64 // wait.Now when the task last became runnable (submitted, woken, resumed), for submit-to-run telemetry
+	ops     int   // I/O operations completed since the task last blocked
 
 	owned    []*Conn // conns the task holds: closed if it panics
 	accepted *Conn   // the handler's conn: closed when the task ends
@@ -51,7 +51,7 @@ var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
 func newTask(fn func(*Task)) *Task {
 	t := taskPool.Get().(*Task)
 	t.fn = fn
-	t.submitted = wait.Now()
+	t.readyAt = wait.Now()
 	return t
 }
 

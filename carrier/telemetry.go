@@ -141,7 +141,7 @@ type Telemetry struct {
 	Drains         uint64            `json:"drains"`          // drain passes
 	TasksRun       uint64            `json:"tasks_run"`       // task resumptions in those passes
 	QueueDepth     Histogram         `json:"queue_depth"`     // runnable tasks at drain start
-	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from Submit/Go to a task's first run
+	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
 	StealsIn       uint64            `json:"steals_in"`       // tasks this carrier took from others
 	StealsOut      uint64            `json:"steals_out"`      // tasks others took from this carrier
 	Waits          map[string]uint64 `json:"waits"`           // idle waits by wait.Kind: none, spin, block, timer
