@@ -3,6 +3,7 @@ package spectrum
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -164,28 +165,102 @@ func (d *Driver) Run(until int64) DriverStats {
 	return st
 }
 
-// realClock sleeps the calling OS thread with clock_nanosleep, in slices of
-// at most maxSleep so that a stop request is noticed.
-type realClock struct{ stop *atomic.Bool }
+// hybridClock is the driver's real clock: it sleeps until Spin before a
+// deadline and spins on the clock from there, so a flip is as late as one
+// read of the clock rather than one timer wake-up. A sleep on a virtual
+// machine wakes 20-45µs late (dev-2vcpu, SCHED_FIFO, no timer slack), longer
+// than a 10µs busy period; sleeping alone cannot hold a µs-scale pattern.
+// The functions are fields so that tests run the logic on a fake clock.
+type hybridClock struct {
+	now   func() int64
+	sleep func(ns int64) // sleeps about ns; may return early
+	relax func()         // one step of the spin (nil: re-read the clock at once)
+	stop  *atomic.Bool
+	// Spin is how long before a deadline sleeping ends and spinning
+	// begins, in ns; 0 sleeps all the way (the wake-up's lateness stays).
+	Spin int64
+}
 
 // maxSleep bounds one sleep of the real clock: how long a stop may wait.
 const maxSleep = 50 * time.Millisecond
 
-func (realClock) Now() int64 { return wait.Now() }
+func (c *hybridClock) Now() int64 { return c.now() }
 
-func (c realClock) SleepUntil(t int64) {
+// SleepUntil sleeps in slices of at most maxSleep until c.Spin before t,
+// then spins until t. A stop request ends either phase.
+func (c *hybridClock) SleepUntil(t int64) {
 	for {
-		d := t - wait.Now()
+		d := t - c.now()
 		if d <= 0 || (c.stop != nil && c.stop.Load()) {
 			return
 		}
-		_ = unix.Nanosleep(min(d, int64(maxSleep))) // an error ends a slice early; the loop re-checks
+		if d <= c.Spin {
+			break
+		}
+		c.sleep(min(d-c.Spin, int64(maxSleep)))
+	}
+	for n := 0; c.now() < t; n++ {
+		// The stop flag is read every 64 steps: one load per clock
+		// read would double the spin's cost for nothing.
+		if n%64 == 63 && c.stop != nil && c.stop.Load() {
+			return
+		}
+		if c.relax != nil {
+			c.relax()
+		}
 	}
 }
 
-// NewDriver returns a driver of line with the real clock.
+// nanosleep is the real clock's sleep; an error ends a slice early and the
+// caller re-checks the clock.
+func nanosleep(ns int64) { _ = unix.Nanosleep(ns) }
+
+// NewDriver returns a driver of line with the real clock, sleeping all the
+// way to each flip (SetSpin turns on the hybrid wait).
 func NewDriver(line *Line, s *Schedule) *Driver {
 	d := &Driver{Line: line, Schedule: s}
-	d.Clock = realClock{stop: &d.stop}
+	d.Clock = &hybridClock{now: wait.Now, sleep: nanosleep, stop: &d.stop}
 	return d
+}
+
+// SetSpin sets how long before each flip a driver with the real clock stops
+// sleeping and spins on the clock (0: sleep only). It has no effect on a
+// driver with another Clock.
+func (d *Driver) SetSpin(spin time.Duration) {
+	if c, ok := d.Clock.(*hybridClock); ok {
+		c.Spin = max(int64(spin), 0)
+	}
+}
+
+// Sleep overshoot calibration: the driver sleeps overshootSamples times for
+// overshootSleep (about an idle period of the µs scale) and takes the
+// overshootPercentile-th percentile of how late it woke, so that a flip
+// rarely waits for a late timer while the spin stays short; the window is
+// capped at maxSpin so that a machine whose timers are very late (or a
+// preempted calibration) does not make the driver spin for milliseconds.
+const (
+	overshootSamples    = 64
+	overshootSleep      = 50 * time.Microsecond
+	overshootPercentile = 95
+	maxSpin             = 200 * time.Microsecond
+)
+
+// MeasureSleepOvershoot measures, on the calling thread, how late a sleep of
+// overshootSleep wakes (the overshootPercentile-th percentile of
+// overshootSamples sleeps, capped at maxSpin): the spin window that lets the
+// driver flip on time. Run it on the thread that will drive, after pinning
+// it and setting its priority, since both change the figure.
+func MeasureSleepOvershoot() time.Duration {
+	return measureOvershoot(wait.Now, nanosleep)
+}
+
+func measureOvershoot(now func() int64, sleep func(int64)) time.Duration {
+	late := make([]int64, overshootSamples)
+	for i := range late {
+		t0 := now()
+		sleep(int64(overshootSleep))
+		late[i] = max(now()-t0-int64(overshootSleep), 0)
+	}
+	slices.Sort(late)
+	return min(time.Duration(percentile(late, overshootPercentile)), maxSpin)
 }

@@ -1,6 +1,7 @@
 package spectrum
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -126,4 +127,131 @@ func TestDriverStop(t *testing.T) {
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("stop took %v", el)
 	}
+}
+
+// fakeTimer is the hybrid clock's time source in tests: a sleep of d
+// advances it by d plus lateNs (a timer that wakes late), one spin step by
+// stepNs (one read of the clock).
+type fakeTimer struct {
+	t, lateNs, stepNs int64
+	sleeps, steps     int
+}
+
+func (f *fakeTimer) now() int64 { return f.t }
+func (f *fakeTimer) sleep(ns int64) {
+	f.sleeps++
+	f.t += ns + f.lateNs
+}
+func (f *fakeTimer) relax() {
+	f.steps++
+	f.t += f.stepNs
+}
+
+func (f *fakeTimer) clock(spin int64, stop *atomic.Bool) *hybridClock {
+	return &hybridClock{now: f.now, sleep: f.sleep, relax: f.relax, stop: stop, Spin: spin}
+}
+
+func TestHybridClockFakeClock(t *testing.T) {
+	const late, step = int64(30 * time.Microsecond), int64(100)
+	for _, tc := range []struct {
+		name       string
+		spin, gap  int64
+		maxLate    int64 // how late SleepUntil may return
+		wantSleeps bool  // whether it sleeps at all
+		wantSpins  bool
+	}{
+		// Sleep only: as late as the timer.
+		{"no spin", 0, 90_000, late, true, false},
+		// A window wider than the timer's lateness: sleeps, then spins
+		// to within one clock read of the deadline.
+		{"window covers lateness", 40_000, 90_000, step, true, true},
+		// A window narrower than the lateness: the wake-up is late by
+		// the difference.
+		{"window short", 10_000, 90_000, late - 10_000, true, false},
+		// A gap shorter than the window: no sleep, spin only.
+		{"gap inside window", 40_000, 20_000, step, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeTimer{t: 1000, lateNs: late, stepNs: step}
+			c := f.clock(tc.spin, nil)
+			deadline := f.t + tc.gap
+			c.SleepUntil(deadline)
+			if f.t < deadline {
+				t.Fatalf("returned at %d, before the deadline %d", f.t, deadline)
+			}
+			if got := f.t - deadline; got > tc.maxLate {
+				t.Errorf("late by %dns, want at most %dns", got, tc.maxLate)
+			}
+			if (f.sleeps > 0) != tc.wantSleeps || (f.steps > 0) != tc.wantSpins {
+				t.Errorf("%d sleeps, %d spin steps; want sleeps %v, spins %v", f.sleeps, f.steps, tc.wantSleeps, tc.wantSpins)
+			}
+		})
+	}
+}
+
+func TestHybridClockStopEndsSpin(t *testing.T) {
+	var stop atomic.Bool
+	f := &fakeTimer{stepNs: 1}
+	c := f.clock(int64(time.Hour), &stop)
+	stop.Store(true)
+	c.SleepUntil(int64(time.Minute)) // spin only: a stop must end it
+	if f.steps > 64 {
+		t.Errorf("%d spin steps after stop, want at most 64", f.steps)
+	}
+}
+
+// TestDriverHybridHoldsMicroPattern drives a µs pattern with a timer late by
+// 30µs, longer than a busy period: sleeping alone moves 1:9 to about 1:3
+// (TestDriverLateWakeupsNeverShortenPeriods); with a spin window wider than
+// the lateness every flip is within one clock read of its time and the
+// share stays 1:9.
+func TestDriverHybridHoldsMicroPattern(t *testing.T) {
+	p := Pattern{ScaleMicro, Ratio{1, 9}}
+	span := 1000 * int64(p.Period())
+	f := &fakeTimer{lateNs: int64(30 * time.Microsecond), stepNs: 50}
+	line := &Line{}
+	d := &Driver{Line: line, Schedule: NewSchedule(p, 3)}
+	d.Clock = f.clock(int64(40*time.Microsecond), &d.stop)
+	st := d.Run(span)
+	if st.MaxLateNs > f.stepNs {
+		t.Errorf("max late %dns, want at most one clock read (%dns)", st.MaxLateNs, f.stepNs)
+	}
+	if frac := float64(st.BusyNs) / float64(st.BusyNs+st.IdleNs); frac < 0.08 || frac > 0.12 {
+		t.Errorf("achieved busy share %.3f, want 0.10±0.02", frac)
+	}
+	if f.sleeps == 0 {
+		t.Error("the driver never slept: the idle periods (90µs) are longer than the window")
+	}
+}
+
+func TestMeasureOvershoot(t *testing.T) {
+	for _, tc := range []struct {
+		late, want time.Duration
+	}{
+		{0, 0},
+		{25 * time.Microsecond, 25 * time.Microsecond},
+		{time.Millisecond, maxSpin}, // capped
+	} {
+		f := &fakeTimer{lateNs: int64(tc.late)}
+		if got := measureOvershoot(f.now, f.sleep); got != tc.want {
+			t.Errorf("timer late by %v: overshoot %v, want %v", tc.late, got, tc.want)
+		}
+		if f.sleeps != overshootSamples {
+			t.Errorf("%d sleeps, want %d", f.sleeps, overshootSamples)
+		}
+	}
+}
+
+func TestSetSpinRealClockOnly(t *testing.T) {
+	d := NewDriver(&Line{}, NewSchedule(Pattern{ScaleMicro, Ratio{1, 9}}, 1))
+	d.SetSpin(7 * time.Microsecond)
+	if c := d.Clock.(*hybridClock); c.Spin != int64(7*time.Microsecond) {
+		t.Errorf("spin %d, want 7µs", c.Spin)
+	}
+	d.SetSpin(-time.Second)
+	if c := d.Clock.(*hybridClock); c.Spin != 0 {
+		t.Errorf("negative spin gave %d, want 0", c.Spin)
+	}
+	fake := &Driver{Clock: &fakeClock{}}
+	fake.SetSpin(time.Second) // no effect, no panic
 }

@@ -96,6 +96,12 @@ type Env struct {
 	BlockWake time.Duration // B, measured once
 	Wait      wait.Options  // for the strategies; BlockWake is set to B
 	Seed      uint64
+	// DriverSpin is how long before each flip the burst driver stops
+	// sleeping and spins on the clock: 0 (DefaultDriverSpin) measures it
+	// on the driver's thread before each run (MeasureSleepOvershoot), a
+	// negative value sleeps all the way (the driver before the hybrid
+	// wait), a positive one is used as given.
+	DriverSpin time.Duration
 	// driverNote says where and at what priority the first burst driver
 	// ran; written by its goroutine before the run it reports on ends.
 	driverNote string
@@ -103,6 +109,9 @@ type Env struct {
 
 // DriverNote says how the burst driver ran ("" before any bursty cell).
 func (e *Env) DriverNote() string { return e.driverNote }
+
+// DefaultDriverSpin calibrates the driver's spin window on its own thread.
+const DefaultDriverSpin time.Duration = 0
 
 // driverPriority is the burst driver's SCHED_FIFO priority: above every
 // ordinary thread, below the kernel's own real-time threads (which use 99).
@@ -288,6 +297,18 @@ func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
 		note = fmt.Sprintf("normal priority (%v)", errors.Unwrap(err))
 	}
 	_ = unix.SetThreadName("spectrum-drv")
+	spin, how := e.DriverSpin, "given"
+	switch {
+	case spin == 0:
+		spin, how = MeasureSleepOvershoot(), "measured on its thread before each run; first"
+	case spin < 0:
+		spin, how = 0, "off: it sleeps to each flip"
+	}
+	d.SetSpin(spin)
+	note += fmt.Sprintf(", spin window %.1fµs (%s)", float64(spin)/1e3, how)
+	if spin > 0 && c >= 0 {
+		note += "; the spin's CPU time is taken from whatever shares that CPU"
+	}
 	if e.driverNote == "" {
 		e.driverNote = note
 	}

@@ -38,6 +38,7 @@ type spectrumArgs struct {
 	cpus     cpuSetFlag
 	out      string
 	seed     uint64
+	spin     time.Duration
 }
 
 func spectrumFlags() (*flagSet, *spectrumArgs) {
@@ -59,6 +60,8 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
 	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
 	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
+	fs.DurationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
+		"(0: measure the sleep overshoot on the driver's thread before each run; negative: sleep only)")
 	return fs, a
 }
 
@@ -172,7 +175,7 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("spectrum: cannot measure B: %s", probe.BlockWakeNA)
 	}
 	env := &spectrum.Env{Power: meters.Power, PowerNA: meters.PowerNA, Freq: meters.Freq, FreqNA: meters.FreqNA,
-		BlockWake: b, Seed: a.seed}
+		BlockWake: b, Seed: a.seed, DriverSpin: a.spin}
 	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs (%s)\n", len(cells), a.repeats, allowed, float64(b)/1e3, bNote)
 	start := time.Now()
 	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
