@@ -96,6 +96,9 @@ type DriverStats struct {
 	MaxLateNs int64 // largest delay of a flip after its intended time
 	// LateNs is the sum of flip delays; LateNs/(2·Periods) is the mean.
 	LateNs int64
+	// CPUNs is the driver thread's CPU time over the run (sleeping costs
+	// none, spinning all of it); 0 where it could not be read.
+	CPUNs int64
 }
 
 // Driver flips a Line between idle and busy following a Schedule. Each

@@ -85,6 +85,9 @@ type Sample struct {
 	// BusyShare is the share of the run the line was busy, as the driver
 	// achieved it (percent; NaN without bursts).
 	BusyShare float64
+	// DriverCPU is the burst driver's CPU time over the run's wall time,
+	// percent of one CPU (NaN without bursts or where it could not be read).
+	DriverCPU float64
 }
 
 // Env is what every cell run shares: the meters and the waiting options.
@@ -265,7 +268,10 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 		s.WakeP50 = float64(percentile(wakes, 50)) / 1e3
 		s.WakeP99 = float64(percentile(wakes, 99)) / 1e3
 	}
-	s.BusyShare = math.NaN()
+	s.BusyShare, s.DriverCPU = math.NaN(), math.NaN()
+	if ds.CPUNs > 0 {
+		s.DriverCPU = 100 * float64(ds.CPUNs) / float64(wall)
+	}
 	if ds.Periods > 0 {
 		s.Late = time.Duration(ds.LateNs / int64(2*ds.Periods))
 		s.BusyShare = 100 * float64(ds.BusyNs) / float64(ds.BusyNs+ds.IdleNs)
@@ -312,5 +318,10 @@ func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
 	if e.driverNote == "" {
 		e.driverNote = note
 	}
-	done <- d.Run(until)
+	u0, err0 := unix.GetThreadUsage()
+	st := d.Run(until)
+	if u1, err1 := unix.GetThreadUsage(); err0 == nil && err1 == nil {
+		st.CPUNs = u1.UserNs + u1.SysNs - u0.UserNs - u0.SysNs
+	}
+	done <- st
 }

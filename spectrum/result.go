@@ -85,6 +85,9 @@ type Result struct {
 	// BusyShare is the share of the run the line was busy as the driver
 	// achieved it, percent (the pattern's ratio asks 10, 50 or 90).
 	BusyShare Figure `json:"busy_share_pct"`
+	// DriverCPU is the burst driver's CPU time, percent of one CPU: what
+	// its spin costs the CPU it runs on.
+	DriverCPU Figure `json:"driver_cpu_pct"`
 	samples   []Sample
 }
 
@@ -180,4 +183,5 @@ func (r *Result) summarise(ss, base []Sample, e *Env) {
 	r.Steal = figureOf(get(func(s Sample) float64 { return s.Steal }), "no /proc/stat steal for these CPUs")
 	r.DriverLate = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return float64(s.Late) / 1e3 }, "")
 	r.BusyShare = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return s.BusyShare }, "no busy period")
+	r.DriverCPU = only(r.Pattern != nil, "no burst driver", func(s Sample) float64 { return s.DriverCPU }, "getrusage of the driver thread failed")
 }

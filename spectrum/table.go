@@ -30,6 +30,7 @@ var columns = []column{
 	{"steal %", "%.1f", func(r *Result) Figure { return r.Steal }},
 	{"drv late µs", "%.3g", func(r *Result) Figure { return r.DriverLate }},
 	{"busy %", "%.0f", func(r *Result) Figure { return r.BusyShare }},
+	{"drv CPU %", "%.0f", func(r *Result) Figure { return r.DriverCPU }},
 }
 
 // cellText renders a figure for the table: "median [min-max]", the median
