@@ -3,6 +3,7 @@ package observe
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,10 +90,11 @@ func ReadStatTimes(procRoot string) (StatTimes, error) {
 }
 
 // StealPercent is the share of time stolen by the hypervisor between two
-// readings, over the given CPUs (nil: all), or n/a with the reason.
-func StealPercent(a, b StatTimes, cpus []int) (float64, string) {
+// readings, over the given CPUs (nil: all), in percent; the error says why
+// there is no figure.
+func StealPercent(a, b StatTimes, cpus []int) (float64, error) {
 	if !a.HasSteal || !b.HasSteal {
-		return 0, NA("this kernel's /proc/stat has no steal field")
+		return 0, errors.New("this kernel's /proc/stat has no steal field")
 	}
 	da, db := a.All, b.All
 	if cpus != nil {
@@ -101,15 +103,22 @@ func StealPercent(a, b StatTimes, cpus []int) (float64, string) {
 			x, ok1 := a.PerCPU[c]
 			y, ok2 := b.PerCPU[c]
 			if !ok1 || !ok2 {
-				return 0, NA(fmt.Sprintf("no cpu%d line in /proc/stat", c))
+				return 0, fmt.Errorf("no cpu%d line in /proc/stat", c)
 			}
 			da.Total, da.Steal = da.Total+x.Total, da.Steal+x.Steal
 			db.Total, db.Steal = db.Total+y.Total, db.Steal+y.Steal
 		}
 	}
 	if db.Total <= da.Total {
-		return 0, NA("no clock ticks between the readings (window shorter than 10ms)")
+		return 0, errors.New("no clock ticks between the readings (window shorter than 10ms)")
 	}
-	p := 100 * float64(db.Steal-da.Steal) / float64(db.Total-da.Total)
-	return p, fmt.Sprintf("%.1f%%", p)
+	return 100 * float64(db.Steal-da.Steal) / float64(db.Total-da.Total), nil
+}
+
+// StealText renders StealPercent's result as "x.y%" or "n/a (reason)".
+func StealText(p float64, err error) string {
+	if err != nil {
+		return NA(err.Error())
+	}
+	return fmt.Sprintf("%.1f%%", p)
 }

@@ -19,23 +19,23 @@ func TestParseStatTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, s := StealPercent(sa, sb, nil); p != 3.5 || s != "3.5%" {
-		t.Errorf("all: %v %q", p, s)
+	if p, err := StealPercent(sa, sb, nil); p != 3.5 || err != nil || StealText(p, err) != "3.5%" {
+		t.Errorf("all: %v %v %q", p, err, StealText(p, err))
 	}
-	if p, _ := StealPercent(sa, sb, []int{1}); p != 3.6 {
-		t.Errorf("cpu1: %v", p)
+	if p, err := StealPercent(sa, sb, []int{1}); p != 3.6 || err != nil {
+		t.Errorf("cpu1: %v %v", p, err)
 	}
-	if _, s := StealPercent(sa, sb, []int{5}); !strings.HasPrefix(s, "n/a (no cpu5") {
+	if s := StealText(StealPercent(sa, sb, []int{5})); !strings.HasPrefix(s, "n/a (no cpu5") {
 		t.Errorf("missing CPU: %q", s)
 	}
-	if _, s := StealPercent(sa, sa, nil); !strings.HasPrefix(s, "n/a (no clock ticks") {
+	if s := StealText(StealPercent(sa, sa, nil)); !strings.HasPrefix(s, "n/a (no clock ticks") {
 		t.Errorf("same reading: %q", s)
 	}
 	old, err := parseStatTimes([]byte("cpu 1 2 3 4 5 6 7\n")) // Linux 2.6.10-: no steal
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, s := StealPercent(old, old, nil); !strings.Contains(s, "no steal field") {
+	if s := StealText(StealPercent(old, old, nil)); !strings.HasPrefix(s, "n/a (") || !strings.Contains(s, "no steal field") {
 		t.Errorf("old kernel: %q", s)
 	}
 	for _, bad := range []string{"", "intr 1\n", "cpu 1 2\n", "cpu 1 2 x 4\n", "cpu 1 2 3 4\ncpux 1 2 3 4\n"} {

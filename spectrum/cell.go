@@ -227,7 +227,7 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 	}
 	if stealErr == nil {
 		if st1, err := observe.ReadStatTimes(""); err == nil {
-			if p, txt := observe.StealPercent(st0, st1, cells); len(txt) < 4 || txt[:4] != "n/a " {
+			if p, err := observe.StealPercent(st0, st1, cells); err == nil {
 				s.Steal = p
 			}
 		}

@@ -1,7 +1,6 @@
 package spectrum
 
 import (
-	"fmt"
 	"time"
 
 	"spindle/carrier/wait"
@@ -147,13 +146,17 @@ func Probe(o ProbeOptions) (*ProbeReport, Meters, error) {
 	} else {
 		r.PauseNs = p
 	}
-	r.StealBoot, r.StealNow = observe.NA(fmt.Sprint(stErr)), observe.NA(fmt.Sprint(stErr))
-	if stErr == nil {
-		var zero observe.StatTimes
-		zero.HasSteal, zero.All = st0.HasSteal, observe.CPUTimes{}
-		_, r.StealBoot = observe.StealPercent(zero, st0, nil)
-		if st1, err := observe.ReadStatTimes(o.ProcRoot); err == nil {
-			_, r.StealNow = observe.StealPercent(st0, st1, nil)
+	if stErr != nil {
+		r.StealBoot = observe.NA(stErr.Error())
+		r.StealNow = r.StealBoot
+	} else {
+		// Since boot: from all-zero counters to the first reading.
+		r.StealBoot = observe.StealText(observe.StealPercent(observe.StatTimes{HasSteal: st0.HasSteal}, st0, nil))
+		st1, err := observe.ReadStatTimes(o.ProcRoot)
+		if err != nil {
+			r.StealNow = observe.NA(err.Error())
+		} else {
+			r.StealNow = observe.StealText(observe.StealPercent(st0, st1, nil))
 		}
 	}
 	return r, m, nil
