@@ -28,6 +28,10 @@ const backendIdleTimeout = 90 * time.Second
 // maxBackendBody bounds a backend response, in bytes (the mock's is 636).
 const maxBackendBody = 1 << 20
 
+// errBackendTooLarge is a backend body over maxBackendBody (a "protocol"
+// failure, as http1's limit error is in the carrier modes).
+var errBackendTooLarge = errors.New("backend body larger than 1 MiB")
+
 // netBackend is a blocking net/http client with one keep-alive connection,
 // owned by one client connection (nethttp and handoff modes).
 type netBackend struct {
@@ -57,9 +61,15 @@ func (b *netBackend) get() ([]byte, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBackendBody))
+	// One byte past the limit tells a body that is too large from one that
+	// is exactly at it; it fails as the carrier mode's http1 reader does,
+	// rather than reaching the decoder cut short.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBackendBody+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(body) > maxBackendBody {
+		return nil, errBackendTooLarge
 	}
 	if resp.StatusCode != 200 {
 		return nil, errBadStatus

@@ -473,3 +473,53 @@ func TestPinnedCarrier(t *testing.T) {
 		t.Fatalf("carriers %+v, want one on CPU %d", snap, last)
 	}
 }
+
+// TestBackendBodyLimit checks that every mode takes a backend body of
+// exactly maxBackendBody bytes and answers 502 to one a byte longer (the
+// nethttp client once cut it short and handed the decoder a prefix).
+func TestBackendBodyLimit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A JSON empty list padded with spaces to n bytes: valid at any size,
+	// and any prefix of it too, so that only the limit can fail it.
+	body := func(n int) []byte {
+		b := []byte(strings.Repeat(" ", n))
+		b[0], b[1] = '[', ']'
+		return b
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := maxBackendBody
+		if r.URL.Path == "/over" {
+			n++
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(n))
+		w.Write(body(n))
+	})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/at", 200}, {"/over", 502}} {
+		forModes(t, func(t *testing.T, mode Mode) {
+			so := Options{Mode: mode, Addr: "127.0.0.1:0", Backend: "http://" + ln.Addr().String() + tc.path}
+			if mode != ModeNetHTTP {
+				so.Threads = 1
+			}
+			s, err := Start(context.Background(), so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &env{t: t, srv: s, addr: s.Addr().String()}
+			defer e.close()
+			c := e.dial()
+			defer c.Close()
+			e.send(c, fmt.Sprintf(get, "/fruits"))
+			if _, got := c.read(tc.status); tc.status == 200 && got != "[]" {
+				t.Fatalf("%s: body %q, want []", tc.path, got)
+			}
+		})
+	}
+}
