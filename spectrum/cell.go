@@ -292,16 +292,18 @@ func percentile(sorted []int64, p float64) int64 {
 // real-time priority where allowed.
 func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
 	runtime.LockOSThread() // never unlocked: the thread exits with its priority
-	note := "SCHED_FIFO"
+	where := "unpinned"
 	if c >= 0 {
+		where = fmt.Sprintf("CPU %d", c)
 		if err := cpu.Pin(cpu.Set{c}); err != nil {
-			note = "unpinned: " + err.Error()
+			where = fmt.Sprintf("unpinned (CPU %d: %v)", c, err)
 		}
-		note = fmt.Sprintf("CPU %d, %s", c, note)
 	}
+	prio := "SCHED_FIFO"
 	if err := unix.SetFIFO(driverPriority); err != nil {
-		note = fmt.Sprintf("normal priority (%v)", errors.Unwrap(err))
+		prio = fmt.Sprintf("normal priority (%v)", errors.Unwrap(err))
 	}
+	note := where + ", " + prio
 	_ = unix.SetThreadName("spectrum-drv")
 	spin, how := e.DriverSpin, "given"
 	switch {
@@ -318,10 +320,9 @@ func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
 	if e.driverNote == "" {
 		e.driverNote = note
 	}
-	u0, err0 := unix.GetThreadUsage()
-	st := d.Run(until)
-	if u1, err1 := unix.GetThreadUsage(); err0 == nil && err1 == nil {
-		st.CPUNs = u1.UserNs + u1.SysNs - u0.UserNs - u0.SysNs
+	var st DriverStats
+	if u, err := usageOf(func() { st = d.Run(until) }); err == nil {
+		st.CPUNs = u.UserNs + u.SysNs
 	}
 	done <- st
 }

@@ -84,20 +84,32 @@ func (g *gate) pinned(c int, name string, out *threadStats, body func(out *threa
 		_ = unix.SetThreadName(name) // a name only helps perf and top
 		g.ready.Done()
 		<-g.start
-		u0, err0 := unix.GetThreadUsage()
-		t0 := time.Now()
-		body(out)
-		out.elapsed = time.Since(t0)
-		u1, err1 := unix.GetThreadUsage()
-		if err := errors.Join(err0, err1); err != nil {
+		usage, err := usageOf(func() {
+			t0 := time.Now()
+			body(out)
+			out.elapsed = time.Since(t0)
+		})
+		if err != nil {
 			out.err = err
 			return
 		}
-		out.usage = unix.ThreadUsage{
-			UserNs: u1.UserNs - u0.UserNs, SysNs: u1.SysNs - u0.SysNs,
-			Voluntary: u1.Voluntary - u0.Voluntary, Involuntary: u1.Involuntary - u0.Involuntary,
-		}
+		out.usage = usage
 	}()
+}
+
+// usageOf runs f on the calling (locked) thread and returns the thread's CPU
+// time and context switches over it.
+func usageOf(f func()) (unix.ThreadUsage, error) {
+	u0, err0 := unix.GetThreadUsage()
+	f()
+	u1, err1 := unix.GetThreadUsage()
+	if err := errors.Join(err0, err1); err != nil {
+		return unix.ThreadUsage{}, err
+	}
+	return unix.ThreadUsage{
+		UserNs: u1.UserNs - u0.UserNs, SysNs: u1.SysNs - u0.SysNs,
+		Voluntary: u1.Voluntary - u0.Voluntary, Involuntary: u1.Involuntary - u0.Involuntary,
+	}, nil
 }
 
 // spareProcs are the Ps left for everything that is not a pinned thread:
