@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -86,15 +84,11 @@ func PinRunner(cpus cpu.Set) error {
 	if len(cpus) == 0 {
 		return fmt.Errorf("pin runner: empty CPU set")
 	}
-	es, err := os.ReadDir(filepath.Join(observe.DefaultProcRoot, "self", "task"))
+	tids, err := listTIDs("", "self")
 	if err != nil {
 		return fmt.Errorf("pin runner: %w", err)
 	}
-	for _, e := range es {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		// A thread that exited since the listing is no error.
 		if err := unix.SchedSetaffinity(tid, cpus); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("pin runner thread %d to %s: %w", tid, cpus, err)

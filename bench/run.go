@@ -399,7 +399,8 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 		tids := map[int]string{}
 		listAll := func() {
 			for _, p := range procs {
-				for _, tid := range listTIDs(r.opt.ProcRoot, p.PID) {
+				ts, _ := listTIDs(r.opt.ProcRoot, strconv.Itoa(p.PID)) // a process gone has none
+				for _, tid := range ts {
 					tids[tid] = p.Name
 				}
 			}
@@ -428,14 +429,15 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	return o
 }
 
-// listTIDs lists a process's threads (empty if it is gone).
-func listTIDs(procRoot string, pid int) []int {
+// listTIDs lists the threads of process pid ("self" for this one) under
+// procRoot ("" means /proc); an error when the process is gone.
+func listTIDs(procRoot, pid string) ([]int, error) {
 	if procRoot == "" {
 		procRoot = observe.DefaultProcRoot
 	}
-	es, err := os.ReadDir(filepath.Join(procRoot, strconv.Itoa(pid), "task"))
+	es, err := os.ReadDir(filepath.Join(procRoot, pid, "task"))
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	var tids []int
 	for _, e := range es {
@@ -443,7 +445,7 @@ func listTIDs(procRoot string, pid int) []int {
 			tids = append(tids, n)
 		}
 	}
-	return tids
+	return tids, nil
 }
 
 // writePerfStat writes perf-stat.txt: the study's figures, then perf's CSV.
