@@ -58,6 +58,7 @@ type Carrier struct {
 	sleeping atomic.Int32 // 1 while the carrier is (about to be) blocked in epoll
 	poke     atomic.Int32 // 1 when someone wants the carrier's attention (stop, steal hint)
 	waiting  atomic.Int32 // 1 while the carrier is idle in its wait strategy
+	wakeSent atomic.Int64 // wait.Now just before the last eventfd wake-up (WakeSent)
 	stopping atomic.Bool
 	word     uint32 // bumped by every push to inject or local (Word)
 
@@ -144,9 +145,16 @@ func (c *Carrier) resume(t *Task) {
 // the eventfd: no wake-up is lost, and none is written to a running carrier.
 func (c *Carrier) wake() {
 	if c.sleeping.Load() != 0 && c.sleeping.CompareAndSwap(1, 0) {
+		c.wakeSent.Store(wait.Now())
 		unix.EventfdSignal(c.efd)
 	}
 }
+
+// WakeSent returns the wait.Now time just before a producer last woke the
+// carrier out of Block (0: never). It makes the carrier a wait.WakeStamper,
+// so that the adaptive strategy learns the block-and-wake cost B from the
+// carrier's own wake-ups. Only the carrier's wait strategy may call it.
+func (c *Carrier) WakeSent() int64 { return c.wakeSent.Load() }
 
 // nudge sets the poke flag (seen by Ready, so spinning strategies return)
 // and wakes the carrier if it sleeps.
@@ -188,7 +196,10 @@ func (c *Carrier) Block(deadline int64) int {
 // the carrier's loop (Submit, Go, an Offload finishing).
 func (c *Carrier) Word() *uint32 { return &c.word }
 
-var _ wait.Target = (*Carrier)(nil)
+var (
+	_ wait.Target      = (*Carrier)(nil)
+	_ wait.WakeStamper = (*Carrier)(nil)
+)
 
 // pollIO calls epoll_wait with a timeout in ns (-1: none, 0: poll) and
 // makes the tasks waiting on ready fds runnable.

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"spindle/carrier/wait"
 	"spindle/internal/unix"
 	"sync/atomic"
 	"testing"
@@ -65,4 +66,75 @@ func BenchmarkYield(b *testing.B) {
 	})
 	<-done
 	b.ReportMetric(float64(cpuNs)/float64(b.N), "cpu-ns/op")
+}
+
+// waitAsleep waits until c is blocked in epoll_wait (its producers must
+// write the eventfd to wake it).
+func waitAsleep(t *testing.T, c *Carrier) {
+	t.Helper()
+	for start := time.Now(); c.sleeping.Load() == 0; time.Sleep(50 * time.Microsecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("carrier did not fall asleep within 5s")
+		}
+	}
+}
+
+// TestWakeSentStampsWakeups checks that a Submit waking a sleeping carrier
+// stamps the time just before its eventfd write.
+func TestWakeSentStampsWakeups(t *testing.T) {
+	g := newGroup(t, Options{Carriers: 1, Wait: "block"})
+	c := g.Carrier(0)
+	waitAsleep(t, c)
+	before := wait.Now()
+	ran := make(chan int64, 1)
+	if err := c.Submit(func(*Task) { ran <- wait.Now() }); err != nil {
+		t.Fatal(err)
+	}
+	var at int64
+	select {
+	case at = <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("task did not run within 5s")
+	}
+	if s := c.WakeSent(); s < before || s > at {
+		t.Errorf("WakeSent = %d, want in [%d, %d] (between Submit and the task's run)", s, before, at)
+	}
+}
+
+// TestAdaptiveLearnsBlockWakeOnCarrier checks that the adaptive strategy of
+// a carrier folds the carrier's own wake-ups into B: after a few wake-ups
+// of a sleeping carrier, B has moved from its seed.
+func TestAdaptiveLearnsBlockWakeOnCarrier(t *testing.T) {
+	g := newGroup(t, Options{Carriers: 1, Wait: "adaptive"})
+	c := g.Carrier(0)
+	// The policy belongs to the carrier's thread: read it from a task.
+	blockWake := func() time.Duration {
+		out := make(chan time.Duration, 1)
+		if err := c.SubmitLocal(func(*Task) { out <- c.strat.(*wait.Adaptive).Policy.BlockWake() }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case b := <-out:
+			return b
+		case <-time.After(5 * time.Second):
+			t.Fatal("task did not run within 5s")
+		}
+		return 0
+	}
+	seed := blockWake()
+	const wakeups = 20
+	for i := 0; i < wakeups; i++ {
+		waitAsleep(t, c)
+		done := make(chan struct{})
+		if err := c.Submit(func(*Task) { close(done) }); err != nil {
+			t.Fatal(err)
+		}
+		within(t, done, 5*time.Second, "woken task")
+	}
+	if c.WakeSent() == 0 {
+		t.Fatal("no wake-up was stamped")
+	}
+	if b := blockWake(); b == seed {
+		t.Errorf("B = %v after %d wake-ups of a sleeping carrier, still the seed: the carrier's wake-ups are not learned", b, wakeups)
+	}
 }
