@@ -16,9 +16,9 @@ import (
 // from just before the waker's flip (its futex wake included) to the woken
 // thread's return from its futex wait. It returns the median of 2*rounds.
 //
-// wait.MeasureBlockWake measures the same on whichever CPUs the kernel
-// picks; when both threads share a CPU no inter-processor interrupt is
-// involved and B comes out several times smaller than across CPUs.
+// wait.MeasureBlockWakeAfter measures the same through epoll and an
+// eventfd, always between the first two allowed CPUs; the spectrum needs it
+// between the CPUs a cell waits on, through the line its pollers block on.
 func MeasureLineWake(a, b, rounds int, idle time.Duration) (time.Duration, error) {
 	if rounds < 1 {
 		return 0, fmt.Errorf("measure line wake: %d rounds", rounds)

@@ -112,7 +112,7 @@ func writeProbe(w io.Writer, r *spectrum.ProbeReport) error {
 	if r.BlockWakeNA != "" {
 		fmt.Fprintf(w, "block-and-wake: B %s\n", r.BlockWakeNA)
 	} else {
-		fmt.Fprintf(w, "block-and-wake: B = %.1fµs after %v idle (%.1fµs back-to-back), median of %d, CPUs as the kernel places them\n",
+		fmt.Fprintf(w, "block-and-wake: B = %.1fµs after %v idle (%.1fµs back-to-back), median of %d, epoll+eventfd pinned to the first two allowed CPUs\n",
 			r.BlockWakeUs, wait.DefaultMeasureIdle, r.BlockWakeHotUs, 2*wait.DefaultMeasureRounds)
 	}
 	if r.BlockWakeCrossNA != "" {
