@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,16 +40,19 @@ func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
 	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
 		"carrier+ws, carrier+pinning, carrier+adaptive and carrier+n+1 (where a CPU is spare), first at\n"+
-		"max throughput, then at 70% of the lowest mode's max throughput, interleaved over rounds, with\n"+
-		"the CPU-bound case (think time 1ms, 100 connections). The layout is derived from the CPUs\n"+
+		"max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the lowest mode's max throughput, interleaved over rounds, with\n"+
+		"the CPU-bound case (think time "+bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs\n"+
 		"available and printed. Writes one result directory per run and report.md with plots.\n"+
 		"The default takes under 5 minutes on 2 CPUs; --full uses the study's durations.")
 	fs.IntVar(&a.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
-	fs.BoolVar(&a.full, "full", false, "the study's durations: 10s warm-up, 30s window")
-	fs.BoolVar(&a.ioBound, "io-bound", false, "the I/O-bound preset: think time 30ms, 10,000 connections, 8 carriers, 5s warm-up, 10s window")
+	fs.BoolVar(&a.full, "full", false, fmt.Sprintf("the study's durations: %v warm-up, %v window", bench.DefaultWarmup, bench.DefaultDuration))
+	fs.BoolVar(&a.ioBound, "io-bound", false, fmt.Sprintf("the I/O-bound preset: think time %v, %d connections, %d carriers, %v warm-up, %v window",
+		bench.IOThinkTime, bench.IOConnections, bench.IOCarriers, bench.IOWarmup, bench.IODuration))
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
-	fs.DurationVar(&a.warmup, "warmup", 0, "override the warm-up (default: 1s, or 10s with --full)")
-	fs.DurationVar(&a.duration, "duration", 0, "override the measured window (default: 3s, or 30s with --full)")
+	fs.DurationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
+		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
+	fs.DurationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
+		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
 	fs.StringVar(&a.outDir, "output-dir", "", "output directory (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
