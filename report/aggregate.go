@@ -64,7 +64,7 @@ type Group struct {
 	Rate int
 	// Throughput in req/s; latency percentiles in ms (corrected).
 	Throughput, P50, P90, P99, P999 Stat
-	// ErrorRuns counts complete runs with request errors.
+	// Errors is the request errors (failures and non-2xx answers) per run.
 	Errors Stat
 	// CPUs and ContextSwitches come from perf stat when it ran, else from
 	// the /proc thread sampling; CPUSource says which.
