@@ -88,6 +88,9 @@ type Options struct {
 	HTTP http1.Options
 }
 
+// ErrBadOptions is wrapped by Start's errors for invalid Options.
+var ErrBadOptions = errors.New("mock: bad options")
+
 // Server is a running mock.
 type Server struct {
 	o     Options
@@ -106,11 +109,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	switch {
 	case o.Threads < 0:
-		return nil, fmt.Errorf("mock: threads %d: must be positive", o.Threads)
+		return nil, fmt.Errorf("%w: threads %d: must be positive", ErrBadOptions, o.Threads)
 	case o.ThinkTime < 0 || o.ThinkJitter < 0:
-		return nil, fmt.Errorf("mock: think time %v and jitter %v must not be negative", o.ThinkTime, o.ThinkJitter)
+		return nil, fmt.Errorf("%w: think time %v and jitter %v must not be negative", ErrBadOptions, o.ThinkTime, o.ThinkJitter)
 	case !(o.FailRate >= 0 && o.FailRate <= 1) || !(o.CloseRate >= 0 && o.CloseRate <= 1):
-		return nil, fmt.Errorf("mock: fail rate %v and close rate %v must be within 0 and 1", o.FailRate, o.CloseRate)
+		return nil, fmt.Errorf("%w: fail rate %v and close rate %v must be within 0 and 1", ErrBadOptions, o.FailRate, o.CloseRate)
 	}
 	g, err := carrier.New(carrier.Options{Carriers: o.Threads, CPUs: o.CPUs})
 	if err != nil {

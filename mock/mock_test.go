@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -173,9 +174,12 @@ func TestFaults(t *testing.T) {
 
 func TestOptionsRejected(t *testing.T) {
 	for _, o := range []Options{{FailRate: 2}, {CloseRate: -1}, {ThinkTime: -1}, {Threads: -1}} {
-		if s, err := Start(context.Background(), o); err == nil {
+		s, err := Start(context.Background(), o)
+		if err == nil {
 			s.Close()
-			t.Errorf("Start(%+v) accepted", o)
+		}
+		if !errors.Is(err, ErrBadOptions) {
+			t.Errorf("Start(%+v) = %v, want ErrBadOptions", o, err)
 		}
 	}
 }

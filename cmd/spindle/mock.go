@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -54,12 +55,8 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return badInput("mock takes no arguments (got %q)", pos[0])
 	case a.port < 0 || a.port > 65535:
 		return badInput("--port %d: must be within 0 and 65535", a.port)
-	case a.threads < 1:
+	case a.threads < 1: // (mock.Options takes 0 as its default)
 		return badInput("--threads %d: must be at least 1", a.threads)
-	case a.think < 0 || a.jitter < 0:
-		return badInput("--think-time and --think-jitter must not be negative")
-	case !(a.failRate >= 0 && a.failRate <= 1) || !(a.closeR >= 0 && a.closeR <= 1):
-		return badInput("--fail-rate and --close-rate must be within 0 and 1")
 	}
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return err
@@ -68,6 +65,9 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		Addr: fmt.Sprintf(":%d", a.port), Threads: a.threads, CPUs: a.cpus.set,
 		ThinkTime: a.think, ThinkJitter: a.jitter, FailRate: a.failRate, CloseRate: a.closeR, Seed: a.seed,
 	})
+	if errors.Is(err, mock.ErrBadOptions) { // think time, jitter, rates
+		return asBadInput(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"mock", "--fail-rate", "1.5"},
 		{"mock", "--threads", "0"},
 		{"mock", "--think-time", "-1ms"},
+		{"mock", "--think-jitter", "-1ms"},
+		{"mock", "--close-rate", "-0.5"},
 		{"mock", "--port", "-1"},
 		{"mock", "extra"},
 	} {
