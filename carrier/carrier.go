@@ -105,13 +105,24 @@ func (c *Carrier) Submit(fn func(*Task)) error {
 }
 
 func (c *Carrier) submit(t *Task) error {
-	if !c.inject.push(t) {
-		t.release()
+	if !c.enqueue(t) {
 		return fmt.Errorf("carrier %d: submit: %w", c.id, ErrGroupClosed)
 	}
 	c.wake()
-	c.hintThieves()
 	return nil
+}
+
+// enqueue queues an unstarted task on c's inject queue, where a thief may
+// take it, and hints idle siblings when a backlog builds up. It does not
+// wake c (a caller on c's own thread needs no wake-up). When c has stopped
+// it releases t (closing an accepted fd it carries) and reports false.
+func (c *Carrier) enqueue(t *Task) bool {
+	if !c.inject.push(t) {
+		t.release()
+		return false
+	}
+	c.hintThieves()
+	return true
 }
 
 // SubmitLocal queues fn to run as a new task on this carrier and nowhere
@@ -168,9 +179,7 @@ func (c *Carrier) nudge() {
 //
 // Ready, Poll, Block and Word make the carrier a wait.Target; only the
 // carrier's own wait strategy, on the carrier's thread, may call them.
-func (c *Carrier) Ready() bool {
-	return c.lifo != nil || c.fifo.n > 0 || c.inject.len() > 0 || c.local.len() > 0 || c.poke.Load() != 0
-}
+func (c *Carrier) Ready() bool { return c.hasWork() || c.poke.Load() != 0 }
 
 // Poll handles ready I/O without blocking and reports the events handled.
 func (c *Carrier) Poll() int { return c.pollIO(0) }

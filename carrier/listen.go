@@ -211,11 +211,7 @@ func (a *acceptor) dispatch(t *Task, fd int, sa unix.Sockaddr) {
 	nt := newTask(a.l.serve)
 	nt.afd, nt.asa = fd, sa
 	if len(a.l.accs) > 1 {
-		if !t.home.inject.push(nt) {
-			nt.release()
-			return
-		}
-		t.home.hintThieves()
+		t.home.enqueue(nt) // on failure the task is released and fd closed
 		return
 	}
 	cs := a.l.g.carriers

@@ -112,13 +112,7 @@ func (t *Task) Sleep(d time.Duration) {
 // Go starts another task on the same carrier. It is queued as unstarted
 // work, so with stealing on an idle sibling may take it.
 func (t *Task) Go(fn func(*Task)) {
-	c := t.home
-	nt := newTask(fn)
-	if !c.inject.push(nt) {
-		nt.release()
-		return
-	}
-	c.hintThieves()
+	t.home.enqueue(newTask(fn))
 }
 
 // Offload runs fn on a plain goroutine, where it may block the Go way
