@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,30 +22,6 @@ func init() {
 		run:     runBench,
 		flags:   func() *flagSet { fs, _ := benchFlags(); return fs },
 	})
-}
-
-// msDuration is a duration flag that also takes a bare number of
-// milliseconds, as the study's runner does ("--mock-think-time 1").
-type msDuration struct{ d *time.Duration }
-
-func (f msDuration) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f msDuration) Set(s string) error {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		*f.d = time.Duration(n * float64(time.Millisecond))
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("want a duration (1ms) or milliseconds (1)")
-	}
-	*f.d = d
-	return nil
 }
 
 // portFlags are the loopback ports of the children, shared by bench and
@@ -107,7 +82,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
 	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
 	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
-	fs.Var(msDuration{&a.think}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
+	fs.Var(durationFlag{&a.think, time.Millisecond}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")

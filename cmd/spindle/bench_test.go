@@ -152,9 +152,9 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
-func TestMsDuration(t *testing.T) {
+func TestDurationFlag(t *testing.T) {
 	var d time.Duration
-	f := msDuration{&d}
+	f := durationFlag{&d, time.Millisecond}
 	for in, want := range map[string]time.Duration{"1": time.Millisecond, "30": 30 * time.Millisecond, "1.5": 1500 * time.Microsecond, "2s": 2 * time.Second} {
 		if err := f.Set(in); err != nil || d != want {
 			t.Errorf("Set(%q) = %v, %v; want %v", in, d, err, want)
@@ -162,6 +162,10 @@ func TestMsDuration(t *testing.T) {
 	}
 	if err := f.Set("x"); err == nil {
 		t.Error("Set(x) succeeded")
+	}
+	f = durationFlag{&d, time.Second}
+	if err := f.Set("10"); err != nil || d != 10*time.Second {
+		t.Errorf("seconds: Set(10) = %v, %v; want 10s", d, err)
 	}
 }
 

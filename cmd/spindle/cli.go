@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"spindle/cpu"
 )
@@ -108,6 +110,34 @@ type stringsFlag []string
 
 func (f *stringsFlag) String() string     { return strings.Join(*f, ", ") }
 func (f *stringsFlag) Set(s string) error { *f = append(*f, s); return nil }
+
+// durationFlag is a duration flag that also takes a bare number counted in
+// unit, as the study's runner ("--mock-think-time 1": milliseconds) and wrk
+// ("-d 10": seconds) accept.
+type durationFlag struct {
+	d    *time.Duration
+	unit time.Duration
+}
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		*f.d = time.Duration(n * float64(f.unit))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration (%v) or a number of %s", f.unit, strings.TrimPrefix(f.unit.String(), "1"))
+	}
+	*f.d = d
+	return nil
+}
 
 // checkCPUs verifies that every CPU of s exists on this machine (is in the
 // process's allowed set), for flags such as --cpuset.
