@@ -15,7 +15,7 @@ import (
 const umwaitControlDir = "devices/system/cpu/umwait_control"
 
 // sysRoot is the sysfs root the strategies read; tests point it elsewhere.
-var sysRoot = "/sys"
+var sysRoot = cpu.DefaultSysRoot
 
 // waitpkgSupported returns nil when this CPU can run the tpause and umwait
 // strategies, or an error wrapping ErrNotSupported that says why.
