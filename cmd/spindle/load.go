@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -45,6 +46,7 @@ omission; without it the load is closed loop at maximum throughput, like wrk.
 Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
+	c.threads.whole, c.conns.whole = true, true
 	c.duration.v, c.timeout.v = load.DefaultDuration, load.DefaultTimeout
 	for _, n := range []string{"t", "threads"} {
 		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
@@ -177,6 +179,9 @@ type metricFlag struct {
 	v   float64
 	set bool
 	raw string
+	// whole makes Set refuse values that are not whole counts ("-t 2.5"),
+	// which would otherwise be truncated silently.
+	whole bool
 }
 
 func (f *metricFlag) String() string {
@@ -203,7 +208,11 @@ func (f *metricFlag) Set(s string) error {
 	if err != nil || v != v {
 		return fmt.Errorf("%q is not a number (k, M, G suffixes allowed)", s)
 	}
-	f.v, f.set, f.raw = v*mult, true, s
+	v *= mult
+	if f.whole && (v != math.Trunc(v) || math.Abs(v) > math.MaxInt32) {
+		return fmt.Errorf("%q is not a whole count", s)
+	}
+	f.v, f.set, f.raw = v, true, s
 	return nil
 }
 

@@ -35,6 +35,8 @@ func TestLoadBadInput(t *testing.T) {
 		{"rate not a number", []string{"load", "-R", "fast", srv.URL}, "not a number"},
 		{"connections < threads", []string{"load", "-t4", "-c2", srv.URL}, "connections"},
 		{"threads zero", []string{"load", "-t", "0", srv.URL}, "threads"},
+		{"fractional threads", []string{"load", "-t", "2.5", srv.URL}, "whole"},
+		{"fractional connections", []string{"load", "-c", "1.5", srv.URL}, "whole"},
 		{"duration zero", []string{"load", "-d", "0", srv.URL}, "duration"},
 		{"duration negative", []string{"load", "-d", "-1s", srv.URL}, "duration"},
 		{"bad duration", []string{"load", "-d", "soon", srv.URL}, "not a duration"},
