@@ -13,10 +13,11 @@
 //	compare -a M -b M   interleave A and B for -rounds rounds and print each round's
 //	                    rates and the median B/A... ratio with min and max
 //
-// Server modes: carrier (1 carrier, single acceptor), carrier-reuseport and
-// carrier-single (-carriers carriers with one SO_REUSEPORT listener each, or
-// one balancing acceptor), net (goroutine per connection; run it with
-// GOMAXPROCS set as wanted, compare sets it to the server CPU count).
+// Server modes: carrier-reuseport and carrier-single (-carriers carriers,
+// default 1, with one SO_REUSEPORT listener each, or one balancing
+// acceptor; carrier is another name for carrier-single), net (goroutine per
+// connection; run it with GOMAXPROCS set as wanted, compare sets it to the
+// server CPU count).
 package main
 
 import (
