@@ -8,18 +8,18 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"spindle/internal/leakcheck"
 )
 
 // start runs a mock for one test and checks that closing it leaves no
 // goroutine or file descriptor behind.
 func start(t *testing.T, o Options) *Server {
 	t.Helper()
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	leakcheck.Register(t, 2*time.Second)
 	o.Addr = "127.0.0.1:0"
 	s, err := Start(context.Background(), o)
 	if err != nil {
@@ -30,24 +30,8 @@ func start(t *testing.T, o Options) *Server {
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		deadline := time.Now().Add(2 * time.Second)
-		for runtime.NumGoroutine() > goroutines || openFDs(t) > fds {
-			if time.Now().After(deadline) {
-				t.Errorf("leak: %d goroutines (had %d), %d fds (had %d)", runtime.NumGoroutine(), goroutines, openFDs(t), fds)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+	}) // runs before the leak check registered above
 	return s
-}
-
-func openFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("leak check needs /proc/self/fd: %v", err)
-	}
-	return len(ents)
 }
 
 func get(t *testing.T, s *Server, path string) (int, string) {

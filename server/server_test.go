@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"spindle/carrier"
 	"spindle/cpu"
 	"spindle/http1"
+	"spindle/internal/leakcheck"
 	"spindle/mock"
 )
 
@@ -44,7 +43,7 @@ type env struct {
 // descriptor behind.
 func setup(t *testing.T, mode Mode, mo mock.Options, down bool, so Options) *env {
 	t.Helper()
-	goroutines, fds := runtime.NumGoroutine(), openFDs(t)
+	leakcheck.Register(t, 3*time.Second)
 	e := &env{t: t}
 	backend := "127.0.0.1:1" // nothing listens on port 1 (tcpmux): connection refused
 	if !down {
@@ -81,19 +80,7 @@ func setup(t *testing.T, mode Mode, mo mock.Options, down bool, so Options) *env
 		io.Copy(io.Discard, mc)
 		mc.Close()
 	}
-	t.Cleanup(func() {
-		e.close()
-		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > goroutines || openFDs(t) > fds {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				t.Errorf("leak: %d goroutines (had %d), %d fds (had %d)\n%s", runtime.NumGoroutine(), goroutines,
-					openFDs(t), fds, buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
+	t.Cleanup(e.close) // runs before the leak check registered above
 	return e
 }
 
@@ -108,14 +95,6 @@ func (e *env) close() {
 			e.t.Errorf("mock close: %v", err)
 		}
 	}
-}
-
-func openFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("leak check needs /proc/self/fd: %v", err)
-	}
-	return len(ents)
 }
 
 // client is a raw client connection.
