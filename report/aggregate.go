@@ -176,27 +176,21 @@ func (g *Group) fill(ss []Summary) error {
 			g.NA[k] = v
 		}
 	}
+	g.CPUSource = sourceProc
 	if perfRuns > 0 && perfRuns == len(ss) {
-		g.CPUSource = "perf stat"
-		g.CPUs = col(func(s Summary) float64 { return figure(s.Perf.CPUsUtilized.Value, s.Perf.CPUsUtilized.NA) })
-		g.ContextSwitches = col(func(s Summary) float64 {
-			return figure(s.Perf.ContextSwitchesPerSec.Value, s.Perf.ContextSwitchesPerSec.NA)
-		})
+		g.CPUSource = sourcePerf
 		g.IPC = col(func(s Summary) float64 { return figure(s.Perf.IPC.Value, s.Perf.IPC.NA) })
 		if g.IPC.N == 0 && len(ss) > 0 {
 			g.NA["ipc"] = ss[0].Perf.IPC.NA
 		}
 	} else {
-		g.CPUSource = "/proc"
-		g.CPUs = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return t.CPUs }) })
-		g.ContextSwitches = col(func(s Summary) float64 {
-			return threadFig(s, func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
-		})
 		g.NA["ipc"] = "perf stat did not run"
 		if r, ok := g.NA["perf-stat"]; ok {
 			g.NA["ipc"] = r
 		}
 	}
+	g.CPUs = col(func(s Summary) float64 { return cpusOf(s, g.CPUSource) })
+	g.ContextSwitches = col(func(s Summary) float64 { return switchesOf(s, g.CPUSource) })
 	g.OtherCPUs = col(func(s Summary) float64 {
 		if s.OtherCPUs == nil {
 			return nan
@@ -243,6 +237,36 @@ func (g *Group) fill(ss []Summary) error {
 		g.Hist = h
 	}
 	return nil
+}
+
+// Sources of a group's CPU figures (Group.CPUSource): perf stat when it
+// measured every run, else the /proc thread sampling.
+const (
+	sourcePerf = "perf stat"
+	sourceProc = "/proc"
+)
+
+// cpusOf is a run's server CPUs utilized from source, NaN without.
+func cpusOf(s Summary, source string) float64 {
+	if source == sourcePerf {
+		if s.Perf == nil {
+			return math.NaN()
+		}
+		return figure(s.Perf.CPUsUtilized.Value, s.Perf.CPUsUtilized.NA)
+	}
+	return threadFig(s, func(t *ThreadFigures) float64 { return t.CPUs })
+}
+
+// switchesOf is a run's server context switches per second from source,
+// NaN without.
+func switchesOf(s Summary, source string) float64 {
+	if source == sourcePerf {
+		if s.Perf == nil {
+			return math.NaN()
+		}
+		return figure(s.Perf.ContextSwitchesPerSec.Value, s.Perf.ContextSwitchesPerSec.NA)
+	}
+	return threadFig(s, func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
 }
 
 // figure is v, or NaN when the figure is missing.

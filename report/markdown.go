@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,7 +217,7 @@ func (g *Group) naReason(key string) string {
 func sources(gs []*Group) string {
 	var ss []string
 	for _, g := range gs {
-		if g.CPUSource != "" && !strings.Contains(strings.Join(ss, ","), g.CPUSource) {
+		if g.CPUSource != "" && !slices.Contains(ss, g.CPUSource) {
 			ss = append(ss, g.CPUSource)
 		}
 	}
@@ -241,12 +240,6 @@ func (r *Report) writeRatios(b *strings.Builder) {
 	b.WriteString("## Ratios to nethttp\n\nEach configuration divided by nethttp of the same round (they ran back to back), " +
 		"median (min–max) over rounds. Below 1 is less (throughput: worse; latency, CPU: better).\n\n")
 	b.WriteString("| configuration | max throughput | p50 at the fixed rate | p99 at the fixed rate | CPUs utilized at the fixed rate |\n|---|---|---|---|---|\n")
-	cpus := func(s Summary) float64 {
-		if s.Perf != nil && s.Perf.CPUsUtilized.NA == "" {
-			return s.Perf.CPUsUtilized.Value
-		}
-		return math.NaN()
-	}
 	names := []string{}
 	for _, g := range r.Groups {
 		if g.Name != baseline && !slices.Contains(names, g.Name) {
@@ -260,9 +253,22 @@ func (r *Report) writeRatios(b *strings.Builder) {
 		}
 		return g.Ratio(base, f).Format(2, "no paired rounds")
 	}
+	// CPUs are compared from one source: perf stat where both groups have
+	// it, else the /proc sampling.
+	cpus := func(name string) string {
+		g := r.Find("fixed", name)
+		if g == nil || fixedBase == nil {
+			return "n/a (not run)"
+		}
+		src := sourcePerf
+		if g.CPUSource != sourcePerf || fixedBase.CPUSource != sourcePerf {
+			src = sourceProc
+		}
+		return g.Ratio(fixedBase, func(s Summary) float64 { return cpusOf(s, src) }).Format(2, "no paired rounds")
+	}
 	for _, n := range names {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio("max", n, maxBase, throughput),
-			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), ratio("fixed", n, fixedBase, cpus))
+			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), cpus(n))
 	}
 	b.WriteString("\n")
 }

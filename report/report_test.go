@@ -149,3 +149,35 @@ func TestDiscoverErrors(t *testing.T) {
 		t.Error("Load of a broken summary.json succeeded")
 	}
 }
+
+// TestRatioCPUsFromProc checks that without perf stat the CPU ratio comes
+// from the /proc sampling, as the tables' CPU figures do, rather than
+// reading as "no paired rounds".
+func TestRatioCPUsFromProc(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	for i := range rs {
+		rs[i].Summary.Perf = nil
+	}
+	rep, err := Build(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	rep.writeRatios(&b)
+	var row string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "| carrier |") {
+			row = l
+		}
+	}
+	cells := strings.Split(row, "|")
+	if len(cells) != 7 {
+		t.Fatalf("no carrier row in:\n%s", b.String())
+	}
+	if got := strings.TrimSpace(cells[5]); strings.HasPrefix(got, "n/a") {
+		t.Errorf("CPU ratio without perf stat = %q; want a figure from /proc\n%s", got, b.String())
+	}
+	if g := rep.Find("fixed", "carrier"); g.CPUSource != sourceProc || g.CPUs.N == 0 {
+		t.Errorf("carrier CPUs: source %q, %+v", g.CPUSource, g.CPUs)
+	}
+}
