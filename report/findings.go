@@ -147,7 +147,12 @@ func (r *Report) claimFewerSwitches() Finding {
 	}
 	c, b := gs[0], gs[1]
 	if c.CPUs.N == 0 || b.CPUs.N == 0 || c.ContextSwitches.N == 0 || b.ContextSwitches.N == 0 {
-		return Finding{claim, NotMeasurable, "no CPU or context-switch figures (perf stat and /proc sampling both off)"}
+		g := c
+		if c.CPUs.N > 0 && c.ContextSwitches.N > 0 {
+			g = b
+		}
+		return Finding{claim, NotMeasurable, fmt.Sprintf("no CPU or context-switch figures for %s (perf stat: %s; /proc sampling: %s)",
+			g.Name, g.naReason("perf-stat"), g.naReason("threads"))}
 	}
 	figs := fmt.Sprintf("context switches/s carrier %s, nethttp %s; CPUs carrier %s, nethttp %s (%s)",
 		c.ContextSwitches.Format(0, ""), b.ContextSwitches.Format(0, ""),

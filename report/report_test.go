@@ -181,3 +181,21 @@ func TestRatioCPUsFromProc(t *testing.T) {
 		t.Errorf("carrier CPUs: source %q, %+v", g.CPUSource, g.CPUs)
 	}
 }
+
+// TestFindingsSwitchesWhy checks that the context-switch claim says why its
+// figures are missing, from the runs' own reasons.
+func TestFindingsSwitchesWhy(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	for i := range rs {
+		rs[i].Summary.Perf, rs[i].Summary.Server = nil, nil
+		rs[i].Summary.NA = map[string]string{"perf-stat": "perf not installed", "threads": "off (--no-pidstat)"}
+	}
+	rep, err := Build(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Findings()[2]
+	if f.Verdict != NotMeasurable || !strings.Contains(f.Figures, "perf not installed") || !strings.Contains(f.Figures, "--no-pidstat") {
+		t.Errorf("claim 3 without figures: %+v", f)
+	}
+}
