@@ -161,16 +161,16 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cells = append(cells, cs...)
 	}
 
-	// B is measured between the CPUs the waiting happens on: the
-	// probe's B lets the kernel pick the CPUs, and two threads sharing one
-	// wake each other many times more cheaply than across CPUs.
+	// B is measured between the CPUs the waiting happens on, through the
+	// line the pollers block on: the probe's B (wait.MeasureBlockWakeAfter)
+	// always runs between the first two allowed CPUs, through epoll.
 	b := time.Duration(probe.BlockWakeUs * 1e3)
-	bNote := "unpinned"
+	bNote := "epoll, first two allowed CPUs"
 	if x, y, ok := spectrum.WakePair(cells); ok {
 		if b, err = spectrum.MeasureLineWake(x, y, wait.DefaultMeasureRounds, wait.DefaultMeasureIdle); err != nil {
 			return err
 		}
-		bNote = fmt.Sprintf("CPU %d <-> %d after %v idle", x, y, wait.DefaultMeasureIdle)
+		bNote = fmt.Sprintf("CPU %d <-> %d after %v idle; %s %.1fµs", x, y, wait.DefaultMeasureIdle, bNote, probe.BlockWakeUs)
 	} else if probe.BlockWakeNA != "" {
 		return fmt.Errorf("spectrum: cannot measure B: %s", probe.BlockWakeNA)
 	}
@@ -180,8 +180,8 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
 
-	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s; unpinned %.1fµs)",
-		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote, probe.BlockWakeUs)
+	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s)",
+		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote)
 	if n := env.DriverNote(); n != "" {
 		fmt.Fprintf(stdout, "; burst driver on %s", n)
 	}
