@@ -129,6 +129,12 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// The table's "n/a" ratios, with their reasons.
+	for _, v := range vs {
+		if v.Ratio.N == 0 {
+			fmt.Fprintf(w, "  %s: ratio %s\n", v.Pattern, v.Ratio.NA)
+		}
+	}
 	_, err := fmt.Fprintln(w)
 	return err
 }
