@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"spindle/cpu"
+	"spindle/internal/unix"
 	"spindle/latency"
 	"spindle/observe"
 	"spindle/report"
@@ -308,6 +309,33 @@ func TestPinRunner(t *testing.T) {
 	}
 	if err := PinRunner(nil); err == nil {
 		t.Error("PinRunner(empty) succeeded")
+	}
+	if len(all) < 2 {
+		t.Skip("one CPU: narrowing the runner's set cannot be seen")
+	}
+	// Narrowed to one CPU, every thread of the process has that set; then
+	// the whole set is restored for the tests after this one.
+	one := all[:1]
+	if err := PinRunner(one); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := PinRunner(all); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	tids, err := listTIDs("", "self")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids {
+		got, err := unix.SchedGetaffinity(tid)
+		if err != nil {
+			continue // the thread exited
+		}
+		if cpu.Set(got).String() != one.String() {
+			t.Errorf("thread %d: affinity %v, want %s", tid, got, one)
+		}
 	}
 }
 
