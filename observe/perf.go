@@ -56,7 +56,7 @@ func pidList(pids []int) string {
 	return strings.Join(s, ",")
 }
 
-// runPerf runs perf with args and returns its combined output; the error
+// run runs perf with args and returns its combined output; the error
 // carries the output's last line.
 func (p Perf) run(ctx context.Context, args ...string) ([]byte, error) {
 	path, err := p.path()
