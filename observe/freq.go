@@ -38,15 +38,16 @@ func FindFreq(o SourceOptions) (FreqMeter, []Source) {
 	}
 	var srcs []Source
 	var found FreqMeter
-	for _, open := range []func(SourceOptions, cpu.Set) (FreqMeter, error){openMSR, openCpufreq} {
-		m, err := open(o, cpus)
-		var se *sourceError
-		errors.As(err, &se)
+	for _, src := range []struct {
+		name string
+		open func(SourceOptions, cpu.Set) (FreqMeter, error)
+	}{{msrName, openMSR}, {cpufreqName, openCpufreq}} {
+		m, err := src.open(o, cpus)
 		if err != nil {
-			srcs = append(srcs, Source{Name: se.name, Reason: reasonOf(err)})
+			srcs = append(srcs, Source{Name: src.name, Reason: reasonOf(err)})
 			continue
 		}
-		srcs = append(srcs, Source{Name: m.Name(), Available: true})
+		srcs = append(srcs, Source{Name: src.name, Available: true})
 		if found == nil {
 			found = m
 		} else {
@@ -109,10 +110,9 @@ func (m cpufreqMeter) Begin(cpus cpu.Set) (func() (float64, error), error) {
 // virtualised frequency, which says nothing about the cores.
 func openCpufreq(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
 	m := cpufreqMeter{o}
-	fail := func(err error) (FreqMeter, error) { return nil, &sourceError{cpufreqName, err} }
 	first, err := m.read(cpus)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	d := o.calibration()
 	if d < 0 {
@@ -122,7 +122,7 @@ func openCpufreq(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
 		Spin(d / calibrationSamples)
 		v, err := m.read(cpus)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		for j := range v {
 			if v[j] != first[j] {
@@ -130,7 +130,7 @@ func openCpufreq(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
 			}
 		}
 	}
-	return fail(fmt.Errorf("%w: frequency never changed during a %v busy calibration (fixed or virtualised)", errFrozen, d))
+	return nil, fmt.Errorf("%w: frequency never changed during a %v busy calibration (fixed or virtualised)", errFrozen, d)
 }
 
 // msrName is the APERF/MPERF source's name.
@@ -210,7 +210,6 @@ func (m *msrMeter) Begin(cpus cpu.Set) (func() (float64, error), error) {
 // openMSR opens /dev/cpu/N/msr for the CPUs and calibrates MPERF's rate by
 // spinning on the first of them.
 func openMSR(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
-	fail := func(err error) (FreqMeter, error) { return nil, &sourceError{msrName, err} }
 	dev := o.DevRoot
 	if dev == "" {
 		dev = "/dev"
@@ -220,7 +219,7 @@ func openMSR(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
 		f, err := os.Open(filepath.Join(dev, "cpu", strconv.Itoa(c), "msr"))
 		if err != nil {
 			_ = m.Close()
-			return fail(err)
+			return nil, err
 		}
 		m.files[c] = f
 	}
@@ -253,11 +252,11 @@ func openMSR(o SourceOptions, cpus cpu.Set) (FreqMeter, error) {
 	r := <-ch
 	if r.err != nil {
 		_ = m.Close()
-		return fail(r.err)
+		return nil, r.err
 	}
 	if r.a == 0 || r.p == 0 {
 		_ = m.Close()
-		return fail(fmt.Errorf("%w: APERF/MPERF did not move during a %v busy calibration", errFrozen, d))
+		return nil, fmt.Errorf("%w: APERF/MPERF did not move during a %v busy calibration", errFrozen, d)
 	}
 	m.baseGHz = float64(r.p) / float64(r.t.Nanoseconds())
 	return m, nil

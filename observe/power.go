@@ -105,27 +105,21 @@ func Watts(j0, j1 float64, elapsed time.Duration) float64 {
 func FindPower(o SourceOptions) (EnergyMeter, []Source) {
 	var srcs []Source
 	var found EnergyMeter
-	for _, open := range []func(SourceOptions) (EnergyMeter, error){openRAPL, openPerfEnergy} {
-		m, err := open(o)
+	for _, src := range []struct {
+		name string
+		open func(SourceOptions) (EnergyMeter, error)
+	}{{raplName, openRAPL}, {perfEnergyName, openPerfEnergy}} {
+		m, err := src.open(o)
 		if err == nil {
-			err = calibrateEnergy(m, o.calibration())
-		}
-		name := ""
-		if m != nil {
-			name = m.Name()
-		}
-		var ne *sourceError
-		if errors.As(err, &ne) {
-			name = ne.name
-		}
-		if err != nil {
-			if m != nil {
+			if err = calibrateEnergy(m, o.calibration()); err != nil {
 				_ = m.Close()
 			}
-			srcs = append(srcs, Source{Name: name, Reason: reasonOf(err)})
+		}
+		if err != nil {
+			srcs = append(srcs, Source{Name: src.name, Reason: reasonOf(err)})
 			continue
 		}
-		srcs = append(srcs, Source{Name: name, Available: true})
+		srcs = append(srcs, Source{Name: src.name, Available: true})
 		if found == nil {
 			found = m
 		} else {
@@ -134,15 +128,6 @@ func FindPower(o SourceOptions) (EnergyMeter, []Source) {
 	}
 	return found, srcs
 }
-
-// sourceError names the source an opening error belongs to.
-type sourceError struct {
-	name string
-	err  error
-}
-
-func (e *sourceError) Error() string { return e.err.Error() }
-func (e *sourceError) Unwrap() error { return e.err }
 
 func reasonOf(err error) string {
 	var pe *os.PathError
@@ -218,7 +203,7 @@ func openRAPL(o SourceOptions) (EnergyMeter, error) {
 	dir := o.sys("class", "powercap")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, &sourceError{raplName, err}
+		return nil, err
 	}
 	m := &raplMeter{}
 	for _, e := range ents {
@@ -232,15 +217,15 @@ func openRAPL(o SourceOptions) (EnergyMeter, error) {
 		}
 		z := &raplZone{path: filepath.Join(dir, n, "energy_uj")}
 		if z.maxUJ, err = readUint(filepath.Join(dir, n, "max_energy_range_uj")); err != nil {
-			return nil, &sourceError{raplName, err}
+			return nil, err
 		}
 		if z.last, err = readUint(z.path); err != nil {
-			return nil, &sourceError{raplName, err}
+			return nil, err
 		}
 		m.zones = append(m.zones, z)
 	}
 	if len(m.zones) == 0 {
-		return nil, &sourceError{raplName, fmt.Errorf("no package zone under %s", dir)}
+		return nil, fmt.Errorf("no package zone under %s", dir)
 	}
 	return m, nil
 }
@@ -325,51 +310,50 @@ func (m *perfEnergy) Close() error {
 // openPerfEnergy opens bus/event_source/devices/power/events/energy-pkg on
 // each CPU of the PMU's cpumask (one per package).
 func openPerfEnergy(o SourceOptions) (EnergyMeter, error) {
-	fail := func(err error) (EnergyMeter, error) { return nil, &sourceError{perfEnergyName, err} }
 	dir := o.sys("bus", "event_source", "devices", "power")
 	typ, err := readUint(filepath.Join(dir, "type"))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	desc, err := os.ReadFile(filepath.Join(dir, "events", "energy-pkg"))
 	if errors.Is(err, os.ErrNotExist) {
-		return fail(fmt.Errorf("the power PMU has no energy-pkg event%s", otherEvents(dir)))
+		return nil, fmt.Errorf("the power PMU has no energy-pkg event%s", otherEvents(dir))
 	}
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	config, err := parsePerfEventConfig(desc)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	sb, err := os.ReadFile(filepath.Join(dir, "events", "energy-pkg.scale"))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	scale, err := parseScale(sb)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	mask, err := os.ReadFile(filepath.Join(dir, "cpumask"))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	cpus, err := cpu.ParseList(string(mask))
 	if err != nil || len(cpus) == 0 {
-		return fail(fmt.Errorf("bad cpumask %q", bytes.TrimSpace(mask)))
+		return nil, fmt.Errorf("bad cpumask %q", bytes.TrimSpace(mask))
 	}
 	m := &perfEnergy{scale: scale}
 	for _, c := range cpus {
 		fd, err := unix.PerfOpenCounter(uint32(typ), config, c)
 		if err != nil {
 			_ = m.Close()
-			return fail(err)
+			return nil, err
 		}
 		v, err := unix.ReadCounter(fd)
 		if err != nil {
 			_ = unix.Close(fd)
 			_ = m.Close()
-			return fail(err)
+			return nil, err
 		}
 		m.fds, m.first = append(m.fds, fd), append(m.first, v)
 	}
