@@ -133,10 +133,21 @@ func (f durationFlag) Set(s string) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration (%v) or a number of %s", f.unit, strings.TrimPrefix(f.unit.String(), "1"))
+		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m) or a number of %s", s, unitName(f.unit))
 	}
 	*f.d = d
 	return nil
+}
+
+// unitName names a duration unit in words for error messages.
+func unitName(u time.Duration) string {
+	switch u {
+	case time.Millisecond:
+		return "milliseconds"
+	case time.Second:
+		return "seconds"
+	}
+	return "units of " + u.String()
 }
 
 // checkCPUs verifies that every CPU of s exists on this machine (is in the

@@ -30,9 +30,9 @@ type loadConfig struct {
 	opts            load.Options
 	rate            metricFlag
 	threads, conns  metricFlag
-	duration        secondsFlag
-	warmup          secondsFlag
-	timeout         secondsFlag
+	duration        time.Duration
+	warmup          time.Duration
+	timeout         time.Duration
 	cpus            cpuSetFlag
 	headers         stringsFlag
 	latency, uncorr bool
@@ -47,7 +47,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
 	c.threads.whole, c.conns.whole = true, true
-	c.duration.v, c.timeout.v = load.DefaultDuration, load.DefaultTimeout
+	c.duration, c.timeout = load.DefaultDuration, load.DefaultTimeout
 	for _, n := range []string{"t", "threads"} {
 		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
 	}
@@ -55,7 +55,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
 	}
 	for _, n := range []string{"d", "duration"} {
-		fs.Var(&c.duration, n, "measured duration")
+		fs.Var(durationFlag{&c.duration, time.Second}, n, "measured duration")
 	}
 	for _, n := range []string{"R", "rate"} {
 		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
@@ -69,10 +69,10 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	for _, n := range []string{"H", "header"} {
 		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
 	}
-	fs.Var(&c.timeout, "timeout", "per-request and connect timeout")
+	fs.Var(durationFlag{&c.timeout, time.Second}, "timeout", "per-request and connect timeout")
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
-	fs.Var(&c.warmup, "warmup", "warm-up before the measured duration: sent, not recorded")
+	fs.Var(durationFlag{&c.warmup, time.Second}, "warmup", "warm-up before the measured duration: sent, not recorded")
 	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE`")
 	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
@@ -95,7 +95,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := c.opts
 	o.URL = pos[0]
 	o.Threads, o.Connections = int(c.threads.v), int(c.conns.v)
-	o.Duration, o.Warmup, o.Timeout = c.duration.v, c.warmup.v, c.timeout.v
+	o.Duration, o.Warmup, o.Timeout = c.duration, c.warmup, c.timeout
 	o.Headers, o.CPUs = c.headers, c.cpus.set
 	if c.rate.set {
 		if c.rate.v <= 0 {
@@ -213,29 +213,5 @@ func (f *metricFlag) Set(s string) error {
 		return fmt.Errorf("%q is not a whole count", s)
 	}
 	f.v, f.set, f.raw = v, true, s
-	return nil
-}
-
-// secondsFlag is a duration: a Go duration ("1m30s", "500ms") or a bare
-// number of seconds as wrk accepts ("10").
-type secondsFlag struct{ v time.Duration }
-
-func (f *secondsFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return f.v.String()
-}
-
-func (f *secondsFlag) Set(s string) error {
-	if v, err := strconv.ParseFloat(s, 64); err == nil {
-		f.v = time.Duration(v * float64(time.Second))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m or seconds)", s)
-	}
-	f.v = v
 	return nil
 }
