@@ -76,7 +76,7 @@ func TestRunCellKinds(t *testing.T) {
 	e := &Env{BlockWake: b, Seed: 1, PowerNA: "test", FreqNA: "test"}
 	// Microsecond bursts: a thousand busy periods in 100ms, so that even a
 	// poller starved by other processes on a shared machine sees some.
-	ms := Pattern{ScaleMicro, Ratio{5, 5}}
+	us := Pattern{ScaleMicro, Ratio{5, 5}}
 	d := 60 * time.Millisecond
 	cells := []Cell{
 		{Preset: "t", Kernel: "scalar", FG: cpu.Set{fg}, Driver: -1, Duration: d},
@@ -87,7 +87,7 @@ func TestRunCellKinds(t *testing.T) {
 	}
 	for _, m := range wait.Supported() {
 		c := Cell{Preset: "t", Kernel: "scalar", Mode: m, FG: cpu.Set{fg}, BG: cpu.Set{bg},
-			Pattern: &ms, PatternS: ms.String(), Driver: fg, Duration: 100 * time.Millisecond}
+			Pattern: &us, PatternS: us.String(), Driver: fg, Duration: 100 * time.Millisecond}
 		if sharesCore[m] {
 			c.Shared = c.BG
 		}
@@ -123,7 +123,7 @@ func TestRunCellKinds(t *testing.T) {
 		case (c.Mode == "busy" || c.Mode == "pause") && s.Blocks != 0:
 			t.Errorf("%s: a spinning waiter counted %d block-and-wakes", c.Key(), s.Blocks)
 		case c.Pattern != nil && (s.Wakes == 0 || s.BgMpps <= 0 || math.IsNaN(s.WakeP50)):
-			t.Errorf("%s: %d wake-ups, %.3f Mpkt/s over %d ms periods", c.Key(), s.Wakes, s.BgMpps, c.Duration/ms.Period())
+			t.Errorf("%s: %d wake-ups, %.3f Mpkt/s over %d periods of %v", c.Key(), s.Wakes, s.BgMpps, c.Duration/us.Period(), us.Period())
 		}
 	}
 }
