@@ -282,3 +282,40 @@ func benchProgress(name, step string) bench.Progress {
 	return bench.Progress{Run: 3, Runs: 36, Config: name, Phase: "fixed", Round: 2, Step: step,
 		Elapsed: 65 * time.Second, Remaining: 2 * time.Minute}
 }
+
+func TestAncestors(t *testing.T) {
+	tests := []struct {
+		dir, root string
+		want      []string
+	}{
+		{"/r/cmp/max/r1-01-carrier", "/r", []string{"/r/cmp/max", "/r/cmp", "/r"}},
+		{"/r/cmp/max/r1-01-carrier", "/r/cmp/", []string{"/r/cmp/max", "/r/cmp"}},
+		{"/r", "/r", nil},
+		{"/a/b", "/elsewhere", []string{"/a", "/"}},
+	}
+	for _, tt := range tests {
+		if got := ancestors(tt.dir, tt.root); strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("ancestors(%q, %q) = %q, want %q", tt.dir, tt.root, got, tt.want)
+		}
+	}
+}
+
+// TestPlanDescriptionNested: "spindle report results/" finds the plan.json
+// of a compare directory below it, two levels above its result directories.
+func TestPlanDescriptionNested(t *testing.T) {
+	root := t.TempDir()
+	cmp := filepath.Join(root, "compare-1")
+	run := filepath.Join(cmp, "max", "r1-01-carrier")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cmp, bench.PlanFile), []byte(`{"description":"layout from the plan"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := planDescription([]string{root}); got != "" {
+		t.Fatalf("plan found in the root itself: %q", got)
+	}
+	if got := planDescription(append([]string{root}, ancestors(run, root)...)); got != "layout from the plan" {
+		t.Errorf("nested plan description = %q", got)
+	}
+}

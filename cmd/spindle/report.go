@@ -44,6 +44,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return badInput("report needs at least one result directory")
 	}
 	var results []report.Result
+	planDirs := append([]string(nil), pos...) // where a compare's plan.json may be
 	for _, root := range pos {
 		if st, err := os.Stat(root); err != nil || !st.IsDir() {
 			return badInput("%s: not a directory", root)
@@ -53,6 +54,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 			return asBadInput(err)
 		}
 		for _, d := range dirs {
+			planDirs = append(planDirs, ancestors(d, root)...)
 			r, err := report.Load(d)
 			if err != nil {
 				return asBadInput(err)
@@ -67,7 +69,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(pos)})
+	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(planDirs)})
 	if err != nil {
 		return err
 	}
@@ -76,8 +78,25 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
+// ancestors returns dir's parent directories up to and including root
+// (a compare's result directories lie two levels under its plan.json:
+// DIR/max/rR-II-NAME), nearest first.
+func ancestors(dir, root string) []string {
+	root = filepath.Clean(root)
+	var out []string
+	for d := filepath.Clean(dir); d != root; {
+		p := filepath.Dir(d)
+		if p == d { // reached the filesystem root without meeting root
+			break
+		}
+		out = append(out, p)
+		d = p
+	}
+	return out
+}
+
 // planDescription returns the description in the plan.json of the first
-// DIR that has one ("spindle compare" writes it), or "".
+// directory of dirs that has one ("spindle compare" writes it), or "".
 func planDescription(dirs []string) string {
 	for _, d := range dirs {
 		var p bench.Plan
