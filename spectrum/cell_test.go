@@ -74,10 +74,13 @@ func TestRunCellKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Env{BlockWake: b, Seed: 1, PowerNA: "test", FreqNA: "test"}
-	// Microsecond bursts: a thousand busy periods in 100ms, so that even a
+	// Microsecond bursts: three thousand busy periods in 300ms, so that even a
 	// poller starved by other processes on a shared machine sees some.
+	// Cells last long enough that a thread starved for tens of ms by other
+	// processes (or by the real-time driver spinning before its flips on
+	// the foreground's CPU) still does some work.
 	us := Pattern{ScaleMicro, Ratio{5, 5}}
-	d := 60 * time.Millisecond
+	d := 200 * time.Millisecond
 	cells := []Cell{
 		{Preset: "t", Kernel: "scalar", FG: cpu.Set{fg}, Driver: -1, Duration: d},
 		{Preset: "t", Kernel: "scalar", Mode: ModeMatmul, FG: cpu.Set{fg}, BG: cpu.Set{bg}, Driver: -1, Duration: d},
@@ -87,7 +90,7 @@ func TestRunCellKinds(t *testing.T) {
 	}
 	for _, m := range wait.Supported() {
 		c := Cell{Preset: "t", Kernel: "scalar", Mode: m, FG: cpu.Set{fg}, BG: cpu.Set{bg},
-			Pattern: &us, PatternS: us.String(), Driver: fg, Duration: 100 * time.Millisecond}
+			Pattern: &us, PatternS: us.String(), Driver: fg, Duration: 300 * time.Millisecond}
 		if sharesCore[m] {
 			c.Shared = c.BG
 		}
