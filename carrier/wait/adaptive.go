@@ -12,7 +12,8 @@ import (
 // rather than blocked for, since spinning to it costs less than one
 // block-and-wake.
 type Adaptive struct {
-	// Policy is the learned threshold; read it for telemetry.
+	// Policy is the learned threshold. Like the strategy, it belongs to
+	// the waiting thread: read it for telemetry from that thread only.
 	Policy    *Policy
 	pollEvery int
 }

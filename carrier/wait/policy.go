@@ -56,6 +56,7 @@ type Policy struct {
 	weight [policyBuckets]float64
 	sum    [policyBuckets]float64 // weighted sum of lengths, ns
 	theta  float64                // current threshold, ns
+	stale  bool                   // theta must be recomputed before it is read
 	since  int                    // observations since the last recompute
 	count  uint64                 // observations ever
 }
@@ -71,7 +72,8 @@ const (
 	policyBuckets = (policyMaxBits - policySubBits + 1) * policySub
 	// policyRecompute is how many observations pass between two threshold
 	// recomputations (about 100 buckets scanned each time), after the
-	// first policyRecompute observations, each of which recomputes.
+	// first policyRecompute observations, each of which recomputes (at
+	// the next Threshold).
 	policyRecompute = 8
 	// policyRescale bounds the lazily grown increment before the histogram
 	// is rescaled, far from float64 overflow.
@@ -103,14 +105,21 @@ func NewPolicy(b time.Duration, trust float64, halfLife int) *Policy {
 	return p
 }
 
-// Threshold returns how long to spin before blocking.
-func (p *Policy) Threshold() time.Duration { return time.Duration(p.theta) }
+// Threshold returns how long to spin before blocking. Observations only
+// mark the threshold stale; it is recomputed here, when the next idle
+// period begins, so that the work stays off the path of a wake-up.
+func (p *Policy) Threshold() time.Duration {
+	if p.stale {
+		p.recompute()
+	}
+	return time.Duration(p.theta)
+}
 
 // BlockWake returns the B the policy currently uses.
 func (p *Policy) BlockWake() time.Duration { return time.Duration(p.b) }
 
-// ObserveBlockWake folds one measured block-and-wake cost into B and
-// recomputes the threshold. B tracks the median of the observations (a
+// ObserveBlockWake folds one measured block-and-wake cost into B; the
+// threshold follows at the next Threshold. B tracks the median of the observations (a
 // stochastic-approximation median: each observation moves B 1/32 of its
 // value up or down), like the start-up measurement, so that the rare wake-up
 // delayed by milliseconds on a loaded machine does not drag it as it would
@@ -125,7 +134,7 @@ func (p *Policy) ObserveBlockWake(d time.Duration) {
 	case float64(d) < p.b:
 		p.b *= 1 - policyBStep
 	}
-	p.recompute()
+	p.stale = true
 }
 
 // Observe records one idle period of length idle: from running out of work
@@ -149,7 +158,7 @@ func (p *Policy) Observe(idle time.Duration) {
 	p.count++
 	p.since++
 	if p.count <= policyRecompute || p.since >= policyRecompute {
-		p.recompute()
+		p.stale = true
 	}
 }
 
@@ -157,6 +166,7 @@ func (p *Policy) Observe(idle time.Duration) {
 // within [λB, B/λ].
 func (p *Policy) recompute() {
 	p.since = 0
+	p.stale = false
 	lo, hi := p.trust*p.b, p.b/p.trust
 	if p.total == 0 {
 		p.theta = p.b

@@ -296,3 +296,28 @@ func BenchmarkPolicyObserve(b *testing.B) {
 		p.Observe(gaps[i%len(gaps)])
 	}
 }
+
+// BenchmarkPolicyAfterBlock measures the policy's work after a blocked
+// wait: wake-path is what the adaptive strategy does before Wait returns
+// (Observe and ObserveBlockWake), period adds the next wait's Threshold.
+func BenchmarkPolicyAfterBlock(b *testing.B) {
+	for _, withThreshold := range []bool{false, true} {
+		name := "wake-path"
+		if withThreshold {
+			name = "period"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			p := NewPolicy(traceB, DefaultTrust, DefaultHalfLife)
+			r := rand.New(rand.NewPCG(7, 8))
+			gaps := gen(1024, func(int) time.Duration { return time.Duration(r.ExpFloat64() * 100000) })
+			for i := 0; b.Loop(); i++ {
+				if withThreshold {
+					p.Threshold()
+				}
+				p.Observe(gaps[i%len(gaps)])
+				p.ObserveBlockWake(traceB + time.Duration(i%7-3)*time.Microsecond)
+			}
+		})
+	}
+}
