@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
 
 	"spindle/internal/unix"
 )
@@ -28,7 +31,49 @@ func Pin(s Set) error {
 	return nil
 }
 
-// PinProcess restricts every thread of the process tree started after the
-// call: it sets the calling thread's mask, which new threads inherit. Go
-// creates threads lazily, so call it early in main.
-func PinProcess(s Set) error { return Pin(s) }
+// PinProcess restricts every thread of the process to the CPUs in s. Go
+// starts threads from whichever thread needs one, and a new thread inherits
+// its creator's mask, so every existing thread is pinned (from
+// /proc/self/task), repeated until no new thread appears.
+func PinProcess(s Set) error {
+	if len(s) == 0 {
+		return fmt.Errorf("pin process: empty CPU set")
+	}
+	done := map[int]bool{}
+	for {
+		tids, err := threadIDs("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("pin process to CPUs %s: %w", s, err)
+		}
+		fresh := 0
+		for _, tid := range tids {
+			if done[tid] {
+				continue
+			}
+			// A thread that exited since the listing is not an error.
+			if err := unix.SchedSetaffinity(tid, s); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("pin thread %d to CPUs %s: %w", tid, s, err)
+			}
+			done[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+}
+
+// threadIDs lists the thread ids in a /proc/PID/task directory.
+func threadIDs(dir string) ([]int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}

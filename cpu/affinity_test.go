@@ -1,0 +1,68 @@
+package cpu
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"spindle/internal/unix"
+)
+
+// TestPinProcessPinsEveryThread: threads that exist before the call
+// (here, locked goroutines' threads) are pinned too, not only the caller.
+func TestPinProcessPinsEveryThread(t *testing.T) {
+	allowed, err := Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs to narrow the set, this process may use %s", allowed)
+	}
+	defer func() {
+		if err := PinProcess(allowed); err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+	}()
+	// Four parked threads that the calling thread did not create after the pin.
+	var ready, release sync.WaitGroup
+	release.Add(1)
+	for range 4 {
+		ready.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ready.Done()
+			release.Wait()
+		}()
+	}
+	ready.Wait()
+	defer release.Done()
+
+	want := Set{allowed[1]}
+	if err := PinProcess(want); err != nil {
+		t.Fatal(err)
+	}
+	tids, err := threadIDs("/proc/self/task")
+	if err != nil {
+		t.Skipf("needs /proc/self/task: %v", err)
+	}
+	if len(tids) < 5 {
+		t.Fatalf("%d threads listed, want at least the 4 locked ones and this one", len(tids))
+	}
+	for _, tid := range tids {
+		got, err := unix.SchedGetaffinity(tid)
+		if err != nil {
+			continue // exited since the listing
+		}
+		if !slices.Equal(got, []int(want)) {
+			t.Errorf("thread %d may run on %v, want %v", tid, got, want)
+		}
+	}
+}
+
+func TestPinProcessEmpty(t *testing.T) {
+	if err := PinProcess(Set{}); err == nil {
+		t.Fatal("PinProcess with no CPUs succeeded")
+	}
+}
