@@ -545,17 +545,7 @@ func (r *runner) writeCarrier(before, after []carrier.Telemetry, err error, wind
 func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.CarrierFigures {
 	var tot carrier.Telemetry
 	for _, t := range ts {
-		tot.IOCycles += t.IOCycles
-		tot.IOEvents += t.IOEvents
-		tot.Drains += t.Drains
-		tot.TasksRun += t.TasksRun
-		tot.StealsIn += t.StealsIn
-		for i := range t.QueueDepth.Buckets {
-			tot.QueueDepth.Buckets[i] += t.QueueDepth.Buckets[i]
-			tot.SubmitToRun.Buckets[i] += t.SubmitToRun.Buckets[i]
-		}
-		tot.QueueDepth.Sum += t.QueueDepth.Sum
-		tot.SubmitToRun.Sum += t.SubmitToRun.Sum
+		tot = tot.Add(t)
 	}
 	const nsPerUs = 1e3
 	return report.CarrierFigures{

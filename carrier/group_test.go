@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -560,4 +561,46 @@ func TestCloseFromTask(t *testing.T) {
 			t.Errorf("Close in a task: %v, want ErrCloseInTask", err)
 		}
 	})
+}
+
+// TestTelemetryAddSub: Add sums every counter and histogram of two
+// carriers, and Sub of the sum gives the other carrier back.
+func TestTelemetryAddSub(t *testing.T) {
+	mk := func(k uint64) Telemetry {
+		var tl Telemetry
+		tl.IOCycles, tl.IOEvents, tl.Drains, tl.TasksRun = 1*k, 2*k, 3*k, 4*k
+		tl.StealsIn, tl.StealsOut, tl.SpunNs, tl.BlockedNs = 5*k, 6*k, 7*k, 8*k
+		tl.Panics, tl.AcceptBackoffs = 9*k, 10*k
+		tl.QueueDepth.Buckets[3], tl.QueueDepth.Sum = k, 8*k
+		tl.SubmitToRun.Buckets[10], tl.SubmitToRun.Sum = 2*k, 2048*k
+		tl.Waits = map[string]uint64{"block": k}
+		tl.OpenConns, tl.TasksLive = int64(k), int64(2*k)
+		return tl
+	}
+	a, b := mk(1), mk(10)
+	b.Waits["spin"] = 3 // a key only one side has
+	sum := a.Add(b)
+	tests := []struct {
+		name      string
+		got, want uint64
+	}{
+		{"io_cycles", sum.IOCycles, 11}, {"io_events", sum.IOEvents, 22}, {"drains", sum.Drains, 33},
+		{"tasks_run", sum.TasksRun, 44}, {"steals_in", sum.StealsIn, 55}, {"steals_out", sum.StealsOut, 66},
+		{"spun_ns", sum.SpunNs, 77}, {"blocked_ns", sum.BlockedNs, 88}, {"panics", sum.Panics, 99},
+		{"accept_backoffs", sum.AcceptBackoffs, 110}, {"queue_depth count", sum.QueueDepth.Count(), 11},
+		{"queue_depth sum", sum.QueueDepth.Sum, 88}, {"submit_to_run count", sum.SubmitToRun.Count(), 22},
+		{"waits block", sum.Waits["block"], 11}, {"waits spin", sum.Waits["spin"], 3},
+		{"open_conns", uint64(sum.OpenConns), 11}, {"tasks_live", uint64(sum.TasksLive), 22},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("Add: %s = %d, want %d", tt.name, tt.got, tt.want)
+		}
+	}
+	back := sum.Sub(b)
+	back.OpenConns, back.TasksLive = a.OpenConns, a.TasksLive // gauges keep the later value
+	delete(back.Waits, "spin")
+	if !reflect.DeepEqual(back, a) {
+		t.Errorf("Add then Sub:\n got %+v\nwant %+v", back, a)
+	}
 }

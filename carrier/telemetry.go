@@ -66,13 +66,21 @@ func (h Histogram) Quantile(q float64) float64 {
 }
 
 // Sub returns h minus an earlier snapshot of the same histogram.
-func (h Histogram) Sub(earlier Histogram) Histogram {
+func (h Histogram) Sub(earlier Histogram) Histogram { return h.combine(earlier, minus) }
+
+// Add returns the sum of two histograms (of several carriers, say).
+func (h Histogram) Add(o Histogram) Histogram { return h.combine(o, plus) }
+
+func (h Histogram) combine(o Histogram, op func(a, b uint64) uint64) Histogram {
 	for i := range h.Buckets {
-		h.Buckets[i] -= earlier.Buckets[i]
+		h.Buckets[i] = op(h.Buckets[i], o.Buckets[i])
 	}
-	h.Sum -= earlier.Sum
+	h.Sum = op(h.Sum, o.Sum)
 	return h
 }
+
+func plus(a, b uint64) uint64  { return a + b }
+func minus(a, b uint64) uint64 { return a - b }
 
 // histRec records samples with a single writer (its carrier); readers load
 // the words atomically. A snapshot taken during a record may see the count
@@ -171,24 +179,43 @@ func (t Telemetry) TasksPerDrain() float64 {
 
 // Sub returns t minus an earlier snapshot of the same carrier: the counts
 // of the window between them. Gauges keep t's values.
-func (t Telemetry) Sub(earlier Telemetry) Telemetry {
+func (t Telemetry) Sub(earlier Telemetry) Telemetry { return t.combine(earlier, minus) }
+
+// Add returns the counters of t and o together (several carriers' windows
+// summed into one group figure). Gauges are summed too; Carrier and CPU
+// keep t's values.
+func (t Telemetry) Add(o Telemetry) Telemetry {
+	d := t.combine(o, plus)
+	d.OpenConns += o.OpenConns
+	d.TasksLive += o.TasksLive
+	return d
+}
+
+// combine applies op to every counter of t and o; every counter added to
+// Telemetry belongs here, so that Sub and Add can never disagree.
+func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d := t
-	d.IOCycles -= earlier.IOCycles
-	d.IOEvents -= earlier.IOEvents
-	d.Drains -= earlier.Drains
-	d.TasksRun -= earlier.TasksRun
-	d.QueueDepth = t.QueueDepth.Sub(earlier.QueueDepth)
-	d.SubmitToRun = t.SubmitToRun.Sub(earlier.SubmitToRun)
-	d.StealsIn -= earlier.StealsIn
-	d.StealsOut -= earlier.StealsOut
-	d.Waits = make(map[string]uint64, len(t.Waits))
+	d.IOCycles = op(t.IOCycles, o.IOCycles)
+	d.IOEvents = op(t.IOEvents, o.IOEvents)
+	d.Drains = op(t.Drains, o.Drains)
+	d.TasksRun = op(t.TasksRun, o.TasksRun)
+	d.QueueDepth = t.QueueDepth.combine(o.QueueDepth, op)
+	d.SubmitToRun = t.SubmitToRun.combine(o.SubmitToRun, op)
+	d.StealsIn = op(t.StealsIn, o.StealsIn)
+	d.StealsOut = op(t.StealsOut, o.StealsOut)
+	d.Waits = make(map[string]uint64, max(len(t.Waits), len(o.Waits)))
 	for k, v := range t.Waits {
-		d.Waits[k] = v - earlier.Waits[k]
+		d.Waits[k] = op(v, o.Waits[k])
 	}
-	d.SpunNs -= earlier.SpunNs
-	d.BlockedNs -= earlier.BlockedNs
-	d.Panics -= earlier.Panics
-	d.AcceptBackoffs -= earlier.AcceptBackoffs
+	for k, v := range o.Waits {
+		if _, ok := t.Waits[k]; !ok {
+			d.Waits[k] = op(0, v)
+		}
+	}
+	d.SpunNs = op(t.SpunNs, o.SpunNs)
+	d.BlockedNs = op(t.BlockedNs, o.BlockedNs)
+	d.Panics = op(t.Panics, o.Panics)
+	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
 	return d
 }
 
