@@ -41,6 +41,14 @@ func fakeConfig(t *testing.T, mode string) Config {
 func fakeOptions(t *testing.T) RunOptions {
 	t.Helper()
 	t.Setenv(fakeEnv, "1")
+	// Under -race each child (this test binary) would sleep a second
+	// before exiting: ThreadSanitizer's atexit_sleep_ms defaults to 1000,
+	// to catch races with threads still running at exit. Every run waits
+	// for the load generator's exit and stops two more children, so that
+	// sleep was three of the four seconds of a fake run. The children
+	// still run under the race detector; only the sleep goes. Options the
+	// caller set in GORACE are kept (the last setting of an option wins).
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
