@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"time"
 
 	"spindle/carrier/wait"
@@ -262,8 +261,10 @@ func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) 
 // RemoteAddr returns the peer's address.
 func (cn *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.remote) }
 
-// Dial connects to addr ("host:port"; names are resolved on an offloaded
-// goroutine) with a non-blocking connect on the task's carrier, waiting at
+// Dial connects to addr, "host:port": the host is an IP address,
+// "localhost" (127.0.0.1) or a name looked up on an offloaded goroutine;
+// the port is a decimal number from 1 to 65535; an empty host is an error.
+// It makes a non-blocking connect on the task's carrier, waiting at
 // most timeout (0: no limit). The conn is held by the task: a panic closes
 // it. Errors are *net.OpError values: errors.Is(err, syscall.ECONNREFUSED)
 // and errors.Is(err, os.ErrDeadlineExceeded) work.
@@ -328,30 +329,21 @@ func isConnected(fd int) bool {
 	return err == nil
 }
 
-// resolve turns "host:port" into an address; names other than IP literals
-// and localhost are looked up on an offloaded goroutine.
+// resolve turns "host:port" into an address with parseAddr's Dial rules;
+// a host name other than localhost is looked up on an offloaded goroutine,
+// so the carrier's thread never blocks in the resolver.
 func (t *Task) resolve(addr string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		return ap, nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	pn, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("bad port in %q", addr)
-	}
-	if host == "localhost" || host == "" {
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(pn)), nil
+	ap, name, err := parseAddr(addr, forDial)
+	if err != nil || name == "" {
+		return ap, err
 	}
 	var ips []netip.Addr
-	t.Offload(func() { ips, err = net.DefaultResolver.LookupNetIP(context.Background(), "ip", host) })
+	t.Offload(func() { ips, err = net.DefaultResolver.LookupNetIP(context.Background(), "ip", name) })
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
 	if len(ips) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("no address for %q", host)
+		return netip.AddrPort{}, fmt.Errorf("no address for %q", name)
 	}
-	return netip.AddrPortFrom(ips[0], uint16(pn)), nil
+	return netip.AddrPortFrom(ips[0].Unmap(), ap.Port()), nil
 }

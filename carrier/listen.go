@@ -43,10 +43,12 @@ type acceptor struct {
 // acceptFn accepts one connection; tests replace it to simulate EMFILE.
 var acceptFn = unix.AcceptNB
 
-// Listen listens on addr ("ip:port", "localhost:port" or ":port") and runs
-// handler(t, conn) as a new task for every accepted connection. The handler
-// owns conn: the runtime closes it when the handler returns without closing
-// it, or panics. Accept tasks count in TasksLive.
+// Listen listens on addr, "host:port": the host is an IP address,
+// "localhost" (127.0.0.1) or empty (0.0.0.0); other names fail with
+// ErrHostName (resolve them first); the port is a decimal number, 0 for one
+// the kernel picks. It runs handler(t, conn) as a new task for every
+// accepted connection. The handler owns conn: the runtime closes it when
+// the handler returns without closing it, or panics. Accept tasks count in TasksLive.
 func (g *Group) Listen(addr string, handler func(t *Task, c *Conn), o ListenOptions) (*Listener, error) {
 	if handler == nil {
 		return nil, fmt.Errorf("carrier: listen %s: nil handler", addr)
@@ -54,7 +56,7 @@ func (g *Group) Listen(addr string, handler func(t *Task, c *Conn), o ListenOpti
 	if g.closed.Load() {
 		return nil, fmt.Errorf("carrier: listen %s: %w", addr, ErrGroupClosed)
 	}
-	ap, err := parseListenAddr(addr)
+	ap, _, err := parseAddr(addr, forListen)
 	if err != nil {
 		return nil, fmt.Errorf("carrier: listen %s: %w", addr, err)
 	}
@@ -92,27 +94,6 @@ func (g *Group) Listen(addr string, handler func(t *Task, c *Conn), o ListenOpti
 		}
 	}
 	return l, nil
-}
-
-func parseListenAddr(addr string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		return ap, nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	p, err := net.LookupPort("tcp", port)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	switch host {
-	case "":
-		return netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(p)), nil
-	case "localhost":
-		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(p)), nil
-	}
-	return netip.AddrPort{}, fmt.Errorf("listen address %q is not an IP address", addr)
 }
 
 // Addr returns the address the listener is bound to (with the port the
