@@ -83,7 +83,9 @@ type Group struct {
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
 	NA map[string]string
-	// byRound holds the complete runs by round, for paired ratios.
+	// runs are the complete runs; byRound holds them by round, for paired
+	// ratios.
+	runs    []Summary
 	byRound map[int]Summary
 }
 
@@ -149,19 +151,22 @@ func Build(results []Result) (*Report, error) {
 	return rep, nil
 }
 
+// stat summarizes f over the group's complete runs (NaN: the run lacks
+// the figure).
+func (g *Group) stat(f func(Summary) float64) Stat {
+	vs := make([]float64, len(g.runs))
+	for i, s := range g.runs {
+		vs[i] = f(s)
+	}
+	return statOf(vs)
+}
+
 // fill computes the group's figures from its complete runs.
 func (g *Group) fill(ss []Summary) error {
-	col := func(f func(s Summary) float64) Stat {
-		vs := make([]float64, len(ss))
-		for i, s := range ss {
-			vs[i] = f(s)
-		}
-		return statOf(vs)
-	}
+	g.runs = ss
+	col := g.stat
 	nan := math.NaN()
-	pct := func(p string) Stat {
-		return col(func(s Summary) float64 { return percentile(s, p) / 1000 })
-	}
+	pct := func(p string) Stat { return col(latencyMs(p)) }
 	rates := col(func(s Summary) float64 { return float64(s.Rate) })
 	g.Rate = int(rates.Median)
 	g.Throughput = col(func(s Summary) float64 { return s.Throughput })
@@ -207,14 +212,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.Migrations = col(func(s Summary) float64 {
 		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Migrations) / s.ObserveWindow.Seconds() })
 	})
-	car := func(f func(c *CarrierFigures) float64) Stat {
-		return col(func(s Summary) float64 {
-			if s.Carrier == nil {
-				return nan
-			}
-			return f(s.Carrier)
-		})
-	}
+	car := func(f func(c *CarrierFigures) float64) Stat { return col(carrierFig(f)) }
 	g.IOCycles = car(func(c *CarrierFigures) float64 { return float64(c.IOCyclesPer10s) })
 	g.EventsPerCycle = car(func(c *CarrierFigures) float64 { return float64(c.EventsPerCycle) })
 	g.TasksPerDrain = car(func(c *CarrierFigures) float64 { return float64(c.TasksPerDrain) })
@@ -246,6 +244,15 @@ const (
 	sourceProc = "/proc"
 )
 
+// commonSource is the source of CPU figures two groups share: perf stat
+// where both have it, else the /proc sampling.
+func commonSource(a, b *Group) string {
+	if a.CPUSource == sourcePerf && b.CPUSource == sourcePerf {
+		return sourcePerf
+	}
+	return sourceProc
+}
+
 // cpusOf is a run's server CPUs utilized from source, NaN without.
 func cpusOf(s Summary, source string) float64 {
 	if source == sourcePerf {
@@ -275,6 +282,16 @@ func figure(v float64, na string) float64 {
 		return math.NaN()
 	}
 	return v
+}
+
+// carrierFig reads a carrier figure of a run, NaN when the run has none.
+func carrierFig(f func(*CarrierFigures) float64) func(Summary) float64 {
+	return func(s Summary) float64 {
+		if s.Carrier == nil {
+			return math.NaN()
+		}
+		return f(s.Carrier)
+	}
 }
 
 // threadFig reads a thread figure, NaN when the run has none.
@@ -327,6 +344,11 @@ func (g *Group) Ratio(base *Group, f func(Summary) float64) Stat {
 // p50 and p99 read a run's corrected percentiles in µs (NaN without).
 func p50(s Summary) float64 { return percentile(s, "50") }
 func p99(s Summary) float64 { return percentile(s, "99") }
+
+// latencyMs reads a run's corrected percentile p ("50", "99.9") in ms.
+func latencyMs(p string) func(Summary) float64 {
+	return func(s Summary) float64 { return percentile(s, p) / 1000 }
+}
 
 func percentile(s Summary, p string) float64 {
 	if s.Latency == nil || s.Latency.Count == 0 {

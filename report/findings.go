@@ -9,8 +9,12 @@ import (
 
 // Verdicts of a finding.
 const (
-	Confirmed     = "confirmed"
-	Refuted       = "refuted"
+	Confirmed = "confirmed"
+	Refuted   = "refuted"
+	// Inconclusive is the verdict when the runs do not support the
+	// difference the claim is about (see decide): the figures then give the
+	// ratio of the medians and both ranges.
+	Inconclusive  = "inconclusive"
 	NotMeasurable = "not measurable here"
 )
 
@@ -18,7 +22,7 @@ const (
 type Finding struct {
 	// Claim is the study's claim, with the study's figures.
 	Claim string
-	// Verdict is Confirmed, Refuted or NotMeasurable.
+	// Verdict is Confirmed, Refuted, Inconclusive or NotMeasurable.
 	Verdict string
 	// Figures are this machine's figures behind the verdict, or why they
 	// cannot be had.
@@ -73,23 +77,6 @@ func phaseLabel(p string) string {
 // ms renders a latency stat.
 func ms(s Stat) string { return s.Format(2, "no latency") + " ms" }
 
-// verdict is Confirmed when ok, else Refuted.
-func verdict(ok bool) string {
-	if ok {
-		return Confirmed
-	}
-	return Refuted
-}
-
-// overlap notes when two stats' ranges over rounds overlap: the ordering of
-// medians may then be noise.
-func overlap(a, b Stat) string {
-	if a.N > 1 && b.N > 1 && a.Min <= b.Max && b.Min <= a.Max {
-		return "; the ranges over rounds overlap"
-	}
-	return ""
-}
-
 func (r *Report) claimUnpinnedWorse() Finding {
 	claim := "At 70% load the unpinned carrier's p50 is worse than the work-stealing baseline's (study: 3.80 ms vs 1.20 ms)"
 	gs, f := r.need(claim, "fixed", unpinned, baseline)
@@ -100,8 +87,8 @@ func (r *Report) claimUnpinnedWorse() Finding {
 	if c.P50.N == 0 || b.P50.N == 0 {
 		return Finding{claim, NotMeasurable, "no latency recorded"}
 	}
-	return Finding{claim, verdict(c.P50.Median > b.P50.Median),
-		fmt.Sprintf("p50 carrier %s, nethttp %s at %d req/s%s", ms(c.P50), ms(b.P50), c.Rate, overlap(c.P50, b.P50))}
+	v, notes := judge(expect{c: compare("p50", 2, c, b, latencyMs("50")), want: higher})
+	return Finding{claim, v, fmt.Sprintf("p50 carrier %s, nethttp %s at %d req/s%s", ms(c.P50), ms(b.P50), c.Rate, notes)}
 }
 
 // serverCPUs counts the CPUs of a group's server set (0 if unknown).
@@ -136,7 +123,12 @@ func (r *Report) claimPinningFixes() Finding {
 	if p.P50.N == 0 || c.P50.N == 0 || b.P50.N == 0 {
 		return Finding{claim, NotMeasurable, "no latency recorded"}
 	}
-	return Finding{claim, verdict(p.P50.Median < c.P50.Median && p.P50.Median <= b.P50.Median), figs + overlap(p.P50, c.P50)}
+	// "Below the baseline's": the study's own figures differ by 3%, less
+	// than MinEffect, so on par with the baseline counts; only a p50
+	// shown higher than the baseline's refutes that part.
+	v, notes := judge(expect{c: compare("p50", 2, p, c, latencyMs("50")), want: lower},
+		expect{c: compare("p50", 2, p, b, latencyMs("50")), want: lower, orEqual: true})
+	return Finding{claim, v, figs + notes}
 }
 
 func (r *Report) claimFewerSwitches() Finding {
@@ -154,10 +146,15 @@ func (r *Report) claimFewerSwitches() Finding {
 		return Finding{claim, NotMeasurable, fmt.Sprintf("no CPU or context-switch figures for %s (perf stat: %s; /proc sampling: %s)",
 			g.Name, g.naReason("perf-stat"), g.naReason("threads"))}
 	}
+	// Both configurations' figures come from one source: perf stat where
+	// both have it, else the /proc sampling.
+	src := commonSource(c, b)
+	sw := compare("context switches/s", 0, c, b, func(s Summary) float64 { return switchesOf(s, src) })
+	cpus := compare("CPUs", 2, c, b, func(s Summary) float64 { return cpusOf(s, src) })
 	figs := fmt.Sprintf("context switches/s carrier %s, nethttp %s; CPUs carrier %s, nethttp %s (%s)",
-		c.ContextSwitches.Format(0, ""), b.ContextSwitches.Format(0, ""),
-		c.CPUs.Format(2, ""), b.CPUs.Format(2, ""), c.CPUSource)
-	return Finding{claim, verdict(c.ContextSwitches.Median < b.ContextSwitches.Median && c.CPUs.Median < b.CPUs.Median), figs}
+		sw.a.Format(0, ""), sw.b.Format(0, ""), cpus.a.Format(2, ""), cpus.b.Format(2, ""), src)
+	v, notes := judge(expect{c: sw, want: lower}, expect{c: cpus, want: lower})
+	return Finding{claim, v, figs + notes}
 }
 
 func (r *Report) claimPinningCycles() Finding {
@@ -176,9 +173,11 @@ func (r *Report) claimPinningCycles() Finding {
 	if why := onePerCarrier(c); why != "" {
 		return Finding{claim, NotMeasurable, figs + "; " + why}
 	}
-	ok := p.IOCycles.Median > c.IOCycles.Median && p.EventsPerCycle.Median < c.EventsPerCycle.Median &&
-		p.QueueDepthAvg.Median < c.QueueDepthAvg.Median
-	return Finding{claim, verdict(ok), figs}
+	v, notes := judge(
+		expect{c: compare("I/O cycles/10s", 0, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.IOCyclesPer10s) })), want: higher},
+		expect{c: compare("events/cycle", 2, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.EventsPerCycle) })), want: lower},
+		expect{c: compare("queue depth avg", 2, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.QueueDepthAvg) })), want: lower})
+	return Finding{claim, v, figs + notes}
 }
 
 func (r *Report) claimBaselineThreads() Finding {
@@ -193,8 +192,14 @@ func (r *Report) claimBaselineThreads() Finding {
 	}
 	figs := fmt.Sprintf("active threads nethttp %s, carrier %s; mean %%wait nethttp %s%%, carrier %s%%",
 		b.ActiveThreads.Format(0, ""), c.ActiveThreads.Format(0, ""), b.WaitPct.Format(1, ""), c.WaitPct.Format(1, ""))
-	ok := b.ActiveThreads.Median > c.ActiveThreads.Median && b.WaitPct.Median > c.WaitPct.Median
-	return Finding{claim, verdict(ok), figs}
+	v, notes := judge(
+		expect{c: compare("active threads", 0, b, c, func(s Summary) float64 {
+			return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) })
+		}), want: higher},
+		expect{c: compare("%wait", 1, b, c, func(s Summary) float64 {
+			return threadFig(s, func(t *ThreadFigures) float64 { return t.WaitPct })
+		}), want: higher})
+	return Finding{claim, v, figs + notes}
 }
 
 func (r *Report) claimMaxThroughput() Finding {
@@ -204,18 +209,18 @@ func (r *Report) claimMaxThroughput() Finding {
 		return Finding{claim, NotMeasurable, "no complete nethttp run at max throughput"}
 	}
 	var parts []string
-	ok, n := true, 0
+	var want []expect
 	for _, g := range r.Groups {
 		if g.Phase != "max" || g.Mode != unpinned || g.Throughput.N == 0 {
 			continue
 		}
-		n++
 		parts = append(parts, fmt.Sprintf("%s %s (%+.0f%%)", g.Name, g.Throughput.Format(0, ""),
 			100*(g.Throughput.Median/b.Throughput.Median-1)))
-		ok = ok && g.Throughput.Median > b.Throughput.Median
+		want = append(want, expect{c: compare("req/s", 0, g, b, throughput), want: higher})
 	}
-	if n == 0 {
+	if len(want) == 0 {
 		return Finding{claim, NotMeasurable, "no complete carrier run at max throughput"}
 	}
-	return Finding{claim, verdict(ok), fmt.Sprintf("req/s nethttp %s; %s", b.Throughput.Format(0, ""), strings.Join(parts, ", "))}
+	v, notes := judge(want...)
+	return Finding{claim, v, fmt.Sprintf("req/s nethttp %s; %s%s", b.Throughput.Format(0, ""), strings.Join(parts, ", "), notes)}
 }

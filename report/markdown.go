@@ -90,7 +90,10 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
 			"load in one configuration's median): the figures below are noisy and the verdicts may not hold on a quiet machine.\n\n", busy)
 	}
-	b.WriteString("## Findings\n\nThe scheduler study's claims, checked on this machine.\n\n")
+	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A claim is confirmed or refuted "+
+		"only where the rounds support the difference: the medians differ by at least %.0f%% and every round agrees "+
+		"(each round's ratio of the two configurations on the same side of 1; without paired rounds, min–max ranges "+
+		"that do not overlap). Otherwise it is inconclusive, with the ratio of the medians and both ranges.\n\n", 100*MinEffect)
 	b.WriteString("| # | claim (study) | verdict | figures here |\n|---|---|---|---|\n")
 	for i, f := range r.Findings() {
 		fmt.Fprintf(&b, "| %d | %s | **%s** | %s |\n", i+1, cell(f.Claim), f.Verdict, cell(f.Figures))
@@ -260,10 +263,7 @@ func (r *Report) writeRatios(b *strings.Builder) {
 		if g == nil || fixedBase == nil {
 			return "n/a (not run)"
 		}
-		src := sourcePerf
-		if g.CPUSource != sourcePerf || fixedBase.CPUSource != sourcePerf {
-			src = sourceProc
-		}
+		src := commonSource(g, fixedBase)
 		return g.Ratio(fixedBase, func(s Summary) float64 { return cpusOf(s, src) }).Format(2, "no paired rounds")
 	}
 	for _, n := range names {

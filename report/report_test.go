@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"image/png"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,7 +130,11 @@ func TestFindingsPinningOneCPU(t *testing.T) {
 	if fs[1].Verdict != NotMeasurable || !strings.Contains(fs[1].Figures, "no complete carrier+pinning") {
 		t.Errorf("claim 2 without a pinning run: %+v", fs[1])
 	}
-	if fs[2].Verdict != Confirmed {
+	// Fewer switches (8200 vs 21525) but CPUs 0.97 vs 1.00: 3% apart,
+	// under MinEffect, so the conjunction is inconclusive, with the ratio
+	// and both ranges.
+	if fs[2].Verdict != Inconclusive || !strings.Contains(fs[2].Figures, "CPUs inconclusive: carrier/nethttp 0.97") ||
+		!strings.Contains(fs[2].Figures, "carrier 0.95–1.00, nethttp 0.98–1.03") {
 		t.Errorf("claim 3: %+v", fs[2])
 	}
 	if fs[5].Verdict != Confirmed {
@@ -197,5 +202,43 @@ func TestFindingsSwitchesWhy(t *testing.T) {
 	f := rep.Findings()[2]
 	if f.Verdict != NotMeasurable || !strings.Contains(f.Figures, "perf not installed") || !strings.Contains(f.Figures, "--no-pidstat") {
 		t.Errorf("claim 3 without figures: %+v", f)
+	}
+}
+
+// TestFindingsMediansAloneDoNotDecide checks claim 1 on each side of the
+// rule: the carrier's p50 median above nethttp's with one round on each
+// side of it is inconclusive; both rounds above is confirmed.
+func TestFindingsMediansAloneDoNotDecide(t *testing.T) {
+	tests := []struct {
+		name   string
+		p50    map[int]int64 // carrier's fixed-rate p50 by round, µs
+		want   string
+		detail string
+	}{
+		{"rounds disagree", map[int]int64{1: 2000, 2: 940}, Inconclusive, "p50 inconclusive: carrier/nethttp 1.25"},
+		{"rounds agree", map[int]int64{1: 2000, 2: 1800}, Confirmed, "p50 carrier 1.90 (1.80–2.00) ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := loadAll(t, filepath.Join("testdata", "compare"))
+			for i := range rs {
+				s := &rs[i].Summary
+				if s.Phase == "fixed" && s.Name == unpinned && s.Complete {
+					p := maps.Clone(s.Latency.PercentilesUs)
+					p["50"] = tt.p50[s.Round]
+					lat := *s.Latency
+					lat.PercentilesUs = p
+					s.Latency = &lat
+				}
+			}
+			rep, err := Build(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := rep.Findings()[0]
+			if f.Verdict != tt.want || !strings.Contains(f.Figures, tt.detail) {
+				t.Errorf("claim 1 = %s: %s; want %s with %q", f.Verdict, f.Figures, tt.want, tt.detail)
+			}
+		})
 	}
 }

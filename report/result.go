@@ -1,7 +1,8 @@
 // Package report reads benchmark result directories (written by package
 // bench) and turns them into report.md: tables of throughput, latency, CPU
 // and context switches per configuration, the scheduler study's findings
-// marked confirmed, refuted or not measurable here with the figures, and PNG
+// marked confirmed, refuted, inconclusive (the rounds do not support the
+// difference; see decide) or not measurable here with the figures, and PNG
 // plots (gonum.org/v1/plot) of latency percentile distributions on the
 // HdrHistogram log axis, max throughput, CPUs utilized and context switches.
 //
