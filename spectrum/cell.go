@@ -137,6 +137,7 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 		return Sample{}, err
 	}
 	defer enoughProcs(len(c.FG) + len(c.Shared) + len(c.BG) + 1)() // + the driver
+	defer noGC()()
 	g := newGate()
 	fgCPUs := slices.Concat(c.FG, c.Shared)
 	fg := make([]threadStats, len(fgCPUs))

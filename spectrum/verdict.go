@@ -24,8 +24,9 @@ type Verdict struct {
 	// Ratio is adaptive's cost over the cheapest fixed strategy's in the
 	// same round (interleaved), median with min and max over the rounds.
 	Ratio Figure `json:"cost_ratio"`
-	// WorstP99 and WorstCPU name the strategies with the highest median p99
-	// wake latency and background CPU among all, adaptive included.
+	// WorstP99 and WorstCPU name the strategy with the highest p99 wake
+	// latency and background CPU among all, adaptive included, or those
+	// that cannot be told apart from it, joined by "≈" (see worst).
 	WorstP99 string `json:"worst_p99"`
 	WorstCPU string `json:"worst_bg_cpu"`
 }
@@ -84,30 +85,101 @@ func Verdicts(res []Result) []Verdict {
 			}
 		}
 		v.Ratio = figureOf(ratios, "no round with a fixed strategy's cost above zero")
-		v.WorstP99 = worst(m, func(r *Result) Figure { return r.WakeP99 })
-		v.WorstCPU = worst(m, func(r *Result) Figure { return r.BgCPU })
+		v.WorstP99 = worst(m, func(s Sample) float64 { return s.WakeP99 })
+		v.WorstCPU = worst(m, func(s Sample) float64 { return s.BgCPU })
 		out = append(out, v)
 	}
 	return out
 }
 
-// worst names the modes with the highest median of a metric (ties named
-// together).
-func worst(m map[string]*Result, get func(*Result) Figure) string {
-	hi := math.Inf(-1)
-	var names []string
+// signLevel is the one-sided significance level of the sign test by which
+// worst tells the worst strategy from another.
+const signLevel = 0.05
+
+// worst names the strategy with the highest median of a metric over its
+// rounds. Every other strategy is compared with it round by round (the
+// rounds are interleaved, so round i of each ran at about the same time):
+// the top one is worse than another only if it was higher in every round
+// they both measured, or in enough of them that a one-sided sign test
+// rejects "no difference" at signLevel. Strategies it cannot be told from
+// are named with it, sorted and joined by "≈": where two strategies wait
+// alike (adaptive blocking as block does on long idle periods), which has
+// the higher median is noise, and calling one the worst would be a finding
+// the data do not support.
+func worst(m map[string]*Result, get func(Sample) float64) string {
+	values := func(r *Result) []float64 {
+		v := make([]float64, len(r.samples))
+		for i, s := range r.samples {
+			v[i] = get(s)
+		}
+		return v
+	}
+	top, hi := "", math.Inf(-1)
 	for mode, r := range m {
-		f := get(r)
-		switch {
-		case f.N == 0:
-		case f.Median > hi:
-			hi, names = f.Median, []string{mode}
-		case f.Median == hi:
+		if med := medianOf(values(r)); med > hi || (med == hi && mode < top) {
+			top, hi = mode, med
+		}
+	}
+	if top == "" {
+		return ""
+	}
+	names := []string{top}
+	tv := values(m[top])
+	for mode, r := range m {
+		if mode == top || math.IsNaN(medianOf(values(r))) {
+			continue
+		}
+		wins, n := 0, 0
+		for i, x := range values(r) {
+			if i >= len(tv) || math.IsNaN(x) || math.IsNaN(tv[i]) || x == tv[i] {
+				continue
+			}
+			n++
+			if tv[i] > x {
+				wins++
+			}
+		}
+		if n == 0 || (wins < n && signTail(wins, n) > signLevel) {
 			names = append(names, mode)
 		}
 	}
 	slices.Sort(names)
-	return strings.Join(names, "=")
+	return strings.Join(names, "≈")
+}
+
+// medianOf is the median of the values that are not NaN (NaN if none).
+func medianOf(xs []float64) float64 {
+	f := figureOf(xs, "none")
+	if f.N == 0 {
+		return math.NaN()
+	}
+	return f.Median
+}
+
+// signTail is P(X ≥ k) for X binomial with n trials of probability 1/2:
+// the one-sided p-value of k wins in n paired rounds.
+func signTail(k, n int) float64 {
+	p, c := 0.0, 1.0 // c = C(n, i)
+	for i := 0; i <= n; i++ {
+		if i >= k {
+			p += c
+		}
+		c = c * float64(n-i) / float64(i+1)
+	}
+	return p / math.Exp2(float64(n))
+}
+
+// adaptiveWorst says whether adaptive is the worst strategy named by worst:
+// "yes" alone, "tied" among strategies that cannot be told apart, "no".
+func adaptiveWorst(names string) string {
+	parts := strings.Split(names, "≈")
+	switch {
+	case !slices.Contains(parts, "adaptive"):
+		return "no"
+	case len(parts) == 1:
+		return "yes"
+	}
+	return "tied"
 }
 
 // WriteVerdicts prints the comparison as a table.
@@ -117,18 +189,20 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 	}
 	fmt.Fprintf(w, "== adaptive against the best fixed strategy (waiting cost = CPU spent waiting + B per block-and-wake; target ratio <= %.1f) ==\n", CostTarget)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "pattern\tadaptive cost %\tbest fixed\tits cost %\tratio (per round)\t<= target\tworst p99\tworst bg CPU")
+	fmt.Fprintln(tw, "pattern\tadaptive cost %\tbest fixed\tits cost %\tratio (per round)\t<= target\tworst p99\tadaptive worst\tworst bg CPU\tadaptive worst")
 	for _, v := range vs {
 		ok := "n/a"
 		if v.Ratio.N > 0 {
 			ok = yes(v.Ratio.Median <= CostTarget)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Pattern, cellText(v.Adaptive, "%.2f"), v.Best,
-			cellText(v.BestCost, "%.2f"), cellText(v.Ratio, "%.2f"), ok, v.WorstP99, v.WorstCPU)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Pattern, cellText(v.Adaptive, "%.2f"), v.Best,
+			cellText(v.BestCost, "%.2f"), cellText(v.Ratio, "%.2f"), ok, v.WorstP99, adaptiveWorst(v.WorstP99),
+			v.WorstCPU, adaptiveWorst(v.WorstCPU))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintf(w, "worst: highest median, unless another strategy was higher in some round and a one-sided sign test over the paired rounds finds no difference at %g; those are named together with ≈\n", signLevel)
 	// The table's "n/a" ratios, with their reasons.
 	for _, v := range vs {
 		if v.Ratio.N == 0 {

@@ -1,6 +1,7 @@
 package spectrum
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -10,7 +11,7 @@ import (
 func verdictResult(pattern, mode string, p99, bgCPU float64, costs ...float64) Result {
 	ss := make([]Sample, len(costs))
 	for i, c := range costs {
-		ss[i].WaitCost = c
+		ss[i] = Sample{WaitCost: c, WakeP99: p99, BgCPU: bgCPU}
 	}
 	return Result{
 		Cell:     Cell{Preset: PresetBursty, Mode: mode, PatternS: pattern},
@@ -60,8 +61,8 @@ func TestVerdicts(t *testing.T) {
 	if z.Pattern != "ms 9:1" || z.Best != "busy" || z.Ratio.N != 0 || !strings.HasPrefix(z.Ratio.NA, "n/a (") {
 		t.Errorf("zero-cost verdict %+v: want busy best and an n/a ratio", z)
 	}
-	if z.WorstP99 != "adaptive=busy" {
-		t.Errorf("tied worst p99 %q, want adaptive=busy", z.WorstP99)
+	if z.WorstP99 != "adaptive≈busy" {
+		t.Errorf("tied worst p99 %q, want adaptive≈busy", z.WorstP99)
 	}
 	var sb strings.Builder
 	if err := WriteVerdicts(&sb, vs); err != nil {
@@ -71,6 +72,66 @@ func TestVerdicts(t *testing.T) {
 	for _, want := range []string{"us 1:9", "1.25 [0.50-2.00]", "ms 9:1: ratio n/a (no round with a fixed strategy's cost above zero)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWorst(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		p99  map[string][]float64 // per round
+		want string
+	}{
+		{"higher in every round", map[string][]float64{"block": {30, 40, 35}, "adaptive": {20, 39, 34}}, "block"},
+		{"one round each way, three rounds", map[string][]float64{"block": {30, 40, 35}, "adaptive": {31, 39, 34}}, "adaptive≈block"},
+		// 8 of 9 rounds higher: P(X ≥ 8) = 10/512 ≈ 0.02 ≤ 0.05.
+		{"8 of 9 rounds", map[string][]float64{
+			"block":    {5, 5, 5, 5, 5, 5, 5, 5, 1},
+			"adaptive": {4, 4, 4, 4, 4, 4, 4, 4, 9}}, "block"},
+		// 7 of 9: P(X ≥ 7) = 46/512 ≈ 0.09 > 0.05.
+		{"7 of 9 rounds", map[string][]float64{
+			"block":    {5, 5, 5, 5, 5, 5, 5, 1, 1},
+			"adaptive": {4, 4, 4, 4, 4, 4, 4, 9, 9}}, "adaptive≈block"},
+		{"three strategies, one told apart", map[string][]float64{
+			"block": {30, 40, 35}, "adaptive": {31, 39, 34}, "busy": {1, 2, 1}}, "adaptive≈block"},
+		{"equal rounds tell nothing", map[string][]float64{"busy": {3, 3}, "pause": {3, 3}}, "busy≈pause"},
+		{"rounds without a value are left out", map[string][]float64{"block": {30, nan, 60}, "adaptive": {20, 50, 34}}, "block"},
+		{"a strategy with no value is never named", map[string][]float64{"block": {3}, "umwait": {nan}}, "block"},
+		{"nothing measured", map[string][]float64{"umwait": {nan}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]*Result{}
+			for mode, vs := range tc.p99 {
+				r := &Result{}
+				for _, v := range vs {
+					r.samples = append(r.samples, Sample{WakeP99: v})
+				}
+				m[mode] = r
+			}
+			if got := worst(m, func(s Sample) float64 { return s.WakeP99 }); got != tc.want {
+				t.Errorf("worst = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSignTail(t *testing.T) {
+	for _, tc := range []struct {
+		k, n int
+		want float64
+	}{
+		{0, 3, 1}, {3, 3, 0.125}, {2, 3, 0.5}, {8, 9, 10.0 / 512}, {7, 9, 46.0 / 512}, {1, 1, 0.5},
+	} {
+		if got := signTail(tc.k, tc.n); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("signTail(%d, %d) = %v, want %v", tc.k, tc.n, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ names, want string }{
+		{"block", "no"}, {"adaptive", "yes"}, {"adaptive≈block", "tied"}, {"", "no"},
+	} {
+		if got := adaptiveWorst(tc.names); got != tc.want {
+			t.Errorf("adaptiveWorst(%q) = %q, want %q", tc.names, got, tc.want)
 		}
 	}
 }

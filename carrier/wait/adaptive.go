@@ -54,14 +54,33 @@ func (a *Adaptive) Wait(t Target, deadline int64) Result {
 		return spinResult(out, n, start, end)
 	}
 	r := block(t, start, deadline, time.Duration(end-start))
-	a.Policy.Observe(r.Spun + r.Blocked)
-	if ws, ok := t.(WakeStamper); ok && r.Kind == KindBlock {
-		now := Now()
+	a.Policy.Observe(a.blockedIdle(t, start, r))
+	return r
+}
+
+// blockedIdle returns the idle period that a wait which blocked saw: from
+// start, when the thread ran out of work, to when work arrived. The wait
+// itself lasted longer, by the wake-up latency: feeding that to the policy
+// would bias it towards blocking, since a period it blocked through looks
+// longer than it was, and where the latency is about B a run of blocks
+// makes every short period look worth blocking for (seen on µs bursts,
+// where the policy then blocked through 10µs gaps with B = 23µs). So the
+// time work arrived is taken from the target's wake stamp when it has one
+// within this block, which also gives one measured block-and-wake; without
+// a stamp the wake-up is taken to have cost the policy's B.
+func (a *Adaptive) blockedIdle(t Target, start int64, r Result) time.Duration {
+	waited := r.Spun + r.Blocked
+	if r.Kind != KindBlock {
+		return waited // the deadline ended it: no work came
+	}
+	now := Now()
+	if ws, ok := t.(WakeStamper); ok {
 		if sent := ws.WakeSent(); sent > 0 && sent >= now-int64(r.Blocked) && sent <= now {
 			a.Policy.ObserveBlockWake(time.Duration(now - sent))
+			return time.Duration(sent - start)
 		}
 	}
-	return r
+	return r.Spun + max(r.Blocked-a.Policy.BlockWake(), 0)
 }
 
 // WakeStamper is an optional Target extension that lets the adaptive

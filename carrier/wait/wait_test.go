@@ -210,16 +210,61 @@ func TestAdaptiveLearnsBFromWakeStamps(t *testing.T) {
 	f.sent.Store(Now() - int64(time.Hour)) // a stale stamp from before the wait: ignored
 	go func() {
 		time.Sleep(2 * time.Millisecond)
-		f.sent.Store(Now())
+		// Stamped 5µs back, so that the wake-up the strategy measures
+		// exceeds 1µs however soon the fake's Block notices readiness.
+		f.sent.Store(Now() - int64(5*time.Microsecond))
 		f.setReady()
 	}()
 	if r := s.Wait(f, -1); r.Kind != KindBlock {
 		t.Fatalf("kind %v, want a block (θ ≤ B/λ = 10µs)", r.Kind)
 	}
-	// The fake's Block notices readiness after a sleep step of at least
-	// 20µs, so the observed wake-up exceeds 1µs: B moves up by 1/32.
+	// The observed wake-up exceeds 1µs: B moves up by 1/32.
 	if b := a.Policy.BlockWake(); b <= time.Microsecond || b > 2*time.Microsecond {
 		t.Errorf("B after one stamped wake-up = %v, want it moved up from 1µs by 1/32", b)
 	}
 	t.Logf("B after one stamped wake-up: %v", a.Policy.BlockWake())
+}
+
+// A wait that blocked lasted the idle period plus the wake-up latency; the
+// policy must be fed the idle period alone (see blockedIdle).
+func TestAdaptiveBlockedIdle(t *testing.T) {
+	const b = 20 * time.Microsecond
+	us := func(n int64) time.Duration { return time.Duration(n) * time.Microsecond }
+	for _, tc := range []struct {
+		name    string
+		stamp   bool
+		sentAgo time.Duration // stamp this long before now; 0: no stamp
+		r       Result
+		want    time.Duration
+		wantB   bool // a block-and-wake was observed
+	}{
+		{"stamped wake-up", true, us(25), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(17), true},
+		{"stamp from an earlier block", true, us(100), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
+		{"no stamp yet", true, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
+		{"target without stamps", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
+		{"woken sooner than B", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(5)}, us(2), false},
+		{"deadline: no work came", true, us(25), Result{Kind: KindTimer, Spun: us(2), Blocked: us(40)}, us(42), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Adaptive{Policy: NewPolicy(b, 1, 0)}
+			var tg Target = &fakeTarget{}
+			now := Now()
+			start := now - int64(tc.r.Spun+tc.r.Blocked)
+			if tc.stamp {
+				st := &stampTarget{}
+				if tc.sentAgo > 0 {
+					st.sent.Store(now - int64(tc.sentAgo))
+				}
+				tg = st
+			}
+			got := a.blockedIdle(tg, start, tc.r)
+			// now was read before the call: allow the few µs between.
+			if got < tc.want-us(3) || got > tc.want+us(3) {
+				t.Errorf("idle %v, want %v", got, tc.want)
+			}
+			if moved := a.Policy.BlockWake() != b; moved != tc.wantB {
+				t.Errorf("B moved: %v, want %v", moved, tc.wantB)
+			}
+		})
+	}
 }
