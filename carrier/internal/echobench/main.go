@@ -218,7 +218,7 @@ func compare(args []string) error {
 	if err != nil {
 		return err
 	}
-	var ratios, effRatios []float64
+	var ratios, effRatios, clientBusy []float64
 	for r := 1; r <= *rounds; r++ {
 		var res [2]result
 		for i, mode := range []string{*a, *b} {
@@ -231,11 +231,20 @@ func compare(args []string) error {
 		eff := res[1].perCPU / res[0].perCPU
 		ratios = append(ratios, ratio)
 		effRatios = append(effRatios, eff)
-		fmt.Printf("round %d: %s %.0f/s (%.0f per server CPU-s)  %s %.0f/s (%.0f per server CPU-s)  ratio %.3f, per CPU %.3f\n",
-			r, *a, res[0].rate, res[0].perCPU, *b, res[1].rate, res[1].perCPU, ratio, eff)
+		clientBusy = append(clientBusy, res[0].clientBusy, res[1].clientBusy)
+		fmt.Printf("round %d: %s %.0f/s (%.0f per server CPU-s, client CPU %.0f%%)  %s %.0f/s (%.0f per server CPU-s, client CPU %.0f%%)  ratio %.3f, per CPU %.3f\n",
+			r, *a, res[0].rate, res[0].perCPU, 100*res[0].clientBusy, *b, res[1].rate, res[1].perCPU, 100*res[1].clientBusy, ratio, eff)
 	}
 	fmt.Printf("%s/%s throughput ratio: %s over %d rounds\n", *b, *a, summary(ratios), len(ratios))
 	fmt.Printf("%s/%s round trips per server CPU-second: %s\n", *b, *a, summary(effRatios))
+	// A client that keeps its CPUs busy bounds the throughput whatever the
+	// server does: on loopback each side's send also runs the other
+	// side's TCP receive path, so the work per round trip is about
+	// symmetric, and the throughput ratio then measures the client.
+	fmt.Printf("client CPU use (per client CPU, both modes): %s\n", summary(clientBusy))
+	if slices.Min(clientBusy) > clientBound {
+		fmt.Printf("note: the client was over %.0f%% busy in every run: the throughput ratio is bounded by the client, not set by the servers\n", 100*clientBound)
+	}
 	return nil
 }
 
@@ -245,9 +254,14 @@ func summary(xs []float64) string {
 	return fmt.Sprintf("median %.3f (min %.3f, max %.3f)", xs[len(xs)/2], xs[0], xs[len(xs)-1])
 }
 
-// result is one run: the client's rate in the window, and round trips per
-// CPU-second the server process used (user+system over its whole life).
-type result struct{ rate, perCPU float64 }
+// result is one run: the client's rate in the window, round trips per
+// CPU-second the server process used (user+system over its whole life),
+// and the share of its CPUs the client used over its life.
+type result struct{ rate, perCPU, clientBusy float64 }
+
+// clientBound is the client CPU use above which a run is taken to be
+// limited by the client.
+const clientBound = 0.9
 
 // runOnce starts a server pinned to scpus and a client pinned to ccpus and
 // returns the client's rate.
@@ -285,11 +299,17 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 	cl := exec.Command("taskset", args...)
 	cl.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cl.Stderr = os.Stderr
+	began := time.Now()
 	out, err := cl.Output()
 	if err != nil {
 		return result{}, fmt.Errorf("client: %w", err)
 	}
-	var r result
+	clientCPU := cl.ProcessState.UserTime() + cl.ProcessState.SystemTime()
+	nClientCPUs := 1
+	if cc, err := cpu.ParseList(ccpus); err == nil && len(cc) > 0 {
+		nClientCPUs = len(cc)
+	}
+	r := result{clientBusy: clientCPU.Seconds() / time.Since(began).Seconds() / float64(nClientCPUs)}
 	var total float64
 	if r.rate, total, err = parseLoadOutput(out); err != nil {
 		return result{}, err
