@@ -96,23 +96,7 @@ func Plan(preset string, m Machine, o PlanOptions) ([]Cell, error) {
 
 // coresOf lists the allowed CPUs core by core: each element is one core's
 // allowed CPUs, in CPU order.
-func coresOf(m Machine) []cpu.Set {
-	var out []cpu.Set
-	known := cpu.Set{}
-	if m.Topo != nil {
-		for _, c := range m.Topo.Cores() {
-			if s := c.Intersect(m.Allowed); len(s) > 0 {
-				out = append(out, s)
-			}
-		}
-		known = m.Topo.CPUs()
-	}
-	for _, c := range m.Allowed.Minus(known) {
-		out = append(out, cpu.Set{c})
-	}
-	slices.SortFunc(out, func(a, b cpu.Set) int { return a[0] - b[0] })
-	return out
-}
+func coresOf(m Machine) []cpu.Set { return cpu.CoresOf(m.Allowed, m.Topo) }
 
 // steps returns up to maxSteps counts from lo to hi, both included, evenly
 // spread.
