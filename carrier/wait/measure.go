@@ -48,53 +48,99 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 	if rounds <= 0 {
 		return 0, fmt.Errorf("measure block-and-wake: %d rounds", rounds)
 	}
-	ends := [2]waker{{ep: -1, efd: -1}, {ep: -1, efd: -1}}
+	ends := [2]*eventfdEnd{{ep: -1, efd: -1}, {ep: -1, efd: -1}}
 	defer ends[0].close()
 	defer ends[1].close()
-	for i := range ends {
-		if err := ends[i].open(); err != nil {
+	for _, e := range ends {
+		if err := e.open(); err != nil {
 			return 0, fmt.Errorf("measure block-and-wake: %w", err)
 		}
 	}
-
 	// Pin the two threads to two CPUs, so that a wake-up crosses CPUs as
 	// a producer's wake of a carrier does; with one CPU they share it.
 	allowed, err := cpu.Allowed()
 	if err != nil {
 		return 0, fmt.Errorf("measure block-and-wake: %w", err)
 	}
+	cpus := [2]int{-1, -1}
+	if len(allowed) > 1 {
+		cpus = [2]int{allowed[0], allowed[1]}
+	}
+	d, err := MeasureWakes(cpus, rounds, idle, [2]Sleeper{ends[0], ends[1]})
+	if err != nil {
+		return 0, fmt.Errorf("measure block-and-wake: %w", err)
+	}
+	return d, nil
+}
+
+// Sleeper is one end of a block-and-wake ping-pong (MeasureWakes): a thing
+// a thread can block on and another thread can wake it from.
+type Sleeper interface {
+	// Sleep blocks until the end is woken (by Wake or Abort).
+	Sleep() error
+	// Rearm readies the end for the next Sleep, after the wake-up was
+	// timed.
+	Rearm() error
+	// Wake wakes the thread sleeping on the end.
+	Wake() error
+	// Abort wakes the thread sleeping on the end for good: it is called,
+	// perhaps more than once, when a side failed.
+	Abort()
+}
+
+// MeasureWakes measures the cost of one block-and-wake through ends: two
+// locked OS threads, pinned to cpus[0] and cpus[1] (-1: not pinned), sleep
+// on their own end and wake each other's in turn, rounds times each. Before
+// each wake-up the waker spins for idle, so that the sleeper's CPU has gone
+// idle as it does between bursts of work; a wake-up's latency runs from
+// just before the waker's Wake to the woken thread's return from Sleep
+// (both read the monotonic clock). It returns the median of 2*rounds.
+func MeasureWakes(cpus [2]int, rounds int, idle time.Duration, ends [2]Sleeper) (time.Duration, error) {
+	if rounds <= 0 {
+		return 0, fmt.Errorf("measure wake-ups: %d rounds", rounds)
+	}
+	var sent [2]atomic.Int64 // Now() just before each end's last Wake
 	samples := make([][]int64, 2)
 	errs := make(chan error, 2)
 	var abort atomic.Bool
-	// fail stops both sides: a side blocked on its eventfd is woken and
-	// sees the abort.
+	// fail stops both sides: a side asleep on its end is woken and sees
+	// the abort.
 	fail := func(err error) {
 		abort.Store(true)
-		ends[0].signal()
-		ends[1].signal()
+		ends[0].Abort()
+		ends[1].Abort()
 		errs <- err
+	}
+	wake := func(peer int) error {
+		for until := Now() + int64(idle); Now() < until; {
+		}
+		sent[peer].Store(Now())
+		return ends[peer].Wake()
 	}
 	for side := range 2 {
 		go func() {
 			// The thread is pinned and never unlocked: it exits with
 			// the goroutine, so no other goroutine inherits its mask.
 			runtime.LockOSThread()
-			if len(allowed) > 1 {
-				if err := cpu.Pin(cpu.Set{allowed[side]}); err != nil {
+			if c := cpus[side]; c >= 0 {
+				if err := cpu.Pin(cpu.Set{c}); err != nil {
 					fail(err)
 					return
 				}
 			}
-			me, peer := &ends[side], &ends[1-side]
 			lat := make([]int64, 0, rounds)
 			if side == 0 { // side 0 serves first
-				if err := peer.wake(idle); err != nil {
+				if err := wake(1); err != nil {
 					fail(err)
 					return
 				}
 			}
 			for range rounds {
-				d, err := me.block()
+				err := ends[side].Sleep()
+				d := Now() - sent[side].Load()
+				if err == nil {
+					err = ends[side].Rearm()
+				}
 				if err == nil && abort.Load() {
 					err = errAborted
 				}
@@ -104,7 +150,7 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 				}
 				lat = append(lat, d)
 				if side == 1 || len(lat) < rounds {
-					if err := peer.wake(idle); err != nil {
+					if err := wake(1 - side); err != nil {
 						fail(err)
 						return
 					}
@@ -121,21 +167,20 @@ func MeasureBlockWakeAfter(rounds int, idle time.Duration) (time.Duration, error
 		}
 	}
 	if first != nil {
-		return 0, fmt.Errorf("measure block-and-wake: %w", first)
+		return 0, first
 	}
 	all := append(samples[0], samples[1]...)
 	slices.Sort(all)
 	return time.Duration(all[len(all)/2]), nil
 }
 
-// waker is one side of the block-and-wake ping-pong.
-type waker struct {
+// eventfdEnd is a Sleeper of epoll and an eventfd, as a carrier sleeps.
+type eventfdEnd struct {
 	ep, efd int
-	sent    atomic.Int64 // Now() just before the peer's eventfd write
 	evs     [1]unix.EpollEvent
 }
 
-func (w *waker) open() error {
+func (w *eventfdEnd) open() error {
 	w.ep, w.efd = -1, -1
 	var err error
 	if w.ep, err = unix.EpollCreate(); err != nil {
@@ -147,7 +192,7 @@ func (w *waker) open() error {
 	return unix.EpollAdd(w.ep, w.efd, unix.EPOLLIN, 0)
 }
 
-func (w *waker) close() {
+func (w *eventfdEnd) close() {
 	for _, fd := range []int{w.efd, w.ep} {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -158,31 +203,24 @@ func (w *waker) close() {
 // errAborted ends a side whose peer failed.
 var errAborted = errors.New("the other side failed")
 
-// signal wakes w's thread without a time stamp (to abort).
-func (w *waker) signal() { unix.EventfdSignal(w.efd) }
+// Abort signals the eventfd.
+func (w *eventfdEnd) Abort() { unix.EventfdSignal(w.efd) }
 
-// wake spins for idle, then stamps the time and signals w's eventfd.
-func (w *waker) wake(idle time.Duration) error {
-	for until := Now() + int64(idle); Now() < until; {
-	}
-	w.sent.Store(Now())
-	return unix.EventfdSignal(w.efd)
-}
+// Wake signals the eventfd.
+func (w *eventfdEnd) Wake() error { return unix.EventfdSignal(w.efd) }
 
-// block waits for w's eventfd and returns the wake latency in ns.
-func (w *waker) block() (int64, error) {
+// Sleep waits in epoll_wait for the eventfd.
+func (w *eventfdEnd) Sleep() error {
 	for {
 		n, err := unix.EpollWait(w.ep, w.evs[:], -1)
-		if err != nil {
-			return 0, err
-		}
-		if n > 0 {
-			break
+		if err != nil || n > 0 {
+			return err
 		}
 	}
-	d := Now() - w.sent.Load()
-	return d, unix.EventfdDrain(w.efd)
 }
+
+// Rearm drains the eventfd.
+func (w *eventfdEnd) Rearm() error { return unix.EventfdDrain(w.efd) }
 
 // MeasurePause returns the cost of one PAUSE instruction in nanoseconds: the
 // median over 9 runs of n back-to-back PAUSEs, divided by n. Where spindle has

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -286,5 +287,67 @@ func BenchmarkWaitReady(b *testing.B) {
 				s.Wait(f, -1)
 			}
 		})
+	}
+}
+
+// chanEnd is a Sleeper on a channel whose Wake fails from its failAt-th call.
+type chanEnd struct {
+	ch     chan struct{}
+	wakes  atomic.Int32
+	failAt int32
+	mu     sync.Mutex
+	closed bool
+}
+
+func (c *chanEnd) Sleep() error { <-c.ch; return nil }
+func (c *chanEnd) Rearm() error { return nil }
+
+func (c *chanEnd) Abort() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.ch)
+	}
+}
+
+func (c *chanEnd) Wake() error {
+	if c.wakes.Add(1) == c.failAt {
+		return errors.New("wake failed")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.ch <- struct{}{} // buffered: the peer has emptied it before this wake
+	}
+	return nil
+}
+
+func TestMeasureWakes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		failAt  int32 // on end 1's Wake; 0: never
+		wantErr bool
+	}{
+		{"ping-pong", 0, false},
+		{"first wake fails", 1, true},
+		{"a later wake fails", 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ends := [2]*chanEnd{{ch: make(chan struct{}, 1)}, {ch: make(chan struct{}, 1), failAt: tc.failAt}}
+			d, err := MeasureWakes([2]int{-1, -1}, 20, 0, [2]Sleeper{ends[0], ends[1]})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && (d <= 0 || d > time.Second) {
+				t.Errorf("median wake-up %v, not plausible", d)
+			}
+			if err == nil && (ends[0].wakes.Load() != 20 || ends[1].wakes.Load() != 20) {
+				t.Errorf("wakes %d and %d, want 20 each", ends[0].wakes.Load(), ends[1].wakes.Load())
+			}
+		})
+	}
+	if _, err := MeasureWakes([2]int{-1, -1}, 0, 0, [2]Sleeper{}); err == nil {
+		t.Error("0 rounds accepted")
 	}
 }
