@@ -3,8 +3,9 @@
 //
 //   - per-thread figures from /proc (SampleThreads): CPU time split into
 //     user and system, run-queue wait from schedstat (pidstat's %wait),
-//     voluntary and involuntary context switches, migrations (from
-//     task/TID/sched, see ParseSched) and the share of each thread's CPU time
+//     voluntary and involuntary context switches (from task/TID/status),
+//     migrations (from task/TID/sched where the kernel has it, see
+//     SchedStats and ErrNoSched) and the share of each thread's CPU time
 //     spent on each CPU (sampled from the CPU of last run);
 //   - perf stat (RunPerfStat, ParsePerfStat): CPUs utilized, context
 //     switches per second, IPC where the machine has hardware counters;

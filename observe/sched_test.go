@@ -3,7 +3,13 @@ package observe
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
+
+	"github.com/prometheus/procfs"
+
+	"spindle/internal/unix"
 )
 
 func TestParseSched(t *testing.T) {
@@ -12,7 +18,8 @@ func TestParseSched(t *testing.T) {
 		want    SchedStats
 		wantErr bool
 	}{
-		{file: "busy-shell.txt", want: SchedStats{Migrations: 0, Switches: 8, Voluntary: 0, Involuntary: 8}},
+		{file: "busy-shell.txt", want: SchedStats{Migrations: 0}},
+		{file: "rcu-kthread.txt", want: SchedStats{Migrations: 37862}},
 		{file: "new-cat.txt", want: SchedStats{}},
 		{file: "bad-number.txt", wantErr: true},
 		{file: "empty.txt", wantErr: true},
@@ -35,17 +42,21 @@ func TestParseSched(t *testing.T) {
 }
 
 func TestParseSchedMigrations(t *testing.T) {
-	got, err := ParseSched([]byte("t (1, #threads: 2)\n----\nse.nr_migrations   :   42\nnr_switches : 7\n"))
+	got, err := ParseSched([]byte("t (1, #threads: 2)\n----\nnr_switches : 7\nse.nr_migrations   :   42\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Migrations != 42 || got.Switches != 7 {
-		t.Errorf("got %+v, want 42 migrations and 7 switches", got)
+	if got.Migrations != 42 {
+		t.Errorf("got %+v, want 42 migrations", got)
+	}
+	// Other counters, even malformed ones, do not matter.
+	if got, err := ParseSched([]byte("nr_switches : x\nse.nr_migrations : 3\n")); err != nil || got.Migrations != 3 {
+		t.Errorf("got %+v, %v; want 3 migrations", got, err)
 	}
 }
 
 func FuzzParseSched(f *testing.F) {
-	for _, name := range []string{"busy-shell.txt", "new-cat.txt", "bad-number.txt"} {
+	for _, name := range []string{"busy-shell.txt", "new-cat.txt", "bad-number.txt", "rcu-kthread.txt"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "sched", name))
 		if err != nil {
 			f.Fatal(err)
@@ -58,4 +69,43 @@ func FuzzParseSched(f *testing.F) {
 			t.Errorf("error %v with non-zero result %+v", err, s)
 		}
 	})
+}
+
+// BenchmarkReadStatus reads and parses this thread's status, the source of
+// the context switches (see SchedStats), as SampleThreads does.
+func BenchmarkReadStatus(b *testing.B) {
+	b.ReportAllocs()
+	runtime.LockOSThread() // the thread read is this one
+	defer runtime.UnlockOSThread()
+	pfs, err := procfs.NewFS(DefaultProcRoot)
+	if err != nil {
+		b.Fatal(err)
+	}
+	th, err := pfs.Thread(os.Getpid(), unix.Gettid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := th.NewStatus(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadSched reads and parses this thread's sched, the source of
+// the migrations.
+func BenchmarkReadSched(b *testing.B) {
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	path := filepath.Join(DefaultProcRoot, strconv.Itoa(os.Getpid()), "task", strconv.Itoa(unix.Gettid()), "sched")
+	for b.Loop() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ParseSched(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

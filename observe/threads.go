@@ -3,8 +3,10 @@ package observe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -64,7 +66,8 @@ type ThreadStats struct {
 	// switches per second (pidstat's cswch/s and nvcswch/s).
 	CswchPerSec   float64 `json:"cswch_per_sec"`
 	NvcswchPerSec float64 `json:"nvcswch_per_sec"`
-	// Migrations is how many times the thread moved to another CPU.
+	// Migrations is how many times the thread moved to another CPU; it
+	// means nothing when the report's MigrationsNA is set.
 	Migrations uint64 `json:"migrations"`
 	// CPUShare maps a CPU number to the fraction (0..1) of the thread's CPU
 	// time in the window spent there, from the CPU of last run at each
@@ -84,7 +87,15 @@ type ThreadReport struct {
 	Samples int `json:"samples"`
 	// Threads are sorted by process, then thread id.
 	Threads []ThreadStats `json:"threads"`
+	// MigrationsNA is why no thread has migrations (ErrNoSched's text),
+	// "" when they were read.
+	MigrationsNA string `json:"migrations_na,omitempty"`
 }
+
+// ErrNoSched means the kernel has no /proc/PID/sched files (it was built
+// without CONFIG_SCHED_DEBUG), so migrations cannot be read from /proc;
+// every other per-thread figure still can.
+var ErrNoSched = errors.New("no /proc/PID/task/TID/sched (kernel without CONFIG_SCHED_DEBUG)")
 
 // threadSnap is one reading of one thread's cumulative counters.
 type threadSnap struct {
@@ -92,8 +103,8 @@ type threadSnap struct {
 	pid, tid      int
 	utime, stime  uint64 // clock ticks (userHZ)
 	runNS, waitNS uint64 // schedstat
-	vol, invol    uint64 // status
-	migrations    uint64 // sched
+	vol, invol    uint64 // status (see SchedStats for why not sched)
+	migrations    uint64 // sched, 0 without it
 	cpu           int    // CPU of last run
 }
 
@@ -121,12 +132,22 @@ func SampleThreads(ctx context.Context, procs []Process, window time.Duration, o
 	if err != nil {
 		return nil, fmt.Errorf("sample threads: %w", err)
 	}
+	// Whether the kernel has sched files is one answer for all threads:
+	// asked once, so that a thread ending between two reads is not taken
+	// for a kernel without them.
+	withSched := true
+	var migrationsNA string
+	if len(procs) > 0 {
+		if err := hasSched(root, procs[0].PID); errors.Is(err, ErrNoSched) {
+			withSched, migrationsNA = false, err.Error()
+		}
+	}
 	tracks := map[int]*threadTrack{}
 	start := time.Now()
 	samples := 0
 	sample := func(first bool) error {
 		for _, p := range procs {
-			snaps, err := readThreads(pfs, root, p)
+			snaps, err := readThreads(pfs, root, p, withSched)
 			if err != nil {
 				if first {
 					return err
@@ -174,7 +195,7 @@ loop:
 	}
 	_ = sample(false)
 	elapsed := time.Since(start)
-	rep := &ThreadReport{Window: elapsed, Interval: interval, Samples: samples}
+	rep := &ThreadReport{Window: elapsed, Interval: interval, Samples: samples, MigrationsNA: migrationsNA}
 	for _, t := range tracks {
 		rep.Threads = append(rep.Threads, summarize(t.first, t.prev, t.cpuNS, elapsed))
 	}
@@ -223,15 +244,29 @@ func sub(b, a uint64) uint64 {
 	return b - a
 }
 
-// readThreads reads every thread of p once.
-func readThreads(pfs procfs.FS, root string, p Process) ([]threadSnap, error) {
+// hasSched returns ErrNoSched when process pid has no sched file while the
+// process itself is there; nil otherwise (a process that is not there is
+// the first sample's error to report).
+func hasSched(root string, pid int) error {
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	if _, err := os.Stat(filepath.Join(dir, "sched")); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, "stat")); err == nil {
+			return ErrNoSched
+		}
+	}
+	return nil
+}
+
+// readThreads reads every thread of p once; withSched reads migrations
+// too.
+func readThreads(pfs procfs.FS, root string, p Process, withSched bool) ([]threadSnap, error) {
 	threads, err := pfs.AllThreads(p.PID)
 	if err != nil {
 		return nil, fmt.Errorf("read threads of %s (pid %d): %w", p.Name, p.PID, err)
 	}
 	out := make([]threadSnap, 0, len(threads))
 	for _, th := range threads {
-		s, err := readThread(th, root, p)
+		s, err := readThread(th, root, p, withSched)
 		if err != nil {
 			continue // the thread ended between the listing and the read
 		}
@@ -243,7 +278,7 @@ func readThreads(pfs procfs.FS, root string, p Process) ([]threadSnap, error) {
 	return out, nil
 }
 
-func readThread(th procfs.Proc, root string, p Process) (threadSnap, error) {
+func readThread(th procfs.Proc, root string, p Process, withSched bool) (threadSnap, error) {
 	stat, err := th.Stat()
 	if err != nil {
 		return threadSnap{}, err
@@ -256,13 +291,15 @@ func readThread(th procfs.Proc, root string, p Process) (threadSnap, error) {
 	if err != nil {
 		return threadSnap{}, err
 	}
-	raw, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.PID), "task", strconv.Itoa(th.PID), "sched"))
-	if err != nil {
-		return threadSnap{}, err
-	}
-	sched, err := ParseSched(raw)
-	if err != nil {
-		return threadSnap{}, err
+	var sched SchedStats
+	if withSched {
+		raw, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.PID), "task", strconv.Itoa(th.PID), "sched"))
+		if err != nil {
+			return threadSnap{}, err
+		}
+		if sched, err = ParseSched(raw); err != nil {
+			return threadSnap{}, err
+		}
 	}
 	return threadSnap{
 		proc: p.Name, name: stat.Comm, pid: p.PID, tid: th.PID,
@@ -277,12 +314,17 @@ func readThread(th procfs.Proc, root string, p Process) (threadSnap, error) {
 func (r *ThreadReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "# per-thread figures over %.1fs, %d samples every %v (from /proc)\n",
 		r.Window.Seconds(), r.Samples, r.Interval)
+	migrations := func(t ThreadStats) string { return strconv.FormatUint(t.Migrations, 10) }
+	if r.MigrationsNA != "" {
+		fmt.Fprintf(w, "# migrations: %s\n", NA(r.MigrationsNA))
+		migrations = func(ThreadStats) string { return "n/a" }
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	io.WriteString(tw, "process\tpid\ttid\tthread\t%usr\t%sys\t%wait\tcswch/s\tnvcswch/s\tmigrations\tCPU share\t\n")
 	for _, t := range r.Threads {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%d\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t\n",
 			t.Process, t.PID, t.TID, t.Name, t.UsrPct, t.SysPct, t.WaitPct,
-			t.CswchPerSec, t.NvcswchPerSec, t.Migrations, formatShare(t.CPUShare))
+			t.CswchPerSec, t.NvcswchPerSec, migrations(t), formatShare(t.CPUShare))
 	}
 	return tw.Flush()
 }

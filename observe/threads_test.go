@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,11 +134,119 @@ func BenchmarkSampleOnce(b *testing.B) {
 	p := Process{Name: "self", PID: os.Getpid()}
 	n := 0
 	for b.Loop() {
-		snaps, err := readThreads(pfs, DefaultProcRoot, p)
+		snaps, err := readThreads(pfs, DefaultProcRoot, p, true)
 		if err != nil {
 			b.Fatal(err)
 		}
 		n = len(snaps)
 	}
 	b.ReportMetric(float64(n), "threads")
+}
+
+// fakeProcRoot copies this process's stat, status and schedstat files, and
+// its sched files when withSched, into a procfs tree under a temporary
+// directory, with the context switches in status set to 1234 voluntary and
+// 56 involuntary and the migrations in sched to 7. It returns the root and
+// the pid.
+func fakeProcRoot(t *testing.T, withSched bool) (string, int) {
+	t.Helper()
+	pid := os.Getpid()
+	root := t.TempDir()
+	self := filepath.Join("/proc", strconv.Itoa(pid))
+	tids, err := os.ReadDir(filepath.Join(self, "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := regexp.MustCompile(`(?m)^voluntary_ctxt_switches:.*$`)
+	invol := regexp.MustCompile(`(?m)^nonvoluntary_ctxt_switches:.*$`)
+	migr := regexp.MustCompile(`(?m)^se\.nr_migrations .*$`)
+	files := []string{"stat", "status", "schedstat"}
+	if withSched {
+		files = append(files, "sched")
+	}
+	copyDir := func(from, to string) {
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join(from, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = vol.ReplaceAll(data, []byte("voluntary_ctxt_switches:\t1234"))
+			data = invol.ReplaceAll(data, []byte("nonvoluntary_ctxt_switches:\t56"))
+			data = migr.ReplaceAll(data, []byte("se.nr_migrations : 7"))
+			if err := os.WriteFile(filepath.Join(to, f), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	copyDir(self, dir)
+	n := 0
+	for _, e := range tids {
+		// A thread may end while it is copied: skip it.
+		if _, err := os.Stat(filepath.Join(self, "task", e.Name(), "status")); err != nil {
+			continue
+		}
+		copyDir(filepath.Join(self, "task", e.Name()), filepath.Join(dir, "task", e.Name()))
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no thread copied")
+	}
+	return root, pid
+}
+
+// TestReadThreadSources checks where each counter comes from: context
+// switches from status (also without sched), migrations from sched.
+func TestReadThreadSources(t *testing.T) {
+	for _, withSched := range []bool{true, false} {
+		root, pid := fakeProcRoot(t, withSched)
+		pfs, err := procfs.NewFS(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps, err := readThreads(pfs, root, Process{Name: "self", PID: pid}, withSched)
+		if err != nil {
+			t.Fatalf("sched %v: %v", withSched, err)
+		}
+		want := uint64(0)
+		if withSched {
+			want = 7
+		}
+		for _, s := range snaps {
+			if s.vol != 1234 || s.invol != 56 || s.migrations != want {
+				t.Errorf("sched %v: thread %d: %d/%d switches, %d migrations; want 1234/56 from status, %d",
+					withSched, s.tid, s.vol, s.invol, s.migrations, want)
+			}
+		}
+	}
+}
+
+// TestSampleThreadsWithoutSched samples a kernel without sched files:
+// every other figure is there, migrations are n/a with the reason.
+func TestSampleThreadsWithoutSched(t *testing.T) {
+	for _, withSched := range []bool{true, false} {
+		root, pid := fakeProcRoot(t, withSched)
+		rep, err := SampleThreads(context.Background(), []Process{{Name: "self", PID: pid}}, 30*time.Millisecond,
+			ThreadOptions{ProcRoot: root, Interval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("sched %v: %v", withSched, err)
+		}
+		if len(rep.Threads) == 0 {
+			t.Fatalf("sched %v: no thread", withSched)
+		}
+		var txt bytes.Buffer
+		if err := rep.WriteText(&txt); err != nil {
+			t.Fatal(err)
+		}
+		gotNA := strings.Contains(txt.String(), "# migrations: n/a (no /proc/PID/task/TID/sched")
+		if withSched && (rep.MigrationsNA != "" || gotNA) {
+			t.Errorf("with sched: migrations n/a %q\n%s", rep.MigrationsNA, txt.String())
+		}
+		if !withSched && (rep.MigrationsNA != ErrNoSched.Error() || !gotNA) {
+			t.Errorf("without sched: migrations n/a %q, want %q\n%s", rep.MigrationsNA, ErrNoSched, txt.String())
+		}
+	}
 }

@@ -210,8 +210,18 @@ func (g *Group) fill(ss []Summary) error {
 	})
 	g.WaitPct = col(func(s Summary) float64 { return threadFig(s, func(t *ThreadFigures) float64 { return t.WaitPct }) })
 	g.Migrations = col(func(s Summary) float64 {
-		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Migrations) / s.ObserveWindow.Seconds() })
+		return threadFig(s, func(t *ThreadFigures) float64 {
+			if t.MigrationsNA != "" {
+				return nan
+			}
+			return float64(t.Migrations) / s.ObserveWindow.Seconds()
+		})
 	})
+	for _, s := range ss {
+		if s.Server != nil && s.Server.MigrationsNA != "" {
+			g.NA["migrations"] = s.Server.MigrationsNA
+		}
+	}
 	car := func(f func(c *CarrierFigures) float64) Stat { return col(carrierFig(f)) }
 	g.IOCycles = car(func(c *CarrierFigures) float64 { return float64(c.IOCyclesPer10s) })
 	g.EventsPerCycle = car(func(c *CarrierFigures) float64 { return float64(c.EventsPerCycle) })

@@ -128,8 +128,12 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		b.WriteString("| configuration | threads | active threads | mean %wait of active | migrations/s |\n|---|---|---|---|---|\n")
 		for _, g := range gs {
 			na := g.naReason("threads")
+			migrationsNA := na
+			if r := g.NA["migrations"]; r != "" {
+				migrationsNA = r
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", g.Name, g.AllThreads.Format(0, na),
-				g.ActiveThreads.Format(0, na), g.WaitPct.Format(1, na), g.Migrations.Format(1, na))
+				g.ActiveThreads.Format(0, na), g.WaitPct.Format(1, na), g.Migrations.Format(1, migrationsNA))
 		}
 		b.WriteString("\n")
 

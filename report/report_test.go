@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"spindle/observe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden report.md files in testdata")
@@ -240,5 +243,36 @@ func TestFindingsMediansAloneDoNotDecide(t *testing.T) {
 				t.Errorf("claim 1 = %s: %s; want %s with %q", f.Verdict, f.Figures, tt.want, tt.detail)
 			}
 		})
+	}
+}
+
+// TestMigrationsNA checks that runs on a kernel without sched files show
+// migrations as n/a with that reason, not as 0 or as "threads off".
+func TestMigrationsNA(t *testing.T) {
+	const why = "no /proc/PID/task/TID/sched (kernel without CONFIG_SCHED_DEBUG)"
+	rep := &observe.ThreadReport{Window: time.Second, MigrationsNA: why,
+		Threads: []observe.ThreadStats{{Process: "server", Migrations: 0, UsrPct: 50}}}
+	if f := FromThreads(rep, "server"); f.MigrationsNA != why || f.Threads != 1 {
+		t.Fatalf("FromThreads = %+v", f)
+	}
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	for i := range rs {
+		if s := rs[i].Summary.Server; s != nil {
+			s.MigrationsNA = why
+		}
+	}
+	r, err := Build(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b, Options{}, func(string, func(string) error) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	if g := r.Find("fixed", "carrier"); g.Migrations.N != 0 || g.ActiveThreads.N == 0 {
+		t.Errorf("carrier migrations %+v, active threads %+v; want n/a and figures", g.Migrations, g.ActiveThreads)
+	}
+	if !strings.Contains(b.String(), "| n/a ("+why+") |") {
+		t.Errorf("no migrations n/a with the reason in:\n%s", b.String())
 	}
 }

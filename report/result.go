@@ -93,8 +93,10 @@ type ThreadFigures struct {
 	CPUs float64 `json:"cpus"`
 	// ContextSwitchesPerSec sums cswch/s and nvcswch/s over threads.
 	ContextSwitchesPerSec float64 `json:"context_switches_per_sec"`
-	// Migrations sums the threads' migrations in the window.
-	Migrations uint64 `json:"migrations"`
+	// Migrations sums the threads' migrations in the window; it means
+	// nothing when MigrationsNA, the reason they could not be read, is set.
+	Migrations   uint64 `json:"migrations"`
+	MigrationsNA string `json:"migrations_na,omitempty"`
 }
 
 // ActiveThreshold is the share of one CPU (1%) a thread must use in the
@@ -103,7 +105,7 @@ const ActiveThreshold = 1.0
 
 // FromThreads summarizes the threads of process proc in a thread report.
 func FromThreads(rep *observe.ThreadReport, proc string) *ThreadFigures {
-	f := &ThreadFigures{}
+	f := &ThreadFigures{MigrationsNA: rep.MigrationsNA}
 	for _, t := range rep.Threads {
 		if t.Process != proc {
 			continue
