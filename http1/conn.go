@@ -33,6 +33,7 @@ type buffer struct {
 	start, end int
 	deadline   time.Time // read deadline last set on the connection
 	eof        bool      // the connection reached end of file
+	moves      int       // times pending input moved (slices into it went stale)
 }
 
 func (b *buffer) pending() []byte { return b.buf[b.start:b.end] }
@@ -56,6 +57,7 @@ func (b *buffer) fill(c Conn, limit int) error {
 		b.buf = make([]byte, initialBuffer)
 	}
 	if b.end == len(b.buf) {
+		b.moves++
 		if b.start > 0 {
 			b.end = copy(b.buf, b.buf[b.start:b.end])
 			b.start = 0
@@ -194,14 +196,45 @@ func NewClientReader(c Conn, o Options) *ClientReader { return &ClientReader{new
 // Next reads the next response into resp, waiting until deadline at most;
 // its slices are valid until the next call. It returns io.ErrUnexpectedEOF
 // when the server closed before a whole response, and an error wrapping
-// os.ErrDeadlineExceeded when the deadline passed.
+// os.ErrDeadlineExceeded when the deadline passed. After an error the
+// stream is out of step: Reset before reading again.
+//
+// Parsing resumes where it stopped when more input arrives: a response of n
+// bytes costs O(n) however it is split into reads. A chunked body is
+// decoded into resp as it arrives, so only its head and the undecoded
+// remainder stay buffered.
 func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
 		return err
 	}
+	var (
+		hp    HeadParser
+		head  int // length of the head once parsed, else 0
+		seen  int // pending bytes taken so far: the head and chunked framing
+		moves = r.b.moves
+		dec   = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes, MaxTrailer: r.o.MaxHeaderBytes}
+	)
 	for {
-		if r.b.end > r.b.start || r.b.eof {
-			n, err := ParseResponse(r.b.pending(), resp, r.b.eof, r.o)
+		p := r.b.pending()
+		if r.b.moves != moves { // resp's slices into the input are stale
+			moves = r.b.moves
+			hp.Reset()
+			if head > 0 {
+				if _, err := ParseResponseHead(p, resp, false, r.o); err != nil {
+					return err // cannot be: these bytes parsed before
+				}
+			}
+		}
+		if head == 0 {
+			n, err := hp.Parse(p, resp, false, r.o)
+			if err != nil && err != ErrIncomplete {
+				return err
+			}
+			head, seen = n, n
+			resp.chunks = resp.chunks[:0]
+		}
+		if head > 0 {
+			n, err := r.body(p, resp, &dec, head, &seen)
 			if err == nil {
 				r.b.consume(n)
 				return nil
@@ -209,14 +242,38 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 			if err != ErrIncomplete {
 				return err
 			}
-			if r.b.eof {
-				return io.ErrUnexpectedEOF
-			}
+		}
+		if r.b.eof {
+			return io.ErrUnexpectedEOF
 		}
 		if err := r.fill(); err != nil {
 			return err
 		}
 	}
+}
+
+// body goes on with the body of resp, whose head of head bytes starts p; for
+// a chunked body seen is how far p was decoded. It returns the length of the
+// whole response, or ErrIncomplete.
+func (r *ClientReader) body(p []byte, resp *Response, dec *ChunkedDecoder, head int, seen *int) (int, error) {
+	if !resp.Chunked {
+		return fixedBody(p, head, resp, r.b.eof, r.o.MaxBodyBytes)
+	}
+	var n int
+	var err error
+	resp.chunks, n, err = dec.AppendDecoded(resp.chunks, p[*seen:])
+	*seen += n
+	switch {
+	case err != nil:
+		return 0, err
+	case !dec.Done():
+		// All of p is decoded: keep only the head buffered.
+		r.b.end = r.b.start + head
+		*seen = head
+		return 0, ErrIncomplete
+	}
+	resp.Body = resp.chunks
+	return *seen, nil
 }
 
 // Reset discards buffered input and reads from c from now on (a new

@@ -54,7 +54,7 @@ func goView(m *Message, response bool, status int) http.Header {
 	h := http.Header{}
 	for _, f := range m.Headers {
 		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
-		h[k] = append(h[k], string(f.Value))
+		h[k] = append(h[k], unfold(string(f.Value)))
 	}
 	delete(h, "Transfer-Encoding")
 	if cl := h["Content-Length"]; len(cl) > 1 {
@@ -79,6 +79,32 @@ func goView(m *Message, response bool, status int) http.Header {
 		h["Cache-Control"] = []string{"no-cache"}
 	}
 	return h
+}
+
+// unfold joins the lines of a value folded over several (obs-fold, which
+// responses may have) with one space each, as net/http does.
+func unfold(v string) string {
+	if !strings.Contains(v, "\n") {
+		return v
+	}
+	parts := strings.Split(v, "\n")
+	for i, p := range parts {
+		parts[i] = strings.Trim(p, " \t\r")
+	}
+	return strings.Join(parts, " ")
+}
+
+// trimRight drops trailing spaces and tabs from every value of h: net/http
+// keeps the space it adds for a folded line that is empty, which a
+// Header's trimmed Value cannot show.
+func trimRight(h http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		for _, v := range vs {
+			out[k] = append(out[k], strings.TrimRight(v, " \t"))
+		}
+	}
+	return out
 }
 
 // hasSpacedName reports whether a header line of data has a space in its
@@ -176,7 +202,6 @@ func FuzzResponseDifferential(f *testing.F) {
 		}
 		if err != nil {
 			switch {
-			case err == errFolded:
 			case err == errBadHeader && hasSpacedName(data):
 			default:
 				if gerr == nil {
@@ -192,7 +217,7 @@ func FuzzResponseDifferential(f *testing.F) {
 			t.Fatalf("status %d %d.%d, net/http %d %d.%d", resp.Status, resp.Major, resp.Minor,
 				gresp.StatusCode, gresp.ProtoMajor, gresp.ProtoMinor)
 		}
-		if h := goView(&resp.Message, true, resp.Status); !reflect.DeepEqual(h, gresp.Header) {
+		if h := goView(&resp.Message, true, resp.Status); !reflect.DeepEqual(h, trimRight(gresp.Header)) {
 			t.Fatalf("headers %q, net/http %q", h, gresp.Header)
 		}
 		if !bytes.Equal(resp.Body, gbody) {

@@ -13,9 +13,15 @@
 //
 // The accept/reject decisions follow net/http's http.ReadRequest and
 // http.ReadResponse (checked by a differential fuzzer), with two deliberate
-// exceptions allowed by RFC 9112: a header line folded onto the next line
-// (obs-fold, §5.2) and whitespace between a field name and its colon (§5.1)
-// are rejected with 400 where net/http tolerates them. ParseRequest also makes
+// exceptions allowed by RFC 9112: a request header line folded onto the next
+// line (obs-fold, §5.2) and whitespace between a field name and its colon
+// (§5.1) are rejected with 400 where net/http tolerates them. In responses
+// obs-fold is accepted, as §5.2 asks of a user agent.
+//
+// ParseResponseHead (and HeadParser, its resumable form) is the one
+// response-head parser: ParseResponse, ClientReader and the load generator
+// use it. ChunkedDecoder is the one chunked-body decoder, incremental: the
+// whole-buffer parsers, ClientReader and the load generator use it. ParseRequest also makes
 // the checks net/http's server adds after ReadRequest: an HTTP/1.1 request
 // without a Host field is refused (400), a major version other than 1 too
 // (505).

@@ -322,11 +322,13 @@ func (c *countConn) Read(p []byte) (int, error) {
 
 func (c *countConn) Write(p []byte) (int, error) { c.writes++; return len(p), nil }
 
-// chunkConn returns data in reads of the sizes listed in sizes (cycled),
-// then io.EOF.
+// chunkConn returns data in reads of the sizes listed in sizes (each plus
+// one, cycled), or without sizes of piece bytes (0: 1), then io.EOF; i
+// counts the reads.
 type chunkConn struct {
 	data  []byte
 	sizes []byte
+	piece int
 	i     int
 }
 
@@ -334,11 +336,11 @@ func (c *chunkConn) Read(p []byte) (int, error) {
 	if len(c.data) == 0 {
 		return 0, io.EOF
 	}
-	n := 1
+	n := max(c.piece, 1)
 	if len(c.sizes) > 0 {
 		n = int(c.sizes[c.i%len(c.sizes)]) + 1
-		c.i++
 	}
+	c.i++
 	n = copy(p, c.data[:min(n, len(c.data))])
 	c.data = c.data[n:]
 	return n, nil

@@ -14,8 +14,9 @@ type Header struct {
 type Message struct {
 	Major, Minor int      // protocol version, e.g. 1 and 1
 	Headers      []Header // header fields in the order received
-	// ContentLength is the body length declared by Content-Length, or -1
-	// when the body is chunked or (responses only) delimited by the close.
+	// ContentLength is the body length declared by Content-Length (0 for a
+	// response that has none: to HEAD, 1xx, 204, 304), or -1 when the body
+	// is chunked or (responses only) delimited by the close.
 	ContentLength int64
 	Chunked       bool   // Transfer-Encoding: chunked
 	Body          []byte // the whole body, decoded
@@ -24,7 +25,7 @@ type Message struct {
 	// "Connection: keep-alive").
 	KeepAlive bool
 
-	chunks []byte // reused buffer for decoded chunked bodies
+	chunks []byte // reused buffer for decoded chunked bodies (reset by their decoding)
 }
 
 // Get returns the value of the first header field named name (compared
@@ -45,7 +46,6 @@ func (m *Message) reset() {
 	m.Chunked = false
 	m.Body = nil
 	m.KeepAlive = false
-	m.chunks = m.chunks[:0]
 }
 
 // equalFold reports whether b equals the ASCII string s, ignoring case.
@@ -86,16 +86,21 @@ func hasToken(v []byte, token string) bool {
 	return false
 }
 
-// trimOWS removes leading and trailing spaces and tabs.
+// trimOWS removes leading and trailing spaces and tabs, and the CR and LF
+// that a value folded over lines (obs-fold, responses only) has inside.
 func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+	for len(b) > 0 && isOWS(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+	for len(b) > 0 && isOWS(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b
 }
+
+// isOWS reports whether c is whitespace around a field value or list
+// element: SP, HTAB, or the CR and LF of an obs-fold.
+func isOWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // isTokenChar reports whether c is an RFC 9110 tchar.
 func isTokenChar(c byte) bool { return tokenTable[c] }
@@ -180,27 +185,45 @@ func parseHeaders(buf []byte, start, off, limit int, hs *[]Header) (int, error) 
 			return 0, errFolded
 		}
 		first = false
-		colon := bytes.IndexByte(l, ':')
-		if colon <= 0 {
-			return 0, errBadHeader
-		}
-		name := l[:colon]
-		for _, c := range name {
-			if !isTokenChar(c) {
-				return 0, errBadHeader
-			}
-		}
-		value := l[colon+1:]
-		for _, c := range value {
-			if !isValueChar(c) {
-				return 0, errBadHeader
-			}
+		name, value, err := field(l)
+		if err != nil {
+			return 0, err
 		}
 		if hs != nil {
-			*hs = append(*hs, Header{Name: name, Value: trimOWS(value)})
+			*hs = append(*hs, Header{Name: name, Value: value})
 		}
 		off = next
 	}
+}
+
+// field checks a header line that is neither empty nor folded and returns
+// its name and its value without surrounding whitespace.
+func field(l []byte) (name, value []byte, err error) {
+	colon := bytes.IndexByte(l, ':')
+	if colon <= 0 {
+		return nil, nil, errBadHeader
+	}
+	name = l[:colon]
+	for _, c := range name {
+		if !isTokenChar(c) {
+			return nil, nil, errBadHeader
+		}
+	}
+	value = l[colon+1:]
+	if !validValue(value) {
+		return nil, nil, errBadHeader
+	}
+	return name, trimOWS(value), nil
+}
+
+// validValue reports whether every byte of v may appear in a field value.
+func validValue(v []byte) bool {
+	for _, c := range v {
+		if !isValueChar(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // framing holds what the header fields say about the body and connection.
@@ -304,86 +327,15 @@ const maxChunkExcess = 16 << 10
 // parseChunked decodes a chunked body starting at off into m.chunks and
 // returns the offset after its trailer section.
 func parseChunked(buf []byte, off int, m *Message, maxBody int64, limit int) (int, error) {
-	m.chunks = m.chunks[:0]
-	var excess int64
-	for {
-		i := bytes.IndexByte(buf[off:], '\n')
-		if i < 0 {
-			if len(buf)-off >= maxChunkLine {
-				return 0, errChunked
-			}
-			return 0, ErrIncomplete
-		}
-		l := buf[off : off+i+1]
-		if cr := bytes.IndexByte(l, '\r'); cr < 0 || cr != len(l)-2 {
-			return 0, errChunked // bare LF, or CR inside the line
-		}
-		l = l[:len(l)-2]
-		if len(l) >= maxChunkLine {
-			return 0, errChunked
-		}
-		off += i + 1
-		excess += int64(len(l)) + 2
-		l = trimOWS(l)
-		if j := bytes.IndexByte(l, ';'); j >= 0 {
-			l = l[:j]
-		}
-		n, ok := parseHex(l)
-		if !ok {
-			return 0, errChunked
-		}
-		excess = max(excess-16-2*int64(min(n, 1<<40)), 0)
-		if excess > maxChunkExcess {
-			return 0, errChunked
-		}
-		if n == 0 {
-			break
-		}
-		if n > uint64(maxBody) || int64(len(m.chunks))+int64(n) > maxBody {
-			return 0, errBodyTooLarge
-		}
-		if uint64(len(buf)-off) < n+2 {
-			return 0, ErrIncomplete
-		}
-		end := off + int(n)
-		if buf[end] != '\r' || buf[end+1] != '\n' {
-			return 0, errChunked
-		}
-		m.chunks = append(m.chunks, buf[off:end]...)
-		off = end + 2
-	}
-	// Trailer section: an empty line, or header fields and an empty line.
-	if len(buf)-off < 2 {
+	d := ChunkedDecoder{MaxBody: maxBody, MaxTrailer: limit}
+	var n int
+	var err error
+	m.chunks, n, err = d.AppendDecoded(m.chunks[:0], buf[off:])
+	switch {
+	case err != nil:
+		return 0, err
+	case !d.Done():
 		return 0, ErrIncomplete
 	}
-	if buf[off] == '\r' && buf[off+1] == '\n' {
-		return off + 2, nil
-	}
-	next, err := parseHeaders(buf, off, off, limit, nil)
-	if err == errFolded || err == errTooLarge {
-		err = errTrailer
-	}
-	return next, err
-}
-
-// parseHex parses a chunk size: 1 to 16 hex digits.
-func parseHex(v []byte) (uint64, bool) {
-	if len(v) == 0 || len(v) > 16 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range v {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		n = n<<4 | uint64(c)
-	}
-	return n, true
+	return off + n, nil
 }

@@ -21,16 +21,141 @@ type Response struct {
 // the head, MaxBodyBytes for the body.
 func ParseResponse(buf []byte, r *Response, atEOF bool, o Options) (int, error) {
 	o = o.WithDefaults()
-	r.Status, r.Reason = 0, nil
-	r.reset()
-	l, off, err := startLine(buf, o.MaxHeaderBytes, errResponseTooLong)
+	off, err := ParseResponseHead(buf, r, false, o)
 	if err != nil {
 		return 0, err
 	}
-	// As net/http: "PROTO SP+ CODE [SP REASON]", CODE exactly three bytes.
+	if !r.Chunked {
+		return fixedBody(buf, off, r, atEOF, o.MaxBodyBytes)
+	}
+	if off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes); err != nil {
+		return 0, err
+	}
+	r.Body = r.chunks
+	return off, nil
+}
+
+// fixedBody sets the body of r, which is not chunked and whose head ends at
+// off in buf, and returns the offset after it.
+func fixedBody(buf []byte, off int, r *Response, atEOF bool, maxBody int64) (int, error) {
+	rest := int64(len(buf) - off)
+	if r.ContentLength >= 0 {
+		switch {
+		case r.ContentLength > maxBody:
+			return 0, errBodyTooLarge
+		case rest < r.ContentLength:
+			return 0, ErrIncomplete
+		}
+		end := off + int(r.ContentLength)
+		r.Body = buf[off:end]
+		return end, nil
+	}
+	switch { // delimited by the end of the connection
+	case rest > maxBody:
+		return 0, errBodyTooLarge
+	case !atEOF:
+		return 0, ErrIncomplete
+	}
+	r.Body = buf[off:]
+	return len(buf), nil
+}
+
+// ParseResponseHead parses the status line and header section of a
+// response at the start of buf into r (everything but Body) and returns the
+// length of the head; the body, if any, follows it. It returns
+// ErrIncomplete while buf holds only part of a head, and an *Error for a
+// malformed one or one longer than o.MaxHeaderBytes. head marks the answer
+// to a HEAD request, which has no body whatever its fields say.
+//
+// r then says how the body is delimited: ContentLength >= 0 bytes (0 for
+// HEAD, 1xx, 204 and 304 answers), Chunked, or, with ContentLength -1 and
+// not Chunked, the end of the connection (KeepAlive is then false).
+// Transfer codings other than chunked are refused (501). A header line
+// folded onto the next (obs-fold) is accepted, as RFC 9112 §5.2 asks of a
+// user agent: the field's Value then spans the fold, line break included.
+// It does not allocate once r.Headers has grown to the traffic's size.
+func ParseResponseHead(buf []byte, r *Response, head bool, o Options) (int, error) {
+	var p HeadParser
+	return p.Parse(buf, r, head, o)
+}
+
+// HeadParser parses a response head that arrives in pieces, resuming at
+// the line where it stopped: a head of n bytes costs O(n) however it is
+// split. The zero value is ready; Reset before each head.
+type HeadParser struct {
+	next     int  // start of the first line not yet parsed
+	scan     int  // where the search for the next LF resumes
+	started  bool // the status line was parsed
+	valStart int  // offset in buf of the last field's value, for obs-fold
+}
+
+// Reset prepares p for the next head.
+func (p *HeadParser) Reset() { *p = HeadParser{} }
+
+// Parse is ParseResponseHead for a head arriving in pieces: buf holds all
+// of it received so far, and r is the Response given to the earlier calls
+// since Reset. The bytes given earlier must still be where they were (a
+// buffer that grew by append qualifies: the old array keeps its bytes);
+// where they moved, Reset and parse again. After an error, Reset.
+func (p *HeadParser) Parse(buf []byte, r *Response, head bool, o Options) (int, error) {
+	limit := o.MaxHeaderBytes
+	if limit <= 0 {
+		limit = DefaultMaxHeaderBytes
+	}
+	if p.scan == 0 {
+		r.Status, r.Reason = 0, nil
+		r.reset()
+	}
+	for {
+		i := bytes.IndexByte(buf[p.scan:], '\n')
+		if i < 0 {
+			p.scan = len(buf)
+			if len(buf) > limit {
+				return 0, errResponseTooLong
+			}
+			return 0, ErrIncomplete
+		}
+		start, end := p.next, p.scan+i+1 // the line and the offset after its LF
+		p.scan, p.next = end, end
+		if end > limit {
+			return 0, errResponseTooLong
+		}
+		l := buf[start : end-1]
+		if len(l) > 0 && l[len(l)-1] == '\r' {
+			l = l[:len(l)-1]
+		}
+		switch {
+		case !p.started:
+			if err := parseStatusLine(l, r); err != nil {
+				return 0, err
+			}
+			p.started = true
+		case len(l) == 0:
+			return end, r.frame(head)
+		case l[0] == ' ' || l[0] == '\t': // obs-fold: the last value goes on
+			if len(r.Headers) == 0 || !validValue(l) {
+				return 0, errBadHeader
+			}
+			r.Headers[len(r.Headers)-1].Value = trimOWS(buf[p.valStart : start+len(l)])
+		default:
+			name, value, err := field(l)
+			if err != nil {
+				return 0, err
+			}
+			r.Headers = append(r.Headers, Header{Name: name, Value: value})
+			// value is a tail of l trimmed at its end: its capacity says
+			// where it starts.
+			p.valStart = start + cap(l) - cap(value)
+		}
+	}
+}
+
+// parseStatusLine parses "PROTO SP+ CODE [SP REASON]" as net/http does,
+// CODE exactly three bytes.
+func parseStatusLine(l []byte, r *Response) error {
 	sp := bytes.IndexByte(l, ' ')
 	if sp < 0 {
-		return 0, errBadStatusLine
+		return errBadStatusLine
 	}
 	proto, status := l[:sp], l[sp+1:]
 	for len(status) > 0 && status[0] == ' ' {
@@ -42,55 +167,32 @@ func ParseResponse(buf []byte, r *Response, atEOF bool, o Options) (int, error) 
 	}
 	var ok bool
 	if r.Status, ok = parseStatus(code); !ok {
-		return 0, errBadStatusLine
+		return errBadStatusLine
 	}
 	if r.Major, r.Minor, ok = parseVersion(proto); !ok {
-		return 0, errBadVersion
+		return errBadVersion
 	}
-	off, err = parseHeaders(buf, 0, off, o.MaxHeaderBytes, &r.Headers)
-	if err == errTooLarge {
-		err = errResponseTooLong
-	}
-	if err != nil {
-		return 0, err
-	}
+	return nil
+}
+
+// frame sets how r's body is delimited and whether the connection stays
+// open, from its header fields.
+func (r *Response) frame(head bool) error {
 	f, err := frame(&r.Message)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	r.KeepAlive = r.Major >= 1 && !f.closeTok && (r.Major > 1 || r.Minor >= 1 || f.keepTok)
 	r.ContentLength = f.length
 	switch {
-	case r.Status/100 == 1 || r.Status == 204 || r.Status == 304:
+	case head || r.Status/100 == 1 || r.Status == 204 || r.Status == 304:
 		r.ContentLength = 0
 	case f.chunked:
 		r.Chunked, r.ContentLength = true, -1
-		off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes)
-		if err != nil {
-			return 0, err
-		}
-		r.Body = r.chunks
-	case f.length >= 0:
-		if f.length > o.MaxBodyBytes {
-			return 0, errBodyTooLarge
-		}
-		if int64(len(buf)-off) < f.length {
-			return 0, ErrIncomplete
-		}
-		r.Body = buf[off : off+int(f.length)]
-		off += int(f.length)
-	default: // delimited by the end of the connection
+	case f.length < 0: // delimited by the end of the connection
 		r.KeepAlive = false
-		if int64(len(buf)-off) > o.MaxBodyBytes {
-			return 0, errBodyTooLarge
-		}
-		if !atEOF {
-			return 0, ErrIncomplete
-		}
-		r.Body = buf[off:]
-		off = len(buf)
 	}
-	return off, nil
+	return nil
 }
 
 // parseStatus parses a three-byte status code as strconv.Atoi does in
