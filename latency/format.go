@@ -72,6 +72,10 @@ func Units(s string, width int) string {
 
 func isAlpha(c byte) bool { return (c|0x20) >= 'a' && (c|0x20) <= 'z' }
 
+// NoLatency stands where a latency would be printed when no request
+// completed: never a zero that no request took.
+const NoLatency = "n/a (no request completed)"
+
 // Percentiles are the percentiles of wrk2's "Latency Distribution" block.
 var Percentiles = []float64{50, 75, 90, 99, 99.9, 99.99, 99.999, 100}
 
@@ -85,6 +89,11 @@ const TicksPerHalfDistance = 5
 func WriteDistribution(w io.Writer, h *Histogram, description string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "  Latency Distribution (HdrHistogram - %s)\n", description)
+	if h.TotalCount() == 0 {
+		// An empty histogram's percentiles read 0, which no request took.
+		fmt.Fprintf(bw, "  %s\n", NoLatency)
+		return bw.Flush()
+	}
 	for _, p := range Percentiles {
 		fmt.Fprintf(bw, "%7.3f%%%s\n", p, Units(FormatTimeUs(float64(h.ValueAtPercentile(p))), 10))
 	}

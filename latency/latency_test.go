@@ -219,3 +219,15 @@ func BenchmarkRecord(b *testing.B) {
 		Record(h, int64(i%100000)*1000)
 	}
 }
+
+// An empty histogram has no latencies to print: n/a, never a 0 no request took.
+func TestDistributionEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteDistribution(&b, New(), "Recorded Latency"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, NoLatency) || strings.Contains(out, "0.00us") || strings.Contains(out, "50.000%") {
+		t.Errorf("empty distribution:\n%s", out)
+	}
+}

@@ -169,11 +169,15 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	ew := &errWriter{w: w}
 	ew.printf("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev")
-	ew.printf("    %-10s%s%s%s%8.2f%%\n", "Latency",
-		latency.Units(latency.FormatTimeUs(r.Corrected.MeanUs), 8),
-		latency.Units(latency.FormatTimeUs(r.Corrected.StdDevUs), 10),
-		latency.Units(latency.FormatTimeUs(float64(r.Corrected.MaxUs)), 9),
-		r.Corrected.WithinStdev)
+	if r.Corrected.Count == 0 {
+		ew.printf("    %-10s%s\n", "Latency", latency.NoLatency)
+	} else {
+		ew.printf("    %-10s%s%s%s%8.2f%%\n", "Latency",
+			latency.Units(latency.FormatTimeUs(r.Corrected.MeanUs), 8),
+			latency.Units(latency.FormatTimeUs(r.Corrected.StdDevUs), 10),
+			latency.Units(latency.FormatTimeUs(float64(r.Corrected.MaxUs)), 9),
+			r.Corrected.WithinStdev)
+	}
 	q := r.ThreadReqPerSec
 	ew.printf("    %-10s%s%s%s%8.2f%%\n", "Req/Sec",
 		latency.Units(latency.FormatMetric(q.Mean), 8),
