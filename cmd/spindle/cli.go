@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -164,4 +166,24 @@ func checkCPUs(flagName string, s cpu.Set) error {
 		return badInput("--%s %s: CPUs %s are not available (this process may use %s)", flagName, s, miss, allowed)
 	}
 	return nil
+}
+
+// DefaultHost is the address servers listen on unless --host says
+// otherwise: loopback, so that a laboratory server is not reachable from
+// other machines by default.
+const DefaultHost = "127.0.0.1"
+
+// listenAddr joins --host and a port flag into a listen address, checking
+// both: the host must be an IP address (or empty: every address), since the
+// carriers' listener resolves no names.
+func listenAddr(host, portFlag string, port int) (string, error) {
+	if port < 0 || port > 65535 {
+		return "", badInput("--%s %d: must be within 0 and 65535", portFlag, port)
+	}
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return "", badInput("--host %q: want an IP address such as 127.0.0.1 or ::1, or \"\" for every address", host)
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
 }

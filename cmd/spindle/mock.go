@@ -20,6 +20,7 @@ func init() {
 }
 
 type mockArgs struct {
+	host             string
 	port             int
 	think, jitter    time.Duration
 	threads          int
@@ -33,7 +34,8 @@ func mockFlags() (*flagSet, *mockArgs) {
 	fs := newFlagSet("mock", "", "Serves GET /health (\"OK\"), GET /fruits and / (after the think time, a fixed pretty-printed\n"+
 		"JSON list of ten fruits) and 404 elsewhere, on carriers, keep-alive, TCP_NODELAY. Prints\n"+
 		"\"listening on ADDR\" when ready and stops on SIGINT or SIGTERM.")
-	fs.IntVar(&a.port, "port", mock.DefaultPort, "TCP port to listen on (all addresses)")
+	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
+	fs.IntVar(&a.port, "port", mock.DefaultPort, "TCP port to listen on")
 	fs.DurationVar(&a.think, "think-time", mock.DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
 	fs.DurationVar(&a.jitter, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
 	fs.IntVar(&a.threads, "threads", mock.DefaultThreads, "number of carriers")
@@ -53,16 +55,18 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	switch {
 	case len(pos) > 0:
 		return badInput("mock takes no arguments (got %q)", pos[0])
-	case a.port < 0 || a.port > 65535:
-		return badInput("--port %d: must be within 0 and 65535", a.port)
 	case a.threads < 1: // (mock.Options takes 0 as its default)
 		return badInput("--threads %d: must be at least 1", a.threads)
 	}
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return err
 	}
+	addr, err := listenAddr(a.host, "port", a.port)
+	if err != nil {
+		return err
+	}
 	s, err := mock.Start(ctx, mock.Options{
-		Addr: fmt.Sprintf(":%d", a.port), Threads: a.threads, CPUs: a.cpus.set,
+		Addr: addr, Threads: a.threads, CPUs: a.cpus.set,
 		ThinkTime: a.think, ThinkJitter: a.jitter, FailRate: a.failRate, CloseRate: a.closeR, Seed: a.seed,
 	})
 	if errors.Is(err, mock.ErrBadOptions) { // think time, jitter, rates

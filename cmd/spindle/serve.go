@@ -22,11 +22,11 @@ func init() {
 }
 
 type serveArgs struct {
-	mode, backend, wait, wsScope, topology string
-	port, threads, adminPort               int
-	ws, nplus1, reusePort                  bool
-	cpus                                   cpuSetFlag
-	backendTimeout                         time.Duration
+	mode, backend, wait, wsScope, topology, host string
+	port, threads, adminPort                     int
+	ws, nplus1, reusePort                        bool
+	cpus                                         cpuSetFlag
+	backendTimeout                               time.Duration
 }
 
 func serveFlags() (*flagSet, *serveArgs) {
@@ -35,7 +35,8 @@ func serveFlags() (*flagSet, *serveArgs) {
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
 	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff or carrier")
-	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on (all addresses)")
+	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
+	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
 	fs.DurationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
 	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
@@ -46,7 +47,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
 	fs.BoolVar(&a.reusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
 	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
-	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier; 0: off")
+	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --host; 0: off")
 	return fs, a
 }
 
@@ -65,11 +66,15 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err != nil {
 		return o, badInput("--ws-scope: %v", err)
 	}
+	addr, err := listenAddr(a.host, "port", a.port)
+	if err != nil {
+		return o, err
+	}
+	admin, err := listenAddr(a.host, "admin-port", a.adminPort)
+	if err != nil {
+		return o, err
+	}
 	switch {
-	case a.port < 0 || a.port > 65535:
-		return o, badInput("--port %d: must be within 0 and 65535", a.port)
-	case a.adminPort < 0 || a.adminPort > 65535:
-		return o, badInput("--admin-port %d: must be within 0 and 65535", a.adminPort)
 	case a.threads < 0:
 		return o, badInput("--threads %d: must not be negative", a.threads)
 	case a.backendTimeout <= 0:
@@ -85,7 +90,7 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	}
 	o = server.Options{
 		Mode:           mode,
-		Addr:           fmt.Sprintf(":%d", a.port),
+		Addr:           addr,
 		Backend:        a.backend,
 		BackendTimeout: a.backendTimeout,
 		Threads:        a.threads,
@@ -95,7 +100,7 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		},
 	}
 	if a.adminPort > 0 {
-		o.AdminAddr = fmt.Sprintf(":%d", a.adminPort)
+		o.AdminAddr = admin
 	}
 	return o, nil
 }

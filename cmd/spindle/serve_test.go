@@ -18,6 +18,9 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--ws-scope", "planet"},
 		{"serve", "--wait", "doze"},
 		{"serve", "--port", "70000"},
+		{"serve", "--admin-port", "-2"},
+		{"serve", "--host", "localhost"},
+		{"serve", "--host", "127.0.0.1:80"},
 		{"serve", "--threads", "-1"},
 		{"serve", "--backend-timeout", "0s"},
 		{"serve", "--cpuset", "9999"},
@@ -28,6 +31,7 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"mock", "--think-jitter", "-1ms"},
 		{"mock", "--close-rate", "-0.5"},
 		{"mock", "--port", "-1"},
+		{"mock", "--host", "example.com"},
 		{"mock", "extra"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); !errors.Is(err, errBadInput) {
@@ -75,7 +79,7 @@ func startCommand(t *testing.T, args ...string) string {
 		if !ok {
 			t.Fatalf("first line %q", line)
 		}
-		return strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1)
+		return addr
 	case err := <-done:
 		t.Fatalf("%q ended: %v", args, err)
 	case <-time.After(10 * time.Second):
@@ -88,6 +92,12 @@ func TestServeAndMockCommands(t *testing.T) {
 	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
 	addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
 		"--backend", "http://"+mockAddr+"/fruits")
+	// Both listen on loopback unless --host says otherwise.
+	for _, a := range []string{mockAddr, addr} {
+		if !strings.HasPrefix(a, DefaultHost+":") {
+			t.Errorf("listening on %s, want %s by default", a, DefaultHost)
+		}
+	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
