@@ -7,18 +7,20 @@ package http1
 // lines end in CRLF, at most 16 hex digits, optional extensions; at most 16
 // KiB of framing beyond 16 bytes plus twice the data per chunk; trailer
 // fields checked as header fields), and an error is reported at the first
-// byte that makes the body invalid. The zero value decodes without a body
-// limit and with DefaultMaxHeaderBytes of trailer; Reset before each body.
+// byte that makes the body invalid. One deliberate difference: a trailer
+// section other than an empty line must end in CRLF CRLF within
+// maxTrailer bytes, where net/http accepts one that ends otherwise if such
+// a sequence happens to follow (in the next message) within its 4 KiB
+// read buffer. The zero value decodes without a body limit; Reset before
+// each body.
 type ChunkedDecoder struct {
 	// MaxBody bounds the decoded body, in bytes (0 or less: no bound); a
 	// chunk that would pass it is refused with a 413 *Error.
 	MaxBody int64
-	// MaxTrailer bounds the trailer section, in bytes (0 or less:
-	// DefaultMaxHeaderBytes).
-	MaxTrailer int
 
 	state   uint8
 	first   bool   // at the first trailer line
+	crlf    bool   // the last trailer line ended in CRLF
 	digits  int    // hex digits of the current chunk-size
 	lineLen int    // bytes of the current line, CR and LF left out
 	size    uint64 // current chunk-size, then data bytes still to come
@@ -42,12 +44,15 @@ const (
 	csTrailerValue              // trailer field value
 	csTrailerVLF                // CR in a trailer value: LF must follow
 	csTrailerEnd                // CR at a trailer line start: LF must follow
-	csTrailerPeek               // bare LF ended the body: one more byte must exist
 	csDone                      // body complete
 )
 
 // Reset prepares d for the next body, keeping its limits.
-func (d *ChunkedDecoder) Reset() { *d = ChunkedDecoder{MaxBody: d.MaxBody, MaxTrailer: d.MaxTrailer} }
+func (d *ChunkedDecoder) Reset() { *d = ChunkedDecoder{MaxBody: d.MaxBody} }
+
+// maxTrailer bounds the trailer section, in bytes: net/http looks for its
+// end within its read buffer's 4 KiB.
+const maxTrailer = 4 << 10
 
 // Done reports whether the whole body, trailer section included, was
 // decoded.
@@ -73,11 +78,6 @@ func (d *ChunkedDecoder) Decode(p []byte) (n int, data []byte, err error) {
 				d.state = csDataCR
 			}
 			return i + k, p[i : i+k], nil
-		case csTrailerPeek:
-			// net/http peeks two bytes after the last chunk: a bare LF ends
-			// the body only when another byte follows it.
-			d.state = csDone
-			return i, nil, nil
 		}
 		if err := d.step(p[i]); err != nil {
 			return i, nil, err
@@ -195,20 +195,14 @@ func (d *ChunkedDecoder) endSize() error {
 // parseHeaders checks them, then an empty line.
 func (d *ChunkedDecoder) trailerByte(c byte) error {
 	d.trailer++
-	limit := d.MaxTrailer
-	if limit <= 0 {
-		limit = DefaultMaxHeaderBytes
-	}
-	if d.trailer > limit {
+	if d.trailer > maxTrailer {
 		return errTrailer
 	}
 	switch d.state {
 	case csTrailer:
 		switch {
-		case c == '\n' && d.first && d.trailer == 1:
-			d.state = csTrailerPeek
 		case c == '\n':
-			d.state = csDone
+			return errTrailer // the section must end in CRLF CRLF
 		case c == '\r':
 			d.state = csTrailerEnd
 		case (c == ' ' || c == '\t') && !d.first:
@@ -228,7 +222,7 @@ func (d *ChunkedDecoder) trailerByte(c byte) error {
 	case csTrailerValue:
 		switch {
 		case c == '\n':
-			d.state, d.first = csTrailer, false
+			d.state, d.first, d.crlf = csTrailer, false, false
 		case c == '\r':
 			d.state = csTrailerVLF
 		case !isValueChar(c):
@@ -238,10 +232,13 @@ func (d *ChunkedDecoder) trailerByte(c byte) error {
 		if c != '\n' {
 			return errBadHeader // a CR inside the value
 		}
-		d.state, d.first = csTrailer, false
+		d.state, d.first, d.crlf = csTrailer, false, true
 	case csTrailerEnd:
-		if c != '\n' {
+		switch {
+		case c != '\n':
 			return errBadHeader
+		case !d.first && !d.crlf:
+			return errTrailer // the section must end in CRLF CRLF
 		}
 		d.state = csDone
 	}

@@ -212,7 +212,7 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 		head  int // length of the head once parsed, else 0
 		seen  int // pending bytes taken so far: the head and chunked framing
 		moves = r.b.moves
-		dec   = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes, MaxTrailer: r.o.MaxHeaderBytes}
+		dec   = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes}
 	)
 	for {
 		p := r.b.pending()

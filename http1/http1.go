@@ -16,7 +16,8 @@
 // exceptions allowed by RFC 9112: a request header line folded onto the next
 // line (obs-fold, §5.2) and whitespace between a field name and its colon
 // (§5.1) are rejected with 400 where net/http tolerates them. In responses
-// obs-fold is accepted, as §5.2 asks of a user agent.
+// obs-fold is accepted, as §5.2 asks of a user agent. A chunked body's
+// trailer section must end in CRLF CRLF within 4 KiB (see ChunkedDecoder).
 //
 // ParseResponseHead (and HeadParser, its resumable form) is the one
 // response-head parser: ParseResponse, ClientReader and the load generator

@@ -48,6 +48,22 @@ func (m *Message) reset() {
 	m.KeepAlive = false
 }
 
+// equalLower reports whether b equals s, ignoring case, where s is
+// lowercase letters, digits and '-', and b has no control characters (a
+// field name or value as checked): b[i]|0x20 then equals s[i] only for
+// s[i] itself and its uppercase form.
+func equalLower(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i]|0x20 != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // equalFold reports whether b equals the ASCII string s, ignoring case.
 func equalFold(b []byte, s string) bool {
 	if len(b) != len(s) {
@@ -79,7 +95,7 @@ func hasToken(v []byte, token string) bool {
 		} else {
 			elem, v = v, nil
 		}
-		if equalFold(trimOWS(elem), token) {
+		if equalLower(trimOWS(elem), token) {
 			return true
 		}
 	}
@@ -199,21 +215,18 @@ func parseHeaders(buf []byte, start, off, limit int, hs *[]Header) (int, error) 
 // field checks a header line that is neither empty nor folded and returns
 // its name and its value without surrounding whitespace.
 func field(l []byte) (name, value []byte, err error) {
-	colon := bytes.IndexByte(l, ':')
-	if colon <= 0 {
-		return nil, nil, errBadHeader
+	colon := 0
+	for colon < len(l) && isTokenChar(l[colon]) {
+		colon++
 	}
-	name = l[:colon]
-	for _, c := range name {
-		if !isTokenChar(c) {
-			return nil, nil, errBadHeader
-		}
+	if colon == 0 || colon == len(l) || l[colon] != ':' {
+		return nil, nil, errBadHeader
 	}
 	value = l[colon+1:]
 	if !validValue(value) {
 		return nil, nil, errBadHeader
 	}
-	return name, trimOWS(value), nil
+	return l[:colon], trimOWS(value), nil
 }
 
 // validValue reports whether every byte of v may appear in a field value.
@@ -247,28 +260,28 @@ func frame(m *Message) (framing, error) {
 		h := &m.Headers[i]
 		switch len(h.Name) {
 		case len("host"):
-			if equalFold(h.Name, "host") {
+			if equalLower(h.Name, "host") {
 				f.hosts++
 			}
 		case len("content-length"):
-			if equalFold(h.Name, "content-length") {
+			if equalLower(h.Name, "content-length") {
 				if cl != nil && !bytes.Equal(cl, h.Value) {
 					return f, errLengths
 				}
 				cl = h.Value
 			}
 		case len("transfer-encoding"):
-			if equalFold(h.Name, "transfer-encoding") {
+			if equalLower(h.Name, "transfer-encoding") {
 				tes++
 				te = h.Value
 			}
 		case len("connection"):
-			if equalFold(h.Name, "connection") {
+			if equalLower(h.Name, "connection") {
 				f.closeTok = f.closeTok || hasToken(h.Value, "close")
 				f.keepTok = f.keepTok || hasToken(h.Value, "keep-alive")
 			}
 		case len("trailer"):
-			if equalFold(h.Name, "trailer") {
+			if equalLower(h.Name, "trailer") {
 				f.hasTrailr = true
 				f.badTrail = f.badTrail || hasToken(h.Value, "transfer-encoding") ||
 					hasToken(h.Value, "trailer") || hasToken(h.Value, "content-length")
@@ -277,7 +290,7 @@ func frame(m *Message) (framing, error) {
 	}
 	// HTTP/1.0 messages cannot be chunked: net/http ignores the field.
 	if tes > 0 && (m.Major > 1 || m.Major == 1 && m.Minor >= 1) {
-		if tes > 1 || !equalFold(te, "chunked") {
+		if tes > 1 || !equalLower(te, "chunked") {
 			return f, errCoding
 		}
 		f.chunked = true
@@ -327,7 +340,7 @@ const maxChunkExcess = 16 << 10
 // parseChunked decodes a chunked body starting at off into m.chunks and
 // returns the offset after its trailer section.
 func parseChunked(buf []byte, off int, m *Message, maxBody int64, limit int) (int, error) {
-	d := ChunkedDecoder{MaxBody: maxBody, MaxTrailer: limit}
+	d := ChunkedDecoder{MaxBody: maxBody}
 	var n int
 	var err error
 	m.chunks, n, err = d.AppendDecoded(m.chunks[:0], buf[off:])

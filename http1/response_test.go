@@ -148,7 +148,7 @@ func TestParseResponseHeadDoesNotAllocate(t *testing.T) {
 // decodeInPieces decodes a chunked body given in pieces of the sizes listed
 // (cycled) and returns the data, the bytes consumed and the outcome.
 func decodeInPieces(in, sizes []byte) (data []byte, n int, done bool, err error) {
-	d := ChunkedDecoder{MaxBody: 1 << 20, MaxTrailer: 256}
+	d := ChunkedDecoder{MaxBody: 1 << 20}
 	for i := 0; n < len(in) && !d.Done() && err == nil; i++ {
 		k := len(in) - n
 		if len(sizes) > 0 {
@@ -174,8 +174,10 @@ func TestChunkedDecoder(t *testing.T) {
 		{"upper hex", "A\r\n0123456789\r\n0\r\n\r\n", "0123456789", 0, nil},
 		{"trailer", "1\r\na\r\n0\r\nX-T: v\r\nY:\r\n\r\n", "a", 0, nil},
 		{"next message", "1\r\na\r\n0\r\n\r\nGET", "a", 3, nil},
-		{"LF end needs a peek", "1\r\na\r\n0\r\n\nG", "a", 1, nil},
-		{"LF end at the end", "1\r\na\r\n0\r\n\n", "", 0, ErrIncomplete},
+		{"trailer with bare LF lines", "0\r\nA: b\nC: d\r\n\r\n", "", 0, nil},
+		{"bare LF end", "1\r\na\r\n0\r\n\nGET / HTTP/1.1\r\n\r\n", "", 0, errTrailer},
+		{"bare LF after a trailer", "0\r\nA: b\r\n\n", "", 0, errTrailer},
+		{"CRLF after a bare LF line", "0\r\nA: b\n\r\n", "", 0, errTrailer},
 		{"incomplete data", "5\r\nab", "", 0, ErrIncomplete},
 		{"leading OWS", " 3\r\nabc\r\n0\r\n\r\n", "", 0, errChunked},
 		{"OWS before extension", "3 ;x\r\nabc\r\n0\r\n\r\n", "", 0, errChunked},
@@ -187,7 +189,7 @@ func TestChunkedDecoder(t *testing.T) {
 		{"too large", "100001\r\n", "", 0, errBodyTooLarge},
 		{"bad trailer", "0\r\nBad Name: v\r\n\r\n", "", 0, errBadHeader},
 		{"folded trailer", "0\r\nA: b\r\n c\r\n\r\n", "", 0, errTrailer},
-		{"long trailer", "0\r\nX: " + string(bytes.Repeat([]byte("a"), 300)), "", 0, errTrailer},
+		{"long trailer", "0\r\nX: " + string(bytes.Repeat([]byte("a"), maxTrailer)), "", 0, errTrailer},
 		{"long line", "1;" + string(bytes.Repeat([]byte("e"), maxChunkLine)), "", 0, errChunked},
 	}
 	for _, tt := range tests {
@@ -209,7 +211,7 @@ func TestChunkedDecoder(t *testing.T) {
 // on how the bytes are split.
 func FuzzChunkedDecoder(f *testing.F) {
 	f.Add([]byte("3;x\r\nabc\r\n0\r\nT: v\r\n\r\nrest"), []byte{0})
-	f.Add([]byte("1\r\na\r\n0\r\n\nG"), []byte{1, 3})
+	f.Add([]byte("1\r\na\r\n0\r\nT: v\nU: w\r\n\r\n"), []byte{1, 3})
 	f.Fuzz(func(t *testing.T, in, sizes []byte) {
 		data, n, done, err := decodeInPieces(in, nil)
 		sdata, sn, sdone, serr := decodeInPieces(in, sizes)
@@ -344,15 +346,27 @@ func benchResponse() []byte {
 	return w.AppendResponse(nil, ResponseHead{Status: 200, ContentType: "application/json"}, bytes.Repeat([]byte("x"), 600))
 }
 
+// BenchmarkParseResponseHead parses a head like the server's backend
+// client gets (synthetic) and nginx's answer the load generator gets.
 func BenchmarkParseResponseHead(b *testing.B) {
-	b.ReportAllocs()
-	in := benchResponse()
-	b.SetBytes(int64(len(in)))
-	var r Response
-	for b.Loop() {
-		if _, err := ParseResponseHead(in, &r, false, Options{}); err != nil {
-			b.Fatal(err)
-		}
+	nginx, err := os.ReadFile(filepath.Join("testdata", "responses", "nginx.http"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bm := range []struct {
+		name string
+		in   []byte
+	}{{"synthetic", benchResponse()}, {"nginx", nginx}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bm.in)))
+			var r Response
+			for b.Loop() {
+				if _, err := ParseResponseHead(bm.in, &r, false, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
