@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
@@ -88,49 +87,4 @@ func BenchmarkGoLocal(b *testing.B) {
 // BenchmarkEchoRoundTrip sends 64-byte messages through an Echo handler
 // and back, client and server tasks on two carriers of one group, and
 // reports allocations: the Read/Write/park path allocates nothing.
-func BenchmarkEchoRoundTrip(b *testing.B) {
-	g := newGroup(b, Options{Carriers: 2})
-	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	b.ReportAllocs()
-	g.Carrier(1).SubmitLocal(func(tk *Task) {
-		c, err := tk.Dial(l.Addr().String(), time.Second)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer c.Close()
-		msg, buf := make([]byte, 64), make([]byte, 64)
-		rt := func() error {
-			if _, err := c.Write(msg); err != nil {
-				return err
-			}
-			for got := 0; got < len(buf); {
-				n, err := c.Read(buf[got:])
-				if err != nil {
-					return err
-				}
-				got += n
-			}
-			return nil
-		}
-		for i := 0; i < 100; i++ { // warm up: pools, buffers
-			rt()
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			if err := rt(); err != nil {
-				done <- err
-				return
-			}
-		}
-		b.StopTimer()
-		done <- nil
-	})
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-}
+func BenchmarkEchoRoundTrip(b *testing.B) { benchEcho(b, 0) }

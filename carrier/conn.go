@@ -82,15 +82,47 @@ func (pd *pollDesc) shut() {
 
 // await parks the current task until pd is ready in the direction slot
 // names (&pd.rwait or &pd.wwait) or the deadline (monotonic ns, 0: none)
-// passes. The caller retries its operation and checks the deadline.
-func (pd *pollDesc) await(t *Task, slot **Task, deadline int64) {
-	*slot = t
+// passes. The caller retries its operation and checks the deadline. It is
+// where an operation reads the clock: when the deadline has passed it
+// returns os.ErrDeadlineExceeded at once instead of parking.
+func (pd *pollDesc) await(t *Task, slot **Task, deadline int64) error {
 	if deadline != 0 {
+		if wait.Now() >= deadline {
+			return os.ErrDeadlineExceeded
+		}
 		pd.c.timers.add(t, deadline)
 	}
+	*slot = t
 	t.block()
 	*slot = nil
 	pd.c.timers.remove(t)
+	return nil
+}
+
+// clockSlack is how far beyond the carrier's cached clock reading (c.now)
+// a deadline must lie for an operation to trust that reading and skip its
+// own. The reading is at most as old as the current task's run since it
+// last resumed (the carrier takes one before each task), which is
+// microseconds for a task that does I/O (the drain budget is 50µs, and
+// OpBudget makes a task that never parks yield); a millisecond covers that
+// with a wide margin, while deadlines are usually seconds away.
+const clockSlack = int64(time.Millisecond)
+
+// passed reports whether deadline (monotonic ns; 0: none) has passed. It
+// decides from the carrier's cached clock reading, which never runs ahead
+// of the clock, when that is conclusive: the deadline is at or before it,
+// or more than clockSlack after it. Only a deadline within clockSlack of
+// the cached reading costs a clock read.
+func (pd *pollDesc) passed(deadline int64) bool {
+	switch {
+	case deadline == 0:
+		return false
+	case pd.c.now >= deadline:
+		return true
+	case deadline-pd.c.now > clockSlack:
+		return false
+	}
+	return wait.Now() >= deadline
 }
 
 // current returns the running task of pd's carrier, or nil outside one.
@@ -134,11 +166,13 @@ func (cn *Conn) Read(p []byte) (int, error) {
 		if pd.closed {
 			return 0, net.ErrClosed
 		}
-		if cn.rdl != 0 && wait.Now() >= cn.rdl {
+		if pd.passed(cn.rdl) {
 			return 0, os.ErrDeadlineExceeded
 		}
 		if !pd.unread && len(p) > 0 {
-			pd.await(t, &pd.rwait, cn.rdl)
+			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		n, err := unix.ReadNB(pd.fd, p)
@@ -154,7 +188,9 @@ func (cn *Conn) Read(p []byte) (int, error) {
 			return n, nil
 		case err == unix.EAGAIN:
 			pd.unread = false
-			pd.await(t, &pd.rwait, cn.rdl)
+			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
+				return 0, err
+			}
 		case err == unix.EINTR:
 		default:
 			return 0, err
@@ -175,7 +211,7 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		if pd.closed {
 			return written, net.ErrClosed
 		}
-		if cn.wdl != 0 && wait.Now() >= cn.wdl {
+		if pd.passed(cn.wdl) {
 			return written, os.ErrDeadlineExceeded
 		}
 		n, err := unix.WriteNB(pd.fd, p[written:])
@@ -183,7 +219,9 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		case err == nil:
 			written += n
 		case err == unix.EAGAIN:
-			pd.await(t, &pd.wwait, cn.wdl)
+			if err := pd.await(t, &pd.wwait, cn.wdl); err != nil {
+				return written, err
+			}
 		case err == unix.EINTR:
 		default:
 			return written, err
@@ -213,6 +251,17 @@ func (cn *Conn) Close() error {
 // Like the other deadline setters it may be called by any task of the
 // conn's home carrier, also while another one is parked in Read or Write:
 // the parked task's timer moves with the deadline.
+//
+// A Read or Write on a conn whose deadline has passed fails with
+// os.ErrDeadlineExceeded at once, also when it could have completed; one
+// that has to wait times out at, never before, the deadline. To spare a
+// clock read per operation, Read and Write judge the deadline by the
+// carrier's latest clock reading, taken before the task last resumed, and
+// read the clock only when the deadline is within a millisecond of that
+// reading or when they must wait. So a deadline that passes while a task
+// runs for over a millisecond without parking, yielding or setting a
+// deadline is seen by its next operation that waits (a deadline already
+// passed when it is set is always seen).
 func (cn *Conn) SetDeadline(t time.Time) error {
 	cn.SetReadDeadline(t)
 	return cn.SetWriteDeadline(t)
@@ -246,13 +295,23 @@ func (pd *pollDesc) rearm(w *Task, deadline int64) {
 	pd.c.timers.add(w, deadline)
 }
 
-// monoDeadline converts a wall-clock deadline to wait.Now nanoseconds
-// (0 for the zero time; at least 1 so a past deadline is not "none").
+// deadlinePassed is the stored deadline of one that had passed when it was
+// set: every clock reading of a running carrier is past it, so Read and
+// Write fail at once without reading the clock (the cached reading, taken
+// before the task resumed, may lag behind a deadline of "now").
+const deadlinePassed = 1
+
+// monoDeadline converts a wall-clock deadline to wait.Now nanoseconds:
+// 0 for the zero time (none), deadlinePassed for one that has passed.
 func monoDeadline(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
-	return max(1, wait.Now()+int64(time.Until(t)))
+	d := time.Until(t)
+	if d <= 0 {
+		return deadlinePassed
+	}
+	return wait.Now() + int64(d)
 }
 
 // LocalAddr returns the local address.
@@ -297,11 +356,10 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 	t.adopt(cn)
 	if cerr != nil { // in progress: writable means connected or failed
 		for {
-			if deadline != 0 && wait.Now() >= deadline {
+			if err := cn.pd.await(t, &cn.pd.wwait, deadline); err != nil {
 				cn.Close()
-				return nil, opErr(os.ErrDeadlineExceeded)
+				return nil, opErr(err)
 			}
-			cn.pd.await(t, &cn.pd.wwait, deadline)
 			if cn.pd.closed {
 				return nil, opErr(net.ErrClosed)
 			}
