@@ -77,6 +77,25 @@ func BenchmarkReadStatus(b *testing.B) {
 	b.ReportAllocs()
 	runtime.LockOSThread() // the thread read is this one
 	defer runtime.UnlockOSThread()
+	path := filepath.Join(DefaultProcRoot, strconv.Itoa(os.Getpid()), "task", strconv.Itoa(unix.Gettid()), "status")
+	for b.Loop() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ParseStatusSwitches(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadStatusProcfs reads and parses this thread's status with
+// procfs, as SampleThreads did before ParseStatusSwitches: the figure
+// behind that change.
+func BenchmarkReadStatusProcfs(b *testing.B) {
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	pfs, err := procfs.NewFS(DefaultProcRoot)
 	if err != nil {
 		b.Fatal(err)
@@ -108,4 +127,57 @@ func BenchmarkReadSched(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestParseStatusSwitches(t *testing.T) {
+	tests := []struct {
+		file    string
+		want    ContextSwitches
+		wantErr bool
+	}{
+		{file: "rcu-kthread.txt", want: ContextSwitches{Voluntary: 334033, Involuntary: 2375}},
+		{file: "sleep.txt", want: ContextSwitches{Voluntary: 1, Involuntary: 0}},
+		{file: "bad-number.txt", wantErr: true},
+		{file: "no-nonvoluntary.txt", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "status", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseStatusSwitches(data)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParseStatusSwitches error = %v, wantErr %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ParseStatusSwitches = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseStatusSwitchesOrder checks the keys are matched whole (one is
+// a suffix of the other) and in any order, and the first line counts.
+func TestParseStatusSwitchesOrder(t *testing.T) {
+	got, err := ParseStatusSwitches([]byte("nonvoluntary_ctxt_switches:\t3\nvoluntary_ctxt_switches:\t9\nvoluntary_ctxt_switches:\t1\n"))
+	if err != nil || got != (ContextSwitches{Voluntary: 9, Involuntary: 3}) {
+		t.Errorf("got %+v, %v; want 9 voluntary, 3 involuntary", got, err)
+	}
+}
+
+func FuzzParseStatusSwitches(f *testing.F) {
+	for _, name := range []string{"rcu-kthread.txt", "sleep.txt", "bad-number.txt", "no-nonvoluntary.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "status", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseStatusSwitches(data)
+		if err != nil && s != (ContextSwitches{}) {
+			t.Errorf("error %v with non-zero result %+v", err, s)
+		}
+	})
 }

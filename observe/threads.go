@@ -287,14 +287,18 @@ func readThread(th procfs.Proc, root string, p Process, withSched bool) (threadS
 	if err != nil {
 		return threadSnap{}, err
 	}
-	status, err := th.NewStatus()
+	dir := filepath.Join(root, strconv.Itoa(p.PID), "task", strconv.Itoa(th.PID))
+	raw, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return threadSnap{}, err
+	}
+	sw, err := ParseStatusSwitches(raw)
 	if err != nil {
 		return threadSnap{}, err
 	}
 	var sched SchedStats
 	if withSched {
-		raw, err := os.ReadFile(filepath.Join(root, strconv.Itoa(p.PID), "task", strconv.Itoa(th.PID), "sched"))
-		if err != nil {
+		if raw, err = os.ReadFile(filepath.Join(dir, "sched")); err != nil {
 			return threadSnap{}, err
 		}
 		if sched, err = ParseSched(raw); err != nil {
@@ -305,7 +309,7 @@ func readThread(th procfs.Proc, root string, p Process, withSched bool) (threadS
 		proc: p.Name, name: stat.Comm, pid: p.PID, tid: th.PID,
 		utime: uint64(stat.UTime), stime: uint64(stat.STime),
 		runNS: ss.RunningNanoseconds, waitNS: ss.WaitingNanoseconds,
-		vol: status.VoluntaryCtxtSwitches, invol: status.NonVoluntaryCtxtSwitches,
+		vol: sw.Voluntary, invol: sw.Involuntary,
 		migrations: sched.Migrations, cpu: int(stat.Processor),
 	}, nil
 }
