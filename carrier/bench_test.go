@@ -87,4 +87,4 @@ func BenchmarkGoLocal(b *testing.B) {
 // BenchmarkEchoRoundTrip sends 64-byte messages through an Echo handler
 // and back, client and server tasks on two carriers of one group, and
 // reports allocations: the Read/Write/park path allocates nothing.
-func BenchmarkEchoRoundTrip(b *testing.B) { benchEcho(b, 0) }
+func BenchmarkEchoRoundTrip(b *testing.B) { benchEcho(b, 2, 0) }

@@ -19,12 +19,16 @@ const benchDeadline = time.Hour
 // read and write deadlines are set (once, an hour ahead), with 64-byte
 // messages on loopback:
 //   - echo: BenchmarkEchoRoundTrip with deadlines on both ends, client and
-//     echo handler on two carriers; every round trip parks both tasks.
+//     echo handler on two carriers; every round trip parks both tasks and
+//     wakes both threads.
+//   - echo-one-carrier: the same on one carrier: the tasks park and take
+//     turns, without thread wake-ups.
 //   - inline: one task writes on the accepted end and reads the message
 //     from the dialed end; nothing parks, so the figure is two system calls
 //     and the deadline checks around them.
 func BenchmarkConnReadWriteDeadline(b *testing.B) {
-	b.Run("echo", func(b *testing.B) { benchEcho(b, benchDeadline) })
+	b.Run("echo", func(b *testing.B) { benchEcho(b, 2, benchDeadline) })
+	b.Run("echo-one-carrier", func(b *testing.B) { benchEcho(b, 1, benchDeadline) })
 	b.Run("inline", func(b *testing.B) {
 		g := newGroup(b, Options{Carriers: 1})
 		var srv *Conn // set by the handler; both tasks run on carrier 0
@@ -46,10 +50,11 @@ func BenchmarkConnReadWriteDeadline(b *testing.B) {
 }
 
 // benchEcho times round trips of 64-byte messages through an Echo handler
-// and back, client and server tasks on two carriers of one group, with
-// both conns' deadlines set deadline ahead (0: none).
-func benchEcho(b *testing.B, deadline time.Duration) {
-	g := newGroup(b, Options{Carriers: 2})
+// and back, with both conns' deadlines set deadline ahead (0: none). With
+// two carriers the handler runs on carrier 0 and the client on carrier 1;
+// with one, both run on carrier 0.
+func benchEcho(b *testing.B, carriers int, deadline time.Duration) {
+	g := newGroup(b, Options{Carriers: carriers})
 	l, err := g.Listen("127.0.0.1:0", func(t *Task, c *Conn) {
 		setDeadline(c, deadline)
 		Echo(t, c)
@@ -57,7 +62,7 @@ func benchEcho(b *testing.B, deadline time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchDial(b, g.Carrier(1), l, deadline, func(_ *Task, c *Conn) error { return benchLoop(b, c, c) })
+	benchDial(b, g.Carrier(carriers-1), l, deadline, func(_ *Task, c *Conn) error { return benchLoop(b, c, c) })
 }
 
 // setDeadline sets c's deadlines d ahead; 0: none.
