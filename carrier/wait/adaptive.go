@@ -54,7 +54,7 @@ func (a *Adaptive) Wait(t Target, deadline int64) Result {
 		return spinResult(out, n, start, end)
 	}
 	r := block(t, start, deadline, time.Duration(end-start))
-	a.Policy.Observe(a.blockedIdle(t, start, r))
+	a.Policy.Observe(a.blockedIdle(t, start, Now(), r))
 	return r
 }
 
@@ -67,13 +67,13 @@ func (a *Adaptive) Wait(t Target, deadline int64) Result {
 // where the policy then blocked through 10µs gaps with B = 23µs). So the
 // time work arrived is taken from the target's wake stamp when it has one
 // within this block, which also gives one measured block-and-wake; without
-// a stamp the wake-up is taken to have cost the policy's B.
-func (a *Adaptive) blockedIdle(t Target, start int64, r Result) time.Duration {
+// a stamp the wake-up is taken to have cost the policy's B. now is when
+// the block returned.
+func (a *Adaptive) blockedIdle(t Target, start, now int64, r Result) time.Duration {
 	waited := r.Spun + r.Blocked
 	if r.Kind != KindBlock {
 		return waited // the deadline ended it: no work came
 	}
-	now := Now()
 	if ws, ok := t.(WakeStamper); ok {
 		if sent := ws.WakeSent(); sent > 0 && sent >= now-int64(r.Blocked) && sent <= now {
 			a.Policy.ObserveBlockWake(time.Duration(now - sent))

@@ -87,13 +87,36 @@ func TestWaitAlreadyReady(t *testing.T) {
 	}
 }
 
+// delayedTarget becomes ready 2ms after the strategy first looks at it, so
+// that a test thread preempted before its Wait still sees it idle first.
+type delayedTarget struct {
+	fakeTarget
+	first atomic.Int64
+}
+
+func (d *delayedTarget) Ready() bool {
+	now := Now()
+	d.first.CompareAndSwap(0, now)
+	if now-d.first.Load() >= int64(2*time.Millisecond) {
+		d.setReady()
+	}
+	return d.fakeTarget.Ready()
+}
+
+func (d *delayedTarget) Block(deadline int64) int {
+	d.blocks.Add(1)
+	for !d.Ready() {
+		if deadline >= 0 && Now() >= deadline {
+			return 0
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+	return 0
+}
+
 func TestWaitWakesOnWork(t *testing.T) {
 	for _, s := range runnable(t) {
-		f := &fakeTarget{}
-		go func() {
-			time.Sleep(2 * time.Millisecond)
-			f.setReady()
-		}()
+		f := &delayedTarget{}
 		start := time.Now()
 		r := s.Wait(f, Now()+int64(5*time.Second))
 		el := time.Since(start)
@@ -130,22 +153,28 @@ func TestWaitDeadline(t *testing.T) {
 	}
 }
 
+// pollTarget is never Ready: only its Poll, from the third call on,
+// reports events, so a spinning strategy returns only if it polls.
+type pollTarget struct{ fakeTarget }
+
+func (p *pollTarget) Ready() bool { return false }
+func (p *pollTarget) Poll() int {
+	if p.polls.Add(1) >= 3 {
+		return 3
+	}
+	return 0
+}
+
 func TestWaitPollEvents(t *testing.T) {
 	for _, name := range []string{"busy", "pause"} {
 		s, err := New(name, Options{PollEvery: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Poll reports events once ready: ready is set only via the
-		// flag, so the strategy must see it either way; count polls.
-		f := &fakeTarget{events: 3}
-		go func() {
-			time.Sleep(time.Millisecond)
-			f.setReady()
-		}()
-		s.Wait(f, -1)
-		if f.polls.Load() == 0 {
-			t.Errorf("%s: never polled in 1ms of spinning", name)
+		f := &pollTarget{}
+		r := s.Wait(f, Now()+int64(time.Second))
+		if r.Kind != KindSpin || r.Events != 3 || f.polls.Load() != 3 {
+			t.Errorf("%s: %+v after %d polls, want a spin ended by the third poll's 3 events", name, r, f.polls.Load())
 		}
 	}
 }
@@ -257,9 +286,7 @@ func TestAdaptiveBlockedIdle(t *testing.T) {
 				}
 				tg = st
 			}
-			got := a.blockedIdle(tg, start, tc.r)
-			// now was read before the call: allow the few µs between.
-			if got < tc.want-us(3) || got > tc.want+us(3) {
+			if got := a.blockedIdle(tg, start, now, tc.r); got != tc.want {
 				t.Errorf("idle %v, want %v", got, tc.want)
 			}
 			if moved := a.Policy.BlockWake() != b; moved != tc.wantB {
