@@ -238,32 +238,41 @@ func (d *Driver) SetSpin(spin time.Duration) {
 // Sleep overshoot calibration: the driver sleeps overshootSamples times for
 // overshootSleep (about an idle period of the µs scale) and takes the
 // overshootPercentile-th percentile of how late it woke, so that a flip
-// rarely waits for a late timer while the spin stays short; the window is
-// capped at maxSpin so that a machine whose timers are very late (or a
-// preempted calibration) does not make the driver spin for milliseconds.
+// rarely waits for a late timer while the spin stays short. It does so
+// overshootBatches times and keeps the median batch, so that one batch the
+// host preempted does not set the window; and the window is capped at
+// maxSpin so that a machine whose timers are very late does not make the
+// driver spin for milliseconds.
 const (
 	overshootSamples    = 64
+	overshootBatches    = 5
 	overshootSleep      = 50 * time.Microsecond
 	overshootPercentile = 95
 	maxSpin             = 200 * time.Microsecond
 )
 
 // MeasureSleepOvershoot measures, on the calling thread, how late a sleep of
-// overshootSleep wakes (the overshootPercentile-th percentile of
-// overshootSamples sleeps, capped at maxSpin): the spin window that lets the
-// driver flip on time. Run it on the thread that will drive, after pinning
-// it and setting its priority, since both change the figure.
+// overshootSleep wakes (the median over overshootBatches batches of the
+// overshootPercentile-th percentile of overshootSamples sleeps, capped at
+// maxSpin): the spin window that lets the driver flip on time. Run it on the
+// thread that will drive, after pinning it and setting its priority, since
+// both change the figure.
 func MeasureSleepOvershoot() time.Duration {
 	return measureOvershoot(wait.Now, nanosleep)
 }
 
 func measureOvershoot(now func() int64, sleep func(int64)) time.Duration {
+	batches := make([]int64, overshootBatches)
 	late := make([]int64, overshootSamples)
-	for i := range late {
-		t0 := now()
-		sleep(int64(overshootSleep))
-		late[i] = max(now()-t0-int64(overshootSleep), 0)
+	for b := range batches {
+		for i := range late {
+			t0 := now()
+			sleep(int64(overshootSleep))
+			late[i] = max(now()-t0-int64(overshootSleep), 0)
+		}
+		slices.Sort(late)
+		batches[b] = percentile(late, overshootPercentile)
 	}
-	slices.Sort(late)
-	return min(time.Duration(percentile(late, overshootPercentile)), maxSpin)
+	slices.Sort(batches)
+	return min(time.Duration(batches[len(batches)/2]), maxSpin)
 }

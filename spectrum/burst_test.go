@@ -236,9 +236,24 @@ func TestMeasureOvershoot(t *testing.T) {
 		if got := measureOvershoot(f.now, f.sleep); got != tc.want {
 			t.Errorf("timer late by %v: overshoot %v, want %v", tc.late, got, tc.want)
 		}
-		if f.sleeps != overshootSamples {
-			t.Errorf("%d sleeps, want %d", f.sleeps, overshootSamples)
+		if f.sleeps != overshootSamples*overshootBatches {
+			t.Errorf("%d sleeps, want %d", f.sleeps, overshootSamples*overshootBatches)
 		}
+	}
+	// One batch in five preempted (every sleep in it 1ms late) does not
+	// set the window: the median batch does.
+	var clock int64
+	sleeps := 0
+	now := func() int64 { clock += 10; return clock } // a clock read takes 10ns
+	sleep := func(ns int64) {
+		clock += ns + int64(20*time.Microsecond)
+		if sleeps/overshootSamples == 2 {
+			clock += int64(time.Millisecond)
+		}
+		sleeps++
+	}
+	if got := measureOvershoot(now, sleep); got < 20*time.Microsecond || got > 21*time.Microsecond {
+		t.Errorf("one preempted batch: overshoot %v, want about 20µs", got)
 	}
 }
 

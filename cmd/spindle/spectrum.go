@@ -61,7 +61,7 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
 	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
 	fs.DurationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
-		"(0: measure the sleep overshoot on the driver's thread before each run; negative: sleep only)")
+		"(0: measure the sleep overshoot on the driver's thread before the first bursty run; negative: sleep only)")
 	return fs, a
 }
 
