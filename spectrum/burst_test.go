@@ -270,3 +270,25 @@ func TestSetSpinRealClockOnly(t *testing.T) {
 	fake := &Driver{Clock: &fakeClock{}}
 	fake.SetSpin(time.Second) // no effect, no panic
 }
+
+func TestSpinCap(t *testing.T) {
+	us := time.Microsecond
+	for _, tc := range []struct {
+		p    Pattern
+		want time.Duration
+	}{
+		{Pattern{ScaleMicro, Ratio{5, 5}}, 30 * us},              // both 50µs periods spun 30µs: 60%
+		{Pattern{ScaleMicro, Ratio{1, 9}}, 50 * us},              // the 10µs busy period spun through, 50 of 90 idle
+		{Pattern{ScaleMicro, Ratio{9, 1}}, 50 * us},              // the same, mirrored
+		{Pattern{ScaleMilli, Ratio{5, 5}}, 3 * time.Millisecond}, // far above any measured window
+	} {
+		got := tc.p.SpinCap(0.6)
+		if got != tc.want {
+			t.Errorf("%s: cap %v, want %v", tc.p, got, tc.want)
+		}
+		b, i := time.Duration(tc.p.Ratio.Busy)*tc.p.Scale.Unit, time.Duration(tc.p.Ratio.Idle)*tc.p.Scale.Unit
+		if duty := float64(min(b, got)+min(i, got)) / float64(b+i); duty > 0.6+1e-9 {
+			t.Errorf("%s: the cap spins %.2f of the time, over 0.6", tc.p, duty)
+		}
+	}
+}

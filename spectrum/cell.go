@@ -322,8 +322,14 @@ func (e *Env) drive(d *Driver, c int, until int64, done chan<- DriverStats) {
 	case spin < 0:
 		spin, how = 0, "off: it sleeps to each flip"
 	}
+	note += fmt.Sprintf(", spin window %.1fµs (%s", float64(spin)/1e3, how)
+	if how != "given" && spin > 0 {
+		// A measured window is capped per pattern; a given one is not.
+		spin = min(spin, d.Schedule.p.SpinCap(driverDuty))
+		note += fmt.Sprintf("; per pattern at most the window that keeps the spin under %.0f%% of the driver's CPU", 100*driverDuty)
+	}
+	note += ")"
 	d.SetSpin(spin)
-	note += fmt.Sprintf(", spin window %.1fµs (%s)", float64(spin)/1e3, how)
 	if spin > 0 && c >= 0 {
 		note += "; the spin's CPU time is taken from whatever shares that CPU"
 	}
