@@ -29,6 +29,10 @@ type Verdict struct {
 	// that cannot be told apart from it, joined by "≈" (see worst).
 	WorstP99 string `json:"worst_p99"`
 	WorstCPU string `json:"worst_bg_cpu"`
+	// WorstP99Ties and WorstCPUTies say, for each strategy named with the
+	// worst, how often the worst was higher over the paired rounds.
+	WorstP99Ties []string `json:"worst_p99_ties,omitempty"`
+	WorstCPUTies []string `json:"worst_bg_cpu_ties,omitempty"`
 }
 
 // CostTarget is the issue's bound on Verdict.Ratio: adaptive within 1.2x
@@ -85,8 +89,8 @@ func Verdicts(res []Result) []Verdict {
 			}
 		}
 		v.Ratio = figureOf(ratios, "no round with a fixed strategy's cost above zero")
-		v.WorstP99 = worst(m, func(s Sample) float64 { return s.WakeP99 })
-		v.WorstCPU = worst(m, func(s Sample) float64 { return s.BgCPU })
+		v.WorstP99, v.WorstP99Ties = worst(m, func(s Sample) float64 { return s.WakeP99 })
+		v.WorstCPU, v.WorstCPUTies = worst(m, func(s Sample) float64 { return s.BgCPU })
 		out = append(out, v)
 	}
 	return out
@@ -105,8 +109,9 @@ const signLevel = 0.05
 // are named with it, sorted and joined by "≈": where two strategies wait
 // alike (adaptive blocking as block does on long idle periods), which has
 // the higher median is noise, and calling one the worst would be a finding
-// the data do not support.
-func worst(m map[string]*Result, get func(Sample) float64) string {
+// the data do not support. ties says, for each of them, the medians and in
+// how many paired rounds the top one was higher.
+func worst(m map[string]*Result, get func(Sample) float64) (names string, ties []string) {
 	values := func(r *Result) []float64 {
 		v := make([]float64, len(r.samples))
 		for i, s := range r.samples {
@@ -121,9 +126,9 @@ func worst(m map[string]*Result, get func(Sample) float64) string {
 		}
 	}
 	if top == "" {
-		return ""
+		return "", nil
 	}
-	names := []string{top}
+	named := []string{top}
 	tv := values(m[top])
 	for mode, r := range m {
 		if mode == top || math.IsNaN(medianOf(values(r))) {
@@ -140,11 +145,14 @@ func worst(m map[string]*Result, get func(Sample) float64) string {
 			}
 		}
 		if n == 0 || (wins < n && signTail(wins, n) > signLevel) {
-			names = append(names, mode)
+			named = append(named, mode)
+			ties = append(ties, fmt.Sprintf("%s %.3g against %s %.3g (medians): higher in %d of %d paired rounds, sign test p = %.2f",
+				top, hi, mode, medianOf(values(r)), wins, n, signTail(wins, n)))
 		}
 	}
-	slices.Sort(names)
-	return strings.Join(names, "≈")
+	slices.Sort(named)
+	slices.Sort(ties)
+	return strings.Join(named, "≈"), ties
 }
 
 // medianOf is the median of the values that are not NaN (NaN if none).
@@ -203,6 +211,14 @@ func WriteVerdicts(w io.Writer, vs []Verdict) error {
 		return err
 	}
 	fmt.Fprintf(w, "worst: highest median, unless another strategy was higher in some round and a one-sided sign test over the paired rounds finds no difference at %g; those are named together with ≈\n", signLevel)
+	for _, v := range vs {
+		for _, t := range v.WorstP99Ties {
+			fmt.Fprintf(w, "  %s, p99 wake µs: %s\n", v.Pattern, t)
+		}
+		for _, t := range v.WorstCPUTies {
+			fmt.Fprintf(w, "  %s, bg CPU %%: %s\n", v.Pattern, t)
+		}
+	}
 	// The table's "n/a" ratios, with their reasons.
 	for _, v := range vs {
 		if v.Ratio.N == 0 {

@@ -69,7 +69,8 @@ func TestVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := sb.String()
-	for _, want := range []string{"us 1:9", "1.25 [0.50-2.00]", "ms 9:1: ratio n/a (no round with a fixed strategy's cost above zero)"} {
+	for _, want := range []string{"us 1:9", "1.25 [0.50-2.00]", "ms 9:1: ratio n/a (no round with a fixed strategy's cost above zero)",
+		"ms 9:1, p99 wake µs: adaptive 3 against busy 3 (medians): higher in 0 of 0 paired rounds, sign test p = 1.00"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict table lacks %q:\n%s", want, out)
 		}
@@ -109,8 +110,12 @@ func TestWorst(t *testing.T) {
 				}
 				m[mode] = r
 			}
-			if got := worst(m, func(s Sample) float64 { return s.WakeP99 }); got != tc.want {
+			got, ties := worst(m, func(s Sample) float64 { return s.WakeP99 })
+			if got != tc.want {
 				t.Errorf("worst = %q, want %q", got, tc.want)
+			}
+			if n := strings.Count(got, "≈"); len(ties) != n {
+				t.Errorf("%d tie notes for %q, want %d: %q", len(ties), got, n, ties)
 			}
 		})
 	}
