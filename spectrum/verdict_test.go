@@ -70,7 +70,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	out := sb.String()
 	for _, want := range []string{"us 1:9", "1.25 [0.50-2.00]", "ms 9:1: ratio n/a (no round with a fixed strategy's cost above zero)",
-		"ms 9:1, p99 wake µs: adaptive 3 against busy 3 (medians): higher in 0 of 0 paired rounds, sign test p = 1.00"} {
+		"ms 9:1, p99 wake µs: adaptive 3 against busy 3 (medians): higher in 0 of 0 paired rounds, signed-rank p = 1.00"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict table lacks %q:\n%s", want, out)
 		}
@@ -86,14 +86,15 @@ func TestWorst(t *testing.T) {
 	}{
 		{"higher in every round", map[string][]float64{"block": {30, 40, 35}, "adaptive": {20, 39, 34}}, "block"},
 		{"one round each way, three rounds", map[string][]float64{"block": {30, 40, 35}, "adaptive": {31, 39, 34}}, "adaptive≈block"},
-		// 8 of 9 rounds higher: P(X ≥ 8) = 10/512 ≈ 0.02 ≤ 0.05.
-		{"8 of 9 rounds", map[string][]float64{
-			"block":    {5, 5, 5, 5, 5, 5, 5, 5, 1},
-			"adaptive": {4, 4, 4, 4, 4, 4, 4, 4, 9}}, "block"},
-		// 7 of 9: P(X ≥ 7) = 46/512 ≈ 0.09 > 0.05.
-		{"7 of 9 rounds", map[string][]float64{
-			"block":    {5, 5, 5, 5, 5, 5, 5, 1, 1},
-			"adaptive": {4, 4, 4, 4, 4, 4, 4, 9, 9}}, "adaptive≈block"},
+		// Seven rounds far higher, two a little lower: the negative ranks
+		// are 1 and 2, P(W- <= 3) = 5/512.
+		{"higher by much in 7 of 9 rounds", map[string][]float64{
+			"block": {58, 58, 58, 58, 58, 58, 58, 40, 41},
+			"busy":  {1, 1, 1, 1, 1, 1, 1, 42, 44}}, "block"},
+		// Six rounds a little higher, three far lower: no difference.
+		{"higher by little in 6 of 9 rounds", map[string][]float64{
+			"block":    {5, 5, 5, 5, 5, 5, 1, 1, 1},
+			"adaptive": {4, 4, 4, 4, 4, 4, 9, 9, 9}}, "adaptive≈block"},
 		{"three strategies, one told apart", map[string][]float64{
 			"block": {30, 40, 35}, "adaptive": {31, 39, 34}, "busy": {1, 2, 1}}, "adaptive≈block"},
 		{"equal rounds tell nothing", map[string][]float64{"busy": {3, 3}, "pause": {3, 3}}, "busy≈pause"},
@@ -121,15 +122,22 @@ func TestWorst(t *testing.T) {
 	}
 }
 
-func TestSignTail(t *testing.T) {
+func TestSignedRankTail(t *testing.T) {
 	for _, tc := range []struct {
-		k, n int
+		name string
+		d    []float64
 		want float64
 	}{
-		{0, 3, 1}, {3, 3, 0.125}, {2, 3, 0.5}, {8, 9, 10.0 / 512}, {7, 9, 46.0 / 512}, {1, 1, 0.5},
+		{"none", nil, 1},
+		{"one positive", []float64{2}, 0.5},
+		{"three positive", []float64{1, 2, 3}, 1.0 / 8},
+		{"three negative", []float64{-1, -2, -3}, 1},
+		{"nine, the two smallest negative", []float64{56, 57, 58, 59, 60, 61, 62, -1, -2}, 5.0 / 512},
+		// Tied magnitudes share rank 2: W+ = 4 of {0,2,2,2,4,4,4,6}.
+		{"ties", []float64{1, 1, -1}, 0.5},
 	} {
-		if got := signTail(tc.k, tc.n); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("signTail(%d, %d) = %v, want %v", tc.k, tc.n, got, tc.want)
+		if got := signedRankTail(tc.d); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: signedRankTail(%v) = %v, want %v", tc.name, tc.d, got, tc.want)
 		}
 	}
 	for _, tc := range []struct{ names, want string }{
