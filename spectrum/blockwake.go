@@ -19,6 +19,7 @@ func MeasureLineWake(a, b, rounds int, idle time.Duration) (time.Duration, error
 	if a == b {
 		return 0, fmt.Errorf("measure line wake: both threads on CPU %d", a)
 	}
+	defer enoughProcs(2)()
 	d, err := wait.MeasureWakes([2]int{a, b}, rounds, idle, [2]wait.Sleeper{lineEnd{&Line{}}, lineEnd{&Line{}}})
 	if err != nil {
 		return 0, fmt.Errorf("measure line wake: %w", err)

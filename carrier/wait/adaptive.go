@@ -8,14 +8,15 @@ import (
 // Adaptive spins with PAUSE for the threshold its Policy learned, then
 // blocks. Every wait's idle length (until work came, whether it spun or
 // blocked) is fed back to the policy, and so is every measured wake-up
-// latency when the target is a WakeStamper. A deadline closer than B is spun out
-// rather than blocked for, since spinning to it costs less than one
-// block-and-wake.
+// latency when the target is a WakeStamper (unless Options.FixedB). A
+// deadline closer than B is spun out rather than blocked for, since spinning
+// to it costs less than one block-and-wake.
 type Adaptive struct {
 	// Policy is the learned threshold. Like the strategy, it belongs to
 	// the waiting thread: read it for telemetry from that thread only.
 	Policy    *Policy
 	pollEvery int
+	learnB    bool // learn B from wake stamps (not Options.FixedB)
 }
 
 // measuredB caches the process-wide block-and-wake measurement used when
@@ -32,7 +33,7 @@ func newAdaptive(o Options) (Strategy, error) {
 			return nil, err
 		}
 	}
-	return &Adaptive{Policy: NewPolicy(b, o.Trust, o.HalfLife), pollEvery: o.PollEvery}, nil
+	return &Adaptive{Policy: NewPolicy(b, o.Trust, o.HalfLife), pollEvery: o.PollEvery, learnB: !o.FixedB}, nil
 }
 
 // Name returns "adaptive".
@@ -76,7 +77,9 @@ func (a *Adaptive) blockedIdle(t Target, start, now int64, r Result) time.Durati
 	}
 	if ws, ok := t.(WakeStamper); ok {
 		if sent := ws.WakeSent(); sent > 0 && sent >= now-int64(r.Blocked) && sent <= now {
-			a.Policy.ObserveBlockWake(time.Duration(now - sent))
+			if a.learnB {
+				a.Policy.ObserveBlockWake(time.Duration(now - sent))
+			}
 			return time.Duration(sent - start)
 		}
 	}

@@ -43,6 +43,11 @@ type Options struct {
 	// weighs spinning against it. 0 means: measure it once per process
 	// with MeasureBlockWakeAfter(DefaultMeasureRounds, DefaultMeasureIdle).
 	BlockWake time.Duration
+	// FixedB keeps BlockWake as the adaptive policy's B for good: it does
+	// not learn B from the wake-ups it times (WakeStamper). An experiment
+	// that scores strategies with one measured B (the waiting spectrum)
+	// sets it, so that the policy minimises the cost it is scored by.
+	FixedB bool
 	// Trust is the adaptive policy's λ in (0, 1]: how far the learned
 	// threshold may stray from B (it stays within [λB, B/λ]). Smaller
 	// trusts the learned distribution more. 0 means DefaultTrust.

@@ -266,16 +266,18 @@ func TestAdaptiveBlockedIdle(t *testing.T) {
 		r       Result
 		want    time.Duration
 		wantB   bool // a block-and-wake was observed
+		fixedB  bool // Options.FixedB
 	}{
-		{"stamped wake-up", true, us(25), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(17), true},
-		{"stamp from an earlier block", true, us(100), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
-		{"no stamp yet", true, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
-		{"target without stamps", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false},
-		{"woken sooner than B", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(5)}, us(2), false},
-		{"deadline: no work came", true, us(25), Result{Kind: KindTimer, Spun: us(2), Blocked: us(40)}, us(42), false},
+		{"stamped wake-up, B fixed", true, us(25), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(17), false, true},
+		{"stamped wake-up", true, us(25), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(17), true, false},
+		{"stamp from an earlier block", true, us(100), Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false, false},
+		{"no stamp yet", true, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false, false},
+		{"target without stamps", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(40)}, us(22), false, false},
+		{"woken sooner than B", false, 0, Result{Kind: KindBlock, Spun: us(2), Blocked: us(5)}, us(2), false, false},
+		{"deadline: no work came", true, us(25), Result{Kind: KindTimer, Spun: us(2), Blocked: us(40)}, us(42), false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := &Adaptive{Policy: NewPolicy(b, 1, 0)}
+			a := &Adaptive{Policy: NewPolicy(b, 1, 0), learnB: !tc.fixedB}
 			var tg Target = &fakeTarget{}
 			now := Now()
 			start := now - int64(tc.r.Spun+tc.r.Blocked)
