@@ -1,6 +1,7 @@
 package spectrum
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -88,6 +89,39 @@ type Sample struct {
 	// DriverCPU is the burst driver's CPU time over the run's wall time,
 	// percent of one CPU (NaN without bursts or where it could not be read).
 	DriverCPU float64
+}
+
+// MarshalJSON writes a sample with the names Result uses; a figure that
+// could not be had (NaN) is null, never a made-up number.
+func (s Sample) MarshalJSON() ([]byte, error) {
+	f := func(x float64) *float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return &x
+	}
+	return json.Marshal(struct {
+		FgMops      *float64 `json:"fg_mops"`
+		FgOps       int64    `json:"fg_ops"`
+		BgMpps      *float64 `json:"bg_mpps"`
+		BgMops      *float64 `json:"bg_mops"`
+		WakeP50     *float64 `json:"wake_p50_us"`
+		WakeP99     *float64 `json:"wake_p99_us"`
+		Wakes       int      `json:"wakes"`
+		BgCPU       *float64 `json:"bg_cpu_pct"`
+		FgCPU       *float64 `json:"fg_cpu_pct"`
+		CtxSwitches *float64 `json:"bg_ctx_switches_per_s"`
+		Watts       *float64 `json:"package_watts"`
+		GHz         *float64 `json:"fg_ghz"`
+		Steal       *float64 `json:"steal_pct"`
+		WaitCost    *float64 `json:"wait_cost_pct"`
+		Blocks      int64    `json:"blocks"`
+		Late        float64  `json:"driver_late_us"`
+		BusyShare   *float64 `json:"busy_share_pct"`
+		DriverCPU   *float64 `json:"driver_cpu_pct"`
+	}{f(s.FgMops), s.FgOps, f(s.BgMpps), f(s.BgMops), f(s.WakeP50), f(s.WakeP99), s.Wakes,
+		f(s.BgCPU), f(s.FgCPU), f(s.CtxSwitches), f(s.Watts), f(s.GHz), f(s.Steal), f(s.WaitCost),
+		s.Blocks, float64(s.Late) / 1e3, f(s.BusyShare), f(s.DriverCPU)})
 }
 
 // Env is what every cell run shares: the meters and the waiting options.

@@ -218,3 +218,17 @@ func TestMeasureLineWake(t *testing.T) {
 		t.Error("no rounds: want an error")
 	}
 }
+
+// A round's figures that could not be had are null in the JSON.
+func TestSampleJSON(t *testing.T) {
+	s := Sample{FgMops: 1.5, WakeP50: math.NaN(), WakeP99: math.Inf(1), Watts: math.NaN(), Late: 1500 * time.Nanosecond, BusyShare: 50}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"fg_mops":1.5`, `"wake_p50_us":null`, `"wake_p99_us":null`, `"package_watts":null`, `"driver_late_us":1.5`, `"busy_share_pct":50`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+}

@@ -88,7 +88,10 @@ type Result struct {
 	// DriverCPU is the burst driver's CPU time, percent of one CPU: what
 	// its spin costs the CPU it runs on.
 	DriverCPU Figure `json:"driver_cpu_pct"`
-	samples   []Sample
+	// Rounds are the cell's runs in round order (round i of every cell ran
+	// in the same pass), for analysis past the medians, such as the
+	// verdict's paired tests.
+	Rounds []Sample `json:"rounds,omitempty"`
 }
 
 // Progress receives a line per finished run (may be nil).
@@ -125,7 +128,7 @@ func (e *Env) Run(ctx context.Context, cells []Cell, repeats int, progress Progr
 	for i := range res {
 		r := &res[i]
 		ss := rounds[i]
-		r.samples = ss
+		r.Rounds = ss
 		if r.Skipped != "" || len(ss) == 0 {
 			continue
 		}

@@ -76,12 +76,12 @@ func Verdicts(res []Result) []Verdict {
 		if v.Best == "" {
 			continue
 		}
-		ratios := make([]float64, len(a.samples))
-		for round, s := range a.samples {
+		ratios := make([]float64, len(a.Rounds))
+		for round, s := range a.Rounds {
 			best := math.Inf(1)
 			for _, f := range fixedModes {
-				if r, ok := m[f]; ok && round < len(r.samples) {
-					best = min(best, r.samples[round].WaitCost)
+				if r, ok := m[f]; ok && round < len(r.Rounds) {
+					best = min(best, r.Rounds[round].WaitCost)
 				}
 			}
 			ratios[round] = math.NaN()
@@ -117,8 +117,8 @@ const signLevel = 0.05
 // test's p.
 func worst(m map[string]*Result, get func(Sample) float64) (names string, ties []string) {
 	values := func(r *Result) []float64 {
-		v := make([]float64, len(r.samples))
-		for i, s := range r.samples {
+		v := make([]float64, len(r.Rounds))
+		for i, s := range r.Rounds {
 			v[i] = get(s)
 		}
 		return v

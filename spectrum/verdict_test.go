@@ -19,7 +19,7 @@ func verdictResult(pattern, mode string, p99, bgCPU float64, costs ...float64) R
 		WaitCost: figureOf(costs, ""),
 		WakeP99:  figureOf([]float64{p99}, ""),
 		BgCPU:    figureOf([]float64{bgCPU}, ""),
-		samples:  ss,
+		Rounds:   ss,
 	}
 }
 
@@ -107,7 +107,7 @@ func TestWorst(t *testing.T) {
 			for mode, vs := range tc.p99 {
 				r := &Result{}
 				for _, v := range vs {
-					r.samples = append(r.samples, Sample{WakeP99: v})
+					r.Rounds = append(r.Rounds, Sample{WakeP99: v})
 				}
 				m[mode] = r
 			}

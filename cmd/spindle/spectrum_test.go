@@ -106,6 +106,27 @@ func TestSpectrumSmoke(t *testing.T) {
 	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) == 0 {
 		t.Fatalf("spectrum.json: %v, %d results", err, len(doc.Results))
 	}
+	// Every cell that ran keeps its one round; a figure that could not be had is null.
+	ran := 0
+	for _, r := range doc.Results {
+		if _, skipped := r["skipped"]; skipped {
+			continue
+		}
+		ran++
+		rounds, _ := r["rounds"].([]any)
+		if len(rounds) != 1 {
+			t.Errorf("%v %v: %d rounds in the JSON, want 1", r["preset"], r["mode"], len(rounds))
+			continue
+		}
+		// Watts are null where no power source exists, else positive.
+		w, ok := rounds[0].(map[string]any)["package_watts"]
+		if x, isNum := w.(float64); !ok || (w != nil && (!isNum || x <= 0)) {
+			t.Errorf("%v: package_watts %v in a round, want null or a positive number", r["preset"], w)
+		}
+	}
+	if ran == 0 {
+		t.Error("no cell ran")
+	}
 	pngs, _ := filepath.Glob(filepath.Join(dir, "*.png"))
 	if len(pngs) < 4 {
 		t.Errorf("%d plots: %v", len(pngs), pngs)
