@@ -36,25 +36,10 @@ func FindFreq(o SourceOptions) (FreqMeter, []Source) {
 			cpus = cpu.Set{0}
 		}
 	}
-	var srcs []Source
-	var found FreqMeter
-	for _, src := range []struct {
-		name string
-		open func(SourceOptions, cpu.Set) (FreqMeter, error)
-	}{{msrName, openMSR}, {cpufreqName, openCpufreq}} {
-		m, err := src.open(o, cpus)
-		if err != nil {
-			srcs = append(srcs, Source{Name: src.name, Reason: reasonOf(err)})
-			continue
-		}
-		srcs = append(srcs, Source{Name: src.name, Available: true})
-		if found == nil {
-			found = m
-		} else {
-			_ = m.Close()
-		}
-	}
-	return found, srcs
+	return firstSource([]namedSource[FreqMeter]{
+		{msrName, func() (FreqMeter, error) { return openMSR(o, cpus) }},
+		{cpufreqName, func() (FreqMeter, error) { return openCpufreq(o, cpus) }},
+	}, nil)
 }
 
 // cpufreqName is the cpufreq source's name.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -103,15 +104,30 @@ func Watts(j0, j1 float64, elapsed time.Duration) float64 {
 // the perf power/energy-pkg event), checks each with a busy calibration, and
 // returns the first that works (nil when none) with every source's status.
 func FindPower(o SourceOptions) (EnergyMeter, []Source) {
+	return firstSource([]namedSource[EnergyMeter]{
+		{raplName, func() (EnergyMeter, error) { return openRAPL(o) }},
+		{perfEnergyName, func() (EnergyMeter, error) { return openPerfEnergy(o) }},
+	}, func(m EnergyMeter) error { return calibrateEnergy(m, o.calibration()) })
+}
+
+// namedSource is a meter source: its name and how to open it.
+type namedSource[M io.Closer] struct {
+	name string
+	open func() (M, error)
+}
+
+// firstSource opens every source in order and checks each that opens with
+// check (nil: none); it returns the first that passes (the zero M when none
+// does), closes the others, and lists each source as available or n/a with
+// the reason.
+func firstSource[M io.Closer](sources []namedSource[M], check func(M) error) (M, []Source) {
+	var found M
+	have := false
 	var srcs []Source
-	var found EnergyMeter
-	for _, src := range []struct {
-		name string
-		open func(SourceOptions) (EnergyMeter, error)
-	}{{raplName, openRAPL}, {perfEnergyName, openPerfEnergy}} {
-		m, err := src.open(o)
-		if err == nil {
-			if err = calibrateEnergy(m, o.calibration()); err != nil {
+	for _, src := range sources {
+		m, err := src.open()
+		if err == nil && check != nil {
+			if err = check(m); err != nil {
 				_ = m.Close()
 			}
 		}
@@ -120,8 +136,8 @@ func FindPower(o SourceOptions) (EnergyMeter, []Source) {
 			continue
 		}
 		srcs = append(srcs, Source{Name: src.name, Available: true})
-		if found == nil {
-			found = m
+		if !have {
+			found, have = m, true
 		} else {
 			_ = m.Close()
 		}
