@@ -192,7 +192,7 @@ func (d *ChunkedDecoder) endSize() error {
 }
 
 // trailerByte takes a byte of the trailer section: header fields, as
-// parseHeaders checks them, then an empty line.
+// the head parser checks them, then an empty line.
 func (d *ChunkedDecoder) trailerByte(c byte) error {
 	d.trailer++
 	if d.trailer > maxTrailer {

@@ -98,11 +98,44 @@ func (b *buffer) setDeadline(c Conn, d time.Time, slack time.Duration) error {
 	return nil
 }
 
-// reader is what ServerReader and ClientReader share.
+// reader is what ServerReader and ClientReader share: the buffer and the
+// resumable parse of the message being read.
 type reader struct {
-	c Conn
-	o Options
-	b buffer
+	c  Conn
+	o  Options
+	b  buffer
+	pr progress
+}
+
+// progress is how far a reader got with the message it is reading. It
+// lives in the reader, not on the stack, because the head parser is handed
+// to an incoming's method, which escape analysis cannot see through.
+type progress struct {
+	hp    HeadParser
+	head  int // length of the head once parsed, else 0
+	seen  int // pending bytes taken so far: the head and chunked framing
+	moves int // b.moves when the message's slices into the input were made
+	dec   ChunkedDecoder
+}
+
+// incoming is a message a reader takes from its connection: a *Request or
+// a *Response.
+type incoming interface {
+	message() *Message
+	// parseHead parses the head with hp, resuming where hp stopped.
+	parseHead(hp *HeadParser, buf []byte, o Options) (int, error)
+}
+
+func (m *Message) message() *Message { return m }
+
+func (r *Request) parseHead(hp *HeadParser, buf []byte, o Options) (int, error) {
+	return hp.ParseRequest(buf, r, o)
+}
+
+// parseHead parses the head of a response to a GET (a reader's client asks
+// nothing else).
+func (r *Response) parseHead(hp *HeadParser, buf []byte, o Options) (int, error) {
+	return hp.Parse(buf, r, false, o)
 }
 
 func newReader(c Conn, o Options) reader { return reader{c: c, o: o.WithDefaults()} }
@@ -116,6 +149,70 @@ func (r *reader) fill() error {
 	return nil
 }
 
+// begin starts reading a message.
+func (r *reader) begin() {
+	r.pr.hp.Reset()
+	r.pr.head, r.pr.seen, r.pr.moves = 0, 0, r.b.moves
+	r.pr.dec = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes}
+}
+
+// advance goes on parsing m from the pending input where the last call
+// since begin stopped, so a message of n bytes costs O(n) however it is
+// split into reads. A chunked body is decoded into m as it arrives, so only
+// the head and the undecoded remainder stay buffered. It returns nil once m
+// is complete (and consumed from the buffer), ErrIncomplete while more
+// input is needed, or the error that makes m invalid.
+func (r *reader) advance(m incoming) error {
+	pr, p, msg := &r.pr, r.b.pending(), m.message()
+	if r.b.moves != pr.moves { // m's slices into the input are stale
+		pr.moves = r.b.moves
+		pr.hp.Reset()
+		if pr.head > 0 {
+			if _, err := m.parseHead(&pr.hp, p, r.o); err != nil {
+				return err // cannot be: these bytes parsed before
+			}
+		}
+	}
+	if pr.head == 0 {
+		n, err := m.parseHead(&pr.hp, p, r.o)
+		if err != nil {
+			return err
+		}
+		pr.head, pr.seen = n, n
+		msg.chunks = msg.chunks[:0]
+	}
+	n, err := r.body(p, msg)
+	if err == nil {
+		r.b.consume(n)
+	}
+	return err
+}
+
+// body goes on with the body of m, whose head starts p; for a chunked body
+// pr.seen is how far p was decoded. It returns the length of the whole
+// message, or ErrIncomplete.
+func (r *reader) body(p []byte, m *Message) (int, error) {
+	pr := &r.pr
+	if !m.Chunked {
+		return fixedBody(p, pr.head, m, r.b.eof, r.o.MaxBodyBytes)
+	}
+	var n int
+	var err error
+	m.chunks, n, err = pr.dec.AppendDecoded(m.chunks, p[pr.seen:])
+	pr.seen += n
+	switch {
+	case err != nil:
+		return 0, err
+	case !pr.dec.Done():
+		// All of p is decoded: keep only the head buffered.
+		r.b.end = r.b.start + pr.head
+		pr.seen = pr.head
+		return 0, ErrIncomplete
+	}
+	m.Body = m.chunks
+	return pr.seen, nil
+}
+
 // ServerReader reads pipelined requests from one client connection,
 // enforcing Options' limits and timeouts. It allocates its buffer once and
 // reuses it.
@@ -124,7 +221,6 @@ type ServerReader struct {
 	// sendContinue, when set, writes "100 Continue" (ServeConn sets it, so
 	// that the interim response follows the responses it still holds).
 	sendContinue func() error
-	continued    bool // sent for the request being read
 }
 
 // NewServerReader returns a reader of requests from c.
@@ -136,23 +232,29 @@ func NewServerReader(c Conn, o Options) *ServerReader { return &ServerReader{rea
 // os.ErrDeadlineExceeded when the client was idle for IdleTimeout or took
 // longer than ReadHeaderTimeout to send a request (head and body), and an
 // *Error for a request to refuse.
+//
+// Parsing resumes where it stopped when more input arrives: a request of n
+// bytes costs O(n) however it is split into reads, and a chunked body is
+// decoded as it arrives (as ClientReader does).
 func (r *ServerReader) Next(req *Request) error {
-	var first time.Time // when the first byte of this request was seen
+	var (
+		first     time.Time // when the first byte of this request was seen
+		continued bool      // Expect: 100-continue was considered
+	)
+	r.begin()
 	for {
 		if r.b.end > r.b.start {
-			n, err := ParseRequest(r.b.pending(), req, r.o)
-			if err == nil {
-				r.b.consume(n)
-				r.continued = false
-				return nil
-			}
+			err := r.advance(req)
 			if err != ErrIncomplete {
 				return err
 			}
-			if req.awaitsContinue && !r.continued && r.sendContinue != nil {
-				r.continued = true
-				if err := r.sendContinue(); err != nil {
-					return err
+			// The head is complete and the body is not.
+			if r.pr.head > 0 && !continued {
+				continued = true
+				if r.sendContinue != nil && expectsContinue(req) {
+					if err := r.sendContinue(); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -207,41 +309,10 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
 		return err
 	}
-	var (
-		hp    HeadParser
-		head  int // length of the head once parsed, else 0
-		seen  int // pending bytes taken so far: the head and chunked framing
-		moves = r.b.moves
-		dec   = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes}
-	)
+	r.begin()
 	for {
-		p := r.b.pending()
-		if r.b.moves != moves { // resp's slices into the input are stale
-			moves = r.b.moves
-			hp.Reset()
-			if head > 0 {
-				if _, err := ParseResponseHead(p, resp, false, r.o); err != nil {
-					return err // cannot be: these bytes parsed before
-				}
-			}
-		}
-		if head == 0 {
-			n, err := hp.Parse(p, resp, false, r.o)
-			if err != nil && err != ErrIncomplete {
-				return err
-			}
-			head, seen = n, n
-			resp.chunks = resp.chunks[:0]
-		}
-		if head > 0 {
-			n, err := r.body(p, resp, &dec, head, &seen)
-			if err == nil {
-				r.b.consume(n)
-				return nil
-			}
-			if err != ErrIncomplete {
-				return err
-			}
+		if err := r.advance(resp); err != ErrIncomplete {
+			return err
 		}
 		if r.b.eof {
 			return io.ErrUnexpectedEOF
@@ -250,30 +321,6 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 			return err
 		}
 	}
-}
-
-// body goes on with the body of resp, whose head of head bytes starts p; for
-// a chunked body seen is how far p was decoded. It returns the length of the
-// whole response, or ErrIncomplete.
-func (r *ClientReader) body(p []byte, resp *Response, dec *ChunkedDecoder, head int, seen *int) (int, error) {
-	if !resp.Chunked {
-		return fixedBody(p, head, resp, r.b.eof, r.o.MaxBodyBytes)
-	}
-	var n int
-	var err error
-	resp.chunks, n, err = dec.AppendDecoded(resp.chunks, p[*seen:])
-	*seen += n
-	switch {
-	case err != nil:
-		return 0, err
-	case !dec.Done():
-		// All of p is decoded: keep only the head buffered.
-		r.b.end = r.b.start + head
-		*seen = head
-		return 0, ErrIncomplete
-	}
-	resp.Body = resp.chunks
-	return *seen, nil
 }
 
 // Reset discards buffered input and reads from c from now on (a new

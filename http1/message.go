@@ -102,8 +102,7 @@ func hasToken(v []byte, token string) bool {
 	return false
 }
 
-// trimOWS removes leading and trailing spaces and tabs, and the CR and LF
-// that a value folded over lines (obs-fold, responses only) has inside.
+// trimOWS removes leading and trailing spaces and tabs.
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && isOWS(b[0]) {
 		b = b[1:]
@@ -115,8 +114,9 @@ func trimOWS(b []byte) []byte {
 }
 
 // isOWS reports whether c is whitespace around a field value or list
-// element: SP, HTAB, or the CR and LF of an obs-fold.
-func isOWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+// element: SP or HTAB. A value has no CR or LF: a folded one (obs-fold,
+// responses only) had its line breaks replaced with spaces.
+func isOWS(c byte) bool { return c == ' ' || c == '\t' }
 
 // isTokenChar reports whether c is an RFC 9110 tchar.
 func isTokenChar(c byte) bool { return tokenTable[c] }
@@ -139,33 +139,6 @@ var tokenTable = func() (t [256]bool) {
 // VCHAR or obs-text.
 func isValueChar(c byte) bool { return c == '\t' || (c >= 0x20 && c != 0x7f) }
 
-// line returns the line starting at off (without its LF and an optional CR
-// before it) and the offset after its LF; ok is false when no LF follows.
-func line(buf []byte, off int) (l []byte, next int, ok bool) {
-	i := bytes.IndexByte(buf[off:], '\n')
-	if i < 0 {
-		return nil, off, false
-	}
-	l = buf[off : off+i]
-	if len(l) > 0 && l[len(l)-1] == '\r' {
-		l = l[:len(l)-1]
-	}
-	return l, off + i + 1, true
-}
-
-// startLine returns the first line of a message in buf and the offset after
-// it: ErrIncomplete without a whole line, tooLarge past limit bytes.
-func startLine(buf []byte, limit int, tooLarge error) ([]byte, int, error) {
-	l, off, ok := line(buf, 0)
-	switch {
-	case !ok && len(buf) > limit, ok && off > limit:
-		return nil, 0, tooLarge
-	case !ok:
-		return nil, 0, ErrIncomplete
-	}
-	return l, off, nil
-}
-
 // parseVersion parses "HTTP/d.d" as net/http's ParseHTTPVersion does.
 func parseVersion(v []byte) (major, minor int, ok bool) {
 	if len(v) != len("HTTP/1.1") || string(v[:5]) != "HTTP/" || v[6] != '.' ||
@@ -173,43 +146,6 @@ func parseVersion(v []byte) (major, minor int, ok bool) {
 		return 0, 0, false
 	}
 	return int(v[5] - '0'), int(v[7] - '0'), true
-}
-
-// parseHeaders parses header lines from off up to and including the empty
-// line that ends them, appending to *hs when hs is not nil. start is where
-// the message began: the section may not extend past start+limit.
-func parseHeaders(buf []byte, start, off, limit int, hs *[]Header) (int, error) {
-	first := true
-	for {
-		l, next, ok := line(buf, off)
-		if !ok {
-			if len(buf)-start > limit {
-				return 0, errTooLarge
-			}
-			return 0, ErrIncomplete
-		}
-		if next-start > limit {
-			return 0, errTooLarge
-		}
-		if len(l) == 0 {
-			return next, nil
-		}
-		if l[0] == ' ' || l[0] == '\t' {
-			if first {
-				return 0, errBadHeader
-			}
-			return 0, errFolded
-		}
-		first = false
-		name, value, err := field(l)
-		if err != nil {
-			return 0, err
-		}
-		if hs != nil {
-			*hs = append(*hs, Header{Name: name, Value: value})
-		}
-		off = next
-	}
 }
 
 // field checks a header line that is neither empty nor folded and returns
@@ -339,7 +275,7 @@ const maxChunkExcess = 16 << 10
 
 // parseChunked decodes a chunked body starting at off into m.chunks and
 // returns the offset after its trailer section.
-func parseChunked(buf []byte, off int, m *Message, maxBody int64, limit int) (int, error) {
+func parseChunked(buf []byte, off int, m *Message, maxBody int64) (int, error) {
 	d := ChunkedDecoder{MaxBody: maxBody}
 	var n int
 	var err error

@@ -11,10 +11,6 @@ type Request struct {
 	Method []byte // e.g. "GET"
 	Target []byte // request-target as sent, e.g. "/fruits?x=1"
 	Message
-
-	// awaitsContinue is set with ErrIncomplete when the head is complete,
-	// the body is not, and the client sent "Expect: 100-continue".
-	awaitsContinue bool
 }
 
 // Path returns the target without its query.
@@ -33,53 +29,78 @@ func (r *Request) Path() []byte {
 // every version.
 func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 	o = o.WithDefaults()
-	r.Method, r.Target, r.awaitsContinue = nil, nil, false
-	r.reset()
-	l, off, err := startLine(buf, o.MaxHeaderBytes, errTooLarge)
+	var p HeadParser
+	off, err := p.ParseRequest(buf, r, o)
 	if err != nil {
 		return 0, err
 	}
+	return wholeBody(buf, off, &r.Message, false, o.MaxBodyBytes)
+}
+
+// ParseRequest parses the head of a request (request line and header
+// section) arriving in pieces, as Parse does a response's: it sets
+// everything but Body and returns the head's length; ParseRequest (the
+// function) is this and then the body. r.ContentLength is then the length
+// of the body (0 without one), or -1 with Chunked. The bytes given earlier
+// must still be where they were; where they moved, Reset and parse again.
+// After an error, Reset.
+func (p *HeadParser) ParseRequest(buf []byte, r *Request, o Options) (int, error) {
+	if p.scan == 0 {
+		r.Method, r.Target = nil, nil
+		r.reset()
+	}
+	n, err := p.lines(buf, &r.Message, headLimit(o), errTooLarge, errFolded, r.parseRequestLine)
+	if err != nil {
+		return 0, err
+	}
+	return n, r.frame()
+}
+
+// parseRequestLine parses "METHOD SP TARGET SP VERSION".
+func (r *Request) parseRequestLine(l []byte) error {
 	sp1 := bytes.IndexByte(l, ' ')
 	if sp1 < 0 {
-		return 0, errBadRequestLine
+		return errBadRequestLine
 	}
 	sp2 := bytes.IndexByte(l[sp1+1:], ' ')
 	if sp2 < 0 {
-		return 0, errBadRequestLine
+		return errBadRequestLine
 	}
 	sp2 += sp1 + 1
 	r.Method, r.Target = l[:sp1], l[sp1+1:sp2]
 	if len(r.Method) == 0 {
-		return 0, errBadMethod
+		return errBadMethod
 	}
 	for _, c := range r.Method {
 		if !isTokenChar(c) {
-			return 0, errBadMethod
+			return errBadMethod
 		}
 	}
 	var ok bool
 	if r.Major, r.Minor, ok = parseVersion(l[sp2+1:]); !ok {
-		return 0, errBadVersion
+		return errBadVersion
 	}
 	if !validTarget(r.Method, r.Target) {
-		return 0, errBadTarget
+		return errBadTarget
 	}
-	off, err = parseHeaders(buf, 0, off, o.MaxHeaderBytes, &r.Headers)
-	if err != nil {
-		return 0, err
-	}
+	return nil
+}
+
+// frame makes the checks of a whole request head and sets how its body is
+// delimited and whether the connection stays open.
+func (r *Request) frame() error {
 	if r.Major != 1 {
-		return 0, errVersion
+		return errVersion
 	}
 	f, err := frame(&r.Message)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if f.hosts > 1 {
-		return 0, errManyHosts
+		return errManyHosts
 	}
 	if f.hosts == 0 && r.Minor >= 1 {
-		return 0, errNoHost
+		return errNoHost
 	}
 	if r.Minor == 0 {
 		r.KeepAlive = f.keepTok && !f.closeTok
@@ -89,25 +110,10 @@ func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 	switch {
 	case f.chunked:
 		r.Chunked, r.ContentLength = true, -1
-		off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes)
-		if err != nil {
-			r.awaitsContinue = err == ErrIncomplete && expectsContinue(r)
-			return 0, err
-		}
-		r.Body = r.chunks
 	case f.length > 0:
-		if f.length > o.MaxBodyBytes {
-			return 0, errBodyTooLarge
-		}
 		r.ContentLength = f.length
-		if int64(len(buf)-off) < f.length {
-			r.awaitsContinue = expectsContinue(r)
-			return 0, ErrIncomplete
-		}
-		r.Body = buf[off : off+int(f.length)]
-		off += int(f.length)
 	}
-	return off, nil
+	return nil
 }
 
 // expectsContinue reports whether r asks for "100 Continue" before its body.

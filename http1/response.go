@@ -18,36 +18,45 @@ type Response struct {
 // response without Content-Length or chunked coding ends when the server
 // closes: pass atEOF once the connection has reached end of file; until then
 // such a response is ErrIncomplete. Limits come from o: MaxHeaderBytes for
-// the head, MaxBodyBytes for the body.
+// the head, MaxBodyBytes for the body. Like ParseResponseHead it may write
+// to buf (see there).
 func ParseResponse(buf []byte, r *Response, atEOF bool, o Options) (int, error) {
 	o = o.WithDefaults()
 	off, err := ParseResponseHead(buf, r, false, o)
 	if err != nil {
 		return 0, err
 	}
-	if !r.Chunked {
-		return fixedBody(buf, off, r, atEOF, o.MaxBodyBytes)
+	return wholeBody(buf, off, &r.Message, atEOF, o.MaxBodyBytes)
+}
+
+// wholeBody sets the body of m, whose head ends at off in buf, from the
+// bytes that follow it and returns the offset after the body.
+func wholeBody(buf []byte, off int, m *Message, atEOF bool, maxBody int64) (int, error) {
+	if !m.Chunked {
+		return fixedBody(buf, off, m, atEOF, maxBody)
 	}
-	if off, err = parseChunked(buf, off, &r.Message, o.MaxBodyBytes, o.MaxHeaderBytes); err != nil {
+	off, err := parseChunked(buf, off, m, maxBody)
+	if err != nil {
 		return 0, err
 	}
-	r.Body = r.chunks
+	m.Body = m.chunks
 	return off, nil
 }
 
-// fixedBody sets the body of r, which is not chunked and whose head ends at
-// off in buf, and returns the offset after it.
-func fixedBody(buf []byte, off int, r *Response, atEOF bool, maxBody int64) (int, error) {
+// fixedBody sets the body of m, which is not chunked and whose head ends at
+// off in buf, and returns the offset after it. A request's ContentLength is
+// never negative, so only a response may be delimited by the close (atEOF).
+func fixedBody(buf []byte, off int, m *Message, atEOF bool, maxBody int64) (int, error) {
 	rest := int64(len(buf) - off)
-	if r.ContentLength >= 0 {
+	if m.ContentLength >= 0 {
 		switch {
-		case r.ContentLength > maxBody:
+		case m.ContentLength > maxBody:
 			return 0, errBodyTooLarge
-		case rest < r.ContentLength:
+		case rest < m.ContentLength:
 			return 0, ErrIncomplete
 		}
-		end := off + int(r.ContentLength)
-		r.Body = buf[off:end]
+		end := off + int(m.ContentLength)
+		m.Body = buf[off:end]
 		return end, nil
 	}
 	switch { // delimited by the end of the connection
@@ -56,7 +65,7 @@ func fixedBody(buf []byte, off int, r *Response, atEOF bool, maxBody int64) (int
 	case !atEOF:
 		return 0, ErrIncomplete
 	}
-	r.Body = buf[off:]
+	m.Body = buf[off:]
 	return len(buf), nil
 }
 
@@ -70,22 +79,27 @@ func fixedBody(buf []byte, off int, r *Response, atEOF bool, maxBody int64) (int
 // r then says how the body is delimited: ContentLength >= 0 bytes (0 for
 // HEAD, 1xx, 204 and 304 answers), Chunked, or, with ContentLength -1 and
 // not Chunked, the end of the connection (KeepAlive is then false).
-// Transfer codings other than chunked are refused (501). A header line
-// folded onto the next (obs-fold) is accepted, as RFC 9112 §5.2 asks of a
-// user agent: the field's Value then spans the fold, line break included.
+// Transfer codings other than chunked are refused (501).
+//
+// A header line folded onto the next (obs-fold) is accepted, as RFC 9112
+// §5.2 asks of a user agent, which must replace each obs-fold with one or
+// more SP before interpreting the value: the parser overwrites the CR and
+// LF of each fold in buf with spaces, in place, so the field's Value is one
+// line (e.g. "a,\r\n b" becomes "a,   b"). That is the only write to buf,
+// and parsing the rewritten bytes again gives the same result.
 // It does not allocate once r.Headers has grown to the traffic's size.
 func ParseResponseHead(buf []byte, r *Response, head bool, o Options) (int, error) {
 	var p HeadParser
 	return p.Parse(buf, r, head, o)
 }
 
-// HeadParser parses a response head that arrives in pieces, resuming at
-// the line where it stopped: a head of n bytes costs O(n) however it is
-// split. The zero value is ready; Reset before each head.
+// HeadParser parses a request or response head that arrives in pieces,
+// resuming at the line where it stopped: a head of n bytes costs O(n)
+// however it is split. The zero value is ready; Reset before each head.
 type HeadParser struct {
 	next     int  // start of the first line not yet parsed
 	scan     int  // where the search for the next LF resumes
-	started  bool // the status line was parsed
+	started  bool // the start line was parsed
 	valStart int  // offset in buf of the last field's value, for obs-fold
 }
 
@@ -98,27 +112,45 @@ func (p *HeadParser) Reset() { *p = HeadParser{} }
 // buffer that grew by append qualifies: the old array keeps its bytes);
 // where they moved, Reset and parse again. After an error, Reset.
 func (p *HeadParser) Parse(buf []byte, r *Response, head bool, o Options) (int, error) {
-	limit := o.MaxHeaderBytes
-	if limit <= 0 {
-		limit = DefaultMaxHeaderBytes
-	}
 	if p.scan == 0 {
 		r.Status, r.Reason = 0, nil
 		r.reset()
 	}
+	n, err := p.lines(buf, &r.Message, headLimit(o), errResponseTooLong, nil, r.parseStatusLine)
+	if err != nil {
+		return 0, err
+	}
+	return n, r.frame(head)
+}
+
+// headLimit is o.MaxHeaderBytes or its default.
+func headLimit(o Options) int {
+	if o.MaxHeaderBytes <= 0 {
+		return DefaultMaxHeaderBytes
+	}
+	return o.MaxHeaderBytes
+}
+
+// lines is the line loop of both heads: it resumes at the first line of buf
+// not yet parsed and goes on to the empty line that ends the header
+// section, whose end it returns. The start line goes to startLine, header
+// fields to m.Headers. A head longer than limit bytes is tooLarge. A folded
+// line is refused with foldErr, or with foldErr nil joined to the field
+// before it.
+func (p *HeadParser) lines(buf []byte, m *Message, limit int, tooLarge, foldErr error, startLine func([]byte) error) (int, error) {
 	for {
 		i := bytes.IndexByte(buf[p.scan:], '\n')
 		if i < 0 {
 			p.scan = len(buf)
 			if len(buf) > limit {
-				return 0, errResponseTooLong
+				return 0, tooLarge
 			}
 			return 0, ErrIncomplete
 		}
 		start, end := p.next, p.scan+i+1 // the line and the offset after its LF
 		p.scan, p.next = end, end
 		if end > limit {
-			return 0, errResponseTooLong
+			return 0, tooLarge
 		}
 		l := buf[start : end-1]
 		if len(l) > 0 && l[len(l)-1] == '\r' {
@@ -126,23 +158,35 @@ func (p *HeadParser) Parse(buf []byte, r *Response, head bool, o Options) (int, 
 		}
 		switch {
 		case !p.started:
-			if err := parseStatusLine(l, r); err != nil {
+			if err := startLine(l); err != nil {
 				return 0, err
 			}
 			p.started = true
 		case len(l) == 0:
-			return end, r.frame(head)
+			return end, nil
 		case l[0] == ' ' || l[0] == '\t': // obs-fold: the last value goes on
-			if len(r.Headers) == 0 || !validValue(l) {
+			if len(m.Headers) == 0 {
 				return 0, errBadHeader
 			}
-			r.Headers[len(r.Headers)-1].Value = trimOWS(buf[p.valStart : start+len(l)])
+			if foldErr != nil {
+				return 0, foldErr
+			}
+			if !validValue(l) {
+				return 0, errBadHeader
+			}
+			// Replace the line break before l with spaces (RFC 9112
+			// §5.2): the CR, if any, directly precedes the LF.
+			buf[start-1] = ' '
+			if buf[start-2] == '\r' {
+				buf[start-2] = ' '
+			}
+			m.Headers[len(m.Headers)-1].Value = trimOWS(buf[p.valStart : start+len(l)])
 		default:
 			name, value, err := field(l)
 			if err != nil {
 				return 0, err
 			}
-			r.Headers = append(r.Headers, Header{Name: name, Value: value})
+			m.Headers = append(m.Headers, Header{Name: name, Value: value})
 			// value is a tail of l trimmed at its end: its capacity says
 			// where it starts.
 			p.valStart = start + cap(l) - cap(value)
@@ -152,7 +196,7 @@ func (p *HeadParser) Parse(buf []byte, r *Response, head bool, o Options) (int, 
 
 // parseStatusLine parses "PROTO SP+ CODE [SP REASON]" as net/http does,
 // CODE exactly three bytes.
-func parseStatusLine(l []byte, r *Response) error {
+func (r *Response) parseStatusLine(l []byte) error {
 	sp := bytes.IndexByte(l, ' ')
 	if sp < 0 {
 		return errBadStatusLine
