@@ -16,16 +16,20 @@
 // exceptions allowed by RFC 9112: a request header line folded onto the next
 // line (obs-fold, §5.2) and whitespace between a field name and its colon
 // (§5.1) are rejected with 400 where net/http tolerates them. In responses
-// obs-fold is accepted, as §5.2 asks of a user agent. A chunked body's
-// trailer section must end in CRLF CRLF within 4 KiB (see ChunkedDecoder).
+// obs-fold is accepted, as §5.2 asks of a user agent, and the line break of
+// each fold is overwritten with spaces in the caller's buffer (the one write
+// a parser makes to it). A chunked body's trailer section must end in CRLF
+// CRLF within 4 KiB (see ChunkedDecoder).
 //
-// ParseResponseHead (and HeadParser, its resumable form) is the one
-// response-head parser: ParseResponse, ClientReader and the load generator
-// use it. ChunkedDecoder is the one chunked-body decoder, incremental: the
-// whole-buffer parsers, ClientReader and the load generator use it. ParseRequest also makes
-// the checks net/http's server adds after ReadRequest: an HTTP/1.1 request
-// without a Host field is refused (400), a major version other than 1 too
-// (505).
+// HeadParser is the one head parser, resumable: its ParseRequest serves
+// ParseRequest and ServerReader, its Parse serves ParseResponseHead,
+// ParseResponse, ClientReader and the load generator. ChunkedDecoder is the
+// one chunked-body decoder, incremental: the whole-buffer parsers, both
+// readers and the load generator use it. ServerReader and ClientReader
+// share one resume step, so either reads a message of n bytes in O(n)
+// however it is split into reads. ParseRequest also makes the checks
+// net/http's server adds after ReadRequest: an HTTP/1.1 request without a
+// Host field is refused (400), a major version other than 1 too (505).
 package http1
 
 import (

@@ -478,10 +478,10 @@ func BenchmarkServerReaderChunked(b *testing.B) {
 			msg, _ := chunkedRequest("", size, 1000)
 			b.SetBytes(int64(len(msg)))
 			c := &chunkConn{piece: 4 << 10}
+			rd := NewServerReader(c, Options{})
 			var r Request
 			for b.Loop() {
 				c.data = msg
-				rd := NewServerReader(c, Options{})
 				if err := rd.Next(&r); err != nil || len(r.Body) != size {
 					b.Fatalf("%d bytes, %v", len(r.Body), err)
 				}
