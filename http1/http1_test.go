@@ -356,7 +356,7 @@ func FuzzServerReaderChunking(f *testing.F) {
 	f.Add([]byte("GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"), []byte{0, 5, 200})
 	f.Add([]byte("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET / HTTP/1.0\r\n\r\n"), []byte{1})
 	f.Fuzz(func(t *testing.T, data, sizes []byte) {
-		type got struct{ method, target, body string }
+		type got struct{ method, target, headers, body string }
 		var want []got
 		var wantErr error
 		var r Request
@@ -372,7 +372,7 @@ func FuzzServerReaderChunking(f *testing.F) {
 				}
 				break
 			}
-			want = append(want, got{string(r.Method), string(r.Target), string(r.Body)})
+			want = append(want, got{string(r.Method), string(r.Target), fmt.Sprintf("%q", r.Headers), string(r.Body)})
 			rest = rest[n:]
 		}
 		rd := NewServerReader(&chunkConn{data: data, sizes: sizes}, Options{})
@@ -384,7 +384,7 @@ func FuzzServerReaderChunking(f *testing.F) {
 				}
 				return
 			}
-			if i >= len(want) || (got{string(r.Method), string(r.Target), string(r.Body)}) != want[i] {
+			if i >= len(want) || (got{string(r.Method), string(r.Target), fmt.Sprintf("%q", r.Headers), string(r.Body)}) != want[i] {
 				t.Fatalf("request %d: %q %q %q; want %v", i, r.Method, r.Target, r.Body, want)
 			}
 		}
@@ -487,5 +487,34 @@ func BenchmarkServerReaderChunked(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestServerReaderMovedHead checks the slices of a request whose head was
+// parsed before the read buffer moved (it grew for the body, or the
+// pending input was moved to its front).
+func TestServerReaderMovedHead(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 3*initialBuffer)
+	length := fmt.Appendf(nil, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	chunked, _ := chunkedRequest("", len(body), 5000)
+	for _, tt := range []struct {
+		name, ctype string
+		msg         []byte
+	}{
+		{"length", "text/plain", length},
+		{"chunked", "application/octet-stream", chunked},
+	} {
+		first := "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
+		rd := NewServerReader(&chunkConn{data: append([]byte(first), tt.msg...), piece: 1000}, Options{})
+		var r Request
+		if err := rd.Next(&r); err != nil || string(r.Target) != "/first" {
+			t.Fatalf("%s: first: %q, %v", tt.name, r.Target, err)
+		}
+		if err := rd.Next(&r); err != nil || len(r.Body) != len(body) {
+			t.Fatalf("%s: second: %d bytes, %v", tt.name, len(r.Body), err)
+		}
+		if got := string(r.Get("Content-Type")); got != tt.ctype || string(r.Target) != "/upload" || string(r.Method) != "POST" {
+			t.Fatalf("%s: %q %q, Content-Type %q, want POST /upload %q", tt.name, r.Method, r.Target, got, tt.ctype)
+		}
 	}
 }

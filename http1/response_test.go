@@ -277,9 +277,9 @@ func FuzzClientReaderChunking(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data, sizes []byte) {
 		type got struct {
-			status int
-			body   string
-			keep   bool
+			status        int
+			headers, body string
+			keep          bool
 		}
 		var want []got
 		var wantErr error
@@ -293,7 +293,7 @@ func FuzzClientReaderChunking(f *testing.F) {
 				}
 				break
 			}
-			want = append(want, got{r.Status, string(r.Body), r.KeepAlive})
+			want = append(want, got{r.Status, fmt.Sprintf("%q", r.Headers), string(r.Body), r.KeepAlive})
 			rest = rest[n:]
 		}
 		rd := NewClientReader(&chunkConn{data: data, sizes: sizes}, Options{})
@@ -305,7 +305,7 @@ func FuzzClientReaderChunking(f *testing.F) {
 				}
 				return
 			}
-			if i >= len(want) || (got{r.Status, string(r.Body), r.KeepAlive}) != want[i] {
+			if i >= len(want) || (got{r.Status, fmt.Sprintf("%q", r.Headers), string(r.Body), r.KeepAlive}) != want[i] {
 				t.Fatalf("response %d: %d %q %v; want %v", i, r.Status, r.Body, r.KeepAlive, want)
 			}
 		}
