@@ -490,31 +490,52 @@ func BenchmarkServerReaderChunked(b *testing.B) {
 	}
 }
 
-// TestServerReaderMovedHead checks the slices of a request whose head was
-// parsed before the read buffer moved (it grew for the body, or the
-// pending input was moved to its front).
-func TestServerReaderMovedHead(t *testing.T) {
+// TestReadersMovedHead checks the slices of a request or response whose
+// head was parsed before the read buffer moved (it grew for the body, or
+// the pending input was moved to its front).
+func TestReadersMovedHead(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 3*initialBuffer)
-	length := fmt.Appendf(nil, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	chunked, _ := chunkedRequest("", len(body), 5000)
+	request, _ := chunkedRequest("", len(body), 5000)
+	response, _ := chunkedResponse(len(body), 5000)
+	get := "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
+	noContent := "HTTP/1.1 204 No Content\r\n\r\n"
 	for _, tt := range []struct {
-		name, ctype string
-		msg         []byte
+		name, first, ctype string
+		msg                []byte
 	}{
-		{"length", "text/plain", length},
-		{"chunked", "application/octet-stream", chunked},
+		{"request length", get, "text/plain", fmt.Appendf(nil,
+			"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)},
+		{"request chunked", get, "application/octet-stream", request},
+		{"response length", noContent, "text/plain", fmt.Appendf(nil,
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)},
+		{"response chunked", noContent, "application/octet-stream", response},
 	} {
-		first := "GET /first HTTP/1.1\r\nHost: x\r\n\r\n"
-		rd := NewServerReader(&chunkConn{data: append([]byte(first), tt.msg...), piece: 1000}, Options{})
-		var r Request
-		if err := rd.Next(&r); err != nil || string(r.Target) != "/first" {
-			t.Fatalf("%s: first: %q, %v", tt.name, r.Target, err)
+		c := &chunkConn{data: append([]byte(tt.first), tt.msg...), piece: 1000}
+		var m *Message
+		var err error
+		if tt.first == get {
+			rd := NewServerReader(c, Options{})
+			var r Request
+			if err := rd.Next(&r); err != nil || string(r.Target) != "/first" {
+				t.Fatalf("%s: first: %q, %v", tt.name, r.Target, err)
+			}
+			err = rd.Next(&r)
+			if m = &r.Message; err == nil && (string(r.Method) != "POST" || string(r.Target) != "/upload") {
+				t.Fatalf("%s: request line %q %q, want POST /upload", tt.name, r.Method, r.Target)
+			}
+		} else {
+			rd := NewClientReader(c, Options{})
+			var r Response
+			if err := rd.Next(&r, time.Time{}); err != nil || r.Status != 204 {
+				t.Fatalf("%s: first: %d, %v", tt.name, r.Status, err)
+			}
+			err = rd.Next(&r, time.Time{})
+			if m = &r.Message; err == nil && r.Status != 200 {
+				t.Fatalf("%s: status %d, want 200", tt.name, r.Status)
+			}
 		}
-		if err := rd.Next(&r); err != nil || len(r.Body) != len(body) {
-			t.Fatalf("%s: second: %d bytes, %v", tt.name, len(r.Body), err)
-		}
-		if got := string(r.Get("Content-Type")); got != tt.ctype || string(r.Target) != "/upload" || string(r.Method) != "POST" {
-			t.Fatalf("%s: %q %q, Content-Type %q, want POST /upload %q", tt.name, r.Method, r.Target, got, tt.ctype)
+		if got := string(m.Get("Content-Type")); err != nil || len(m.Body) != len(body) || got != tt.ctype {
+			t.Fatalf("%s: second: %d bytes, Content-Type %q, %v; want %d bytes, %q", tt.name, len(m.Body), got, err, len(body), tt.ctype)
 		}
 	}
 }

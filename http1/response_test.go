@@ -360,35 +360,6 @@ func TestClientReaderResumes(t *testing.T) {
 	}
 }
 
-// TestClientReaderMovedHead checks the header slices of a response whose
-// head was parsed before the read buffer moved (it grew for the body, or
-// the pending input was moved to its front).
-func TestClientReaderMovedHead(t *testing.T) {
-	body := bytes.Repeat([]byte("x"), 3*initialBuffer)
-	length := fmt.Appendf(nil, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	chunked, _ := chunkedResponse(len(body), 5000)
-	for _, tt := range []struct {
-		name, ctype string
-		msg         []byte
-	}{
-		{"length", "text/plain", length},
-		{"chunked", "application/octet-stream", chunked},
-	} {
-		first := "HTTP/1.1 204 No Content\r\n\r\n"
-		rd := NewClientReader(&chunkConn{data: append([]byte(first), tt.msg...), piece: 1000}, Options{})
-		var r Response
-		if err := rd.Next(&r, time.Time{}); err != nil || r.Status != 204 {
-			t.Fatalf("%s: first: %d, %v", tt.name, r.Status, err)
-		}
-		if err := rd.Next(&r, time.Time{}); err != nil || len(r.Body) != len(body) {
-			t.Fatalf("%s: second: %d bytes, %v", tt.name, len(r.Body), err)
-		}
-		if got := string(r.Get("Content-Type")); got != tt.ctype || r.Status != 200 {
-			t.Fatalf("%s: status %d, Content-Type %q, want 200 %q", tt.name, r.Status, got, tt.ctype)
-		}
-	}
-}
-
 func benchResponse() []byte {
 	var w Writer
 	return w.AppendResponse(nil, ResponseHead{Status: 200, ContentType: "application/json"}, bytes.Repeat([]byte("x"), 600))
