@@ -9,7 +9,8 @@
 //
 //	serve -mode M       run an echo server (modes below) on 127.0.0.1:0, print its
 //	                    address, serve until stdin closes
-//	load -addr A        run the closed-loop client, print "rate N" (round trips per second)
+//	load -addr A        run the client (closed loop, or paced with -rate R round
+//	                    trips per second), print "rate N" (round trips per second)
 //	compare -a M -b M   interleave A and B for -rounds rounds and print each round's
 //	                    rates and the median B/A... ratio with min and max
 //
@@ -26,6 +27,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -122,8 +125,18 @@ func load(args []string) error {
 	size := fs.Int("size", 64, "message bytes")
 	d := fs.Duration("d", 2*time.Second, "measurement time (after a 10% warm-up)")
 	churn := fs.Bool("churn", false, "a new connection for every round trip (measures accepting)")
+	rate := fs.Float64("rate", 0, "round trips per second over all connections, paced (0: closed loop, as fast as the server answers)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
+		return fmt.Errorf("-rate %v: want a finite rate >= 0", *rate)
+	}
+	// Each connection sends on its own schedule, interval apart, so that
+	// a slow answer delays that connection's later sends (no catching up).
+	var interval time.Duration
+	if *rate > 0 {
+		interval = time.Duration(float64(*conns) / *rate * float64(time.Second))
 	}
 	g, err := carrier.New(carrier.Options{Carriers: 1})
 	if err != nil {
@@ -148,7 +161,12 @@ func load(args []string) error {
 			}()
 			n, all := int64(0), int64(0)
 			defer func() { count.Add(n); total.Add(all) }()
+			next := time.Now().Add(time.Duration(rand.Int64N(int64(interval) + 1))) // spread the first sends
 			for !stop.Load() {
+				if interval > 0 {
+					t.Sleep(time.Until(next))
+					next = next.Add(interval)
+				}
 				if c == nil {
 					var err error
 					if c, err = t.Dial(*addr, 5*time.Second); err != nil {
@@ -206,6 +224,7 @@ func compare(args []string) error {
 	d := fs.Duration("d", 2*time.Second, "measurement time per run")
 	size := fs.Int("size", 64, "message bytes")
 	churn := fs.Bool("churn", false, "a new connection for every round trip")
+	rate := fs.Float64("rate", 0, "paced round trips per second over all connections (0: closed loop); compare the servers' CPU per round trip below saturation")
 	waitName := fs.String("wait", carrier.DefaultWait, "idle strategy of the carrier servers")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -222,7 +241,7 @@ func compare(args []string) error {
 	for r := 1; r <= *rounds; r++ {
 		var res [2]result
 		for i, mode := range []string{*a, *b} {
-			res[i], err = runOnce(self, mode, *waitName, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn)
+			res[i], err = runOnce(self, mode, *waitName, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn, *rate)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, mode, err)
 			}
@@ -265,7 +284,7 @@ const clientBound = 0.9
 
 // runOnce starts a server pinned to scpus and a client pinned to ccpus and
 // returns the client's rate.
-func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool) (result, error) {
+func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool, rate float64) (result, error) {
 	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers), "-wait", waitName)
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(nServerCPUs))
 	srv.Stderr = os.Stderr
@@ -295,6 +314,9 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 		"-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size), "-d", d.String()}
 	if churn {
 		args = append(args, "-churn")
+	}
+	if rate > 0 {
+		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', -1, 64))
 	}
 	cl := exec.Command("taskset", args...)
 	cl.Env = append(os.Environ(), "GOMAXPROCS=1")
