@@ -35,3 +35,12 @@ func FuzzParseLoadOutput(f *testing.F) {
 		}
 	})
 }
+
+// A rate that cannot be paced is refused before any connection is made.
+func TestLoadRejectsBadRate(t *testing.T) {
+	for _, r := range []string{"-1", "NaN", "+Inf"} {
+		if err := load([]string{"-addr", "127.0.0.1:1", "-rate", r}); err == nil {
+			t.Errorf("-rate %s accepted", r)
+		}
+	}
+}
