@@ -70,9 +70,10 @@ func (t lineTarget) Ready() bool { return t.l.Busy() }
 // (wait.WakeStamper): the time of the last flip to busy, taken before the
 // driver wakes the sleepers. The strategy uses it only when it falls within
 // the block it ends, so it learns the idle period the driver drew rather
-// than that plus the wake-up latency, and learns B from the wake-ups.
+// than that plus the wake-up latency (the cells keep B fixed: FixedB).
 func (t lineTarget) WakeSent() int64 { return t.l.busyAt.Load() }
-func (t lineTarget) Poll() int       { return 0 }
+
+func (t lineTarget) Poll() int { return 0 }
 
 // Word exposes the polled word for UMONITOR: atomic.Uint32 holds only the
 // uint32 (its noCopy guard has no size), so its address is the word's.
