@@ -129,8 +129,8 @@ func load(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
-		return fmt.Errorf("-rate %v: want a finite rate >= 0", *rate)
+	if err := checkRate(*rate); err != nil {
+		return err
 	}
 	// Each connection sends on its own schedule, interval apart, so that
 	// a slow answer delays that connection's later sends (no catching up).
@@ -229,9 +229,19 @@ func compare(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	scpus, err := cpu.ParseList(*serverCPUs)
-	if err != nil {
+	if err := checkRate(*rate); err != nil {
 		return err
+	}
+	spec := runSpec{wait: *waitName, carriers: *carriers, conns: *conns, size: *size, d: *d, churn: *churn, rate: *rate}
+	var err error
+	if spec.serverCPUs, err = cpu.ParseList(*serverCPUs); err != nil {
+		return fmt.Errorf("-server-cpus: %w", err)
+	}
+	if spec.clientCPUs, err = cpu.ParseList(*clientCPUs); err != nil {
+		return fmt.Errorf("-client-cpus: %w", err)
+	}
+	if len(spec.serverCPUs) == 0 || len(spec.clientCPUs) == 0 {
+		return errors.New("-server-cpus and -client-cpus must each name at least one CPU")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -241,7 +251,7 @@ func compare(args []string) error {
 	for r := 1; r <= *rounds; r++ {
 		var res [2]result
 		for i, mode := range []string{*a, *b} {
-			res[i], err = runOnce(self, mode, *waitName, *serverCPUs, *clientCPUs, len(scpus), *carriers, *conns, *size, *d, *churn, *rate)
+			res[i], err = runOnce(self, mode, spec)
 			if err != nil {
 				return fmt.Errorf("round %d %s: %w", r, mode, err)
 			}
@@ -267,6 +277,14 @@ func compare(args []string) error {
 	return nil
 }
 
+// checkRate refuses a -rate that cannot be paced.
+func checkRate(rate float64) error {
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		return fmt.Errorf("-rate %v: want a finite rate >= 0", rate)
+	}
+	return nil
+}
+
 // summary formats the median, min and max of xs.
 func summary(xs []float64) string {
 	slices.Sort(xs)
@@ -282,11 +300,22 @@ type result struct{ rate, perCPU, clientBusy float64 }
 // limited by the client.
 const clientBound = 0.9
 
-// runOnce starts a server pinned to scpus and a client pinned to ccpus and
-// returns the client's rate.
-func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, conns, size int, d time.Duration, churn bool, rate float64) (result, error) {
-	srv := exec.Command("taskset", "-c", scpus, self, "serve", "-mode", mode, "-carriers", strconv.Itoa(carriers), "-wait", waitName)
-	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(nServerCPUs))
+// runSpec is what every run of a comparison shares.
+type runSpec struct {
+	serverCPUs, clientCPUs cpu.Set // taskset lists, never empty
+	wait                   string  // the carrier servers' idle strategy
+	carriers, conns, size  int
+	d                      time.Duration
+	churn                  bool
+	rate                   float64 // paced round trips per second; 0: closed loop
+}
+
+// runOnce starts a server in mode pinned to the spec's server CPUs and a
+// client pinned to its client CPUs, and returns the run's figures.
+func runOnce(self, mode string, sp runSpec) (result, error) {
+	srv := exec.Command("taskset", "-c", sp.serverCPUs.String(), self, "serve", "-mode", mode,
+		"-carriers", strconv.Itoa(sp.carriers), "-wait", sp.wait)
+	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(len(sp.serverCPUs)))
 	srv.Stderr = os.Stderr
 	stdin, err := srv.StdinPipe()
 	if err != nil {
@@ -310,13 +339,11 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 	if err != nil {
 		return result{}, fmt.Errorf("server gave no address: %w", err)
 	}
-	args := []string{"-c", ccpus, self, "load", "-addr", strings.TrimSpace(addr),
-		"-conns", strconv.Itoa(conns), "-size", strconv.Itoa(size), "-d", d.String()}
-	if churn {
+	args := []string{"-c", sp.clientCPUs.String(), self, "load", "-addr", strings.TrimSpace(addr),
+		"-conns", strconv.Itoa(sp.conns), "-size", strconv.Itoa(sp.size), "-d", sp.d.String(),
+		"-rate", strconv.FormatFloat(sp.rate, 'f', -1, 64)}
+	if sp.churn {
 		args = append(args, "-churn")
-	}
-	if rate > 0 {
-		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', -1, 64))
 	}
 	cl := exec.Command("taskset", args...)
 	cl.Env = append(os.Environ(), "GOMAXPROCS=1")
@@ -327,11 +354,7 @@ func runOnce(self, mode, waitName, scpus, ccpus string, nServerCPUs, carriers, c
 		return result{}, fmt.Errorf("client: %w", err)
 	}
 	clientCPU := cl.ProcessState.UserTime() + cl.ProcessState.SystemTime()
-	nClientCPUs := 1
-	if cc, err := cpu.ParseList(ccpus); err == nil && len(cc) > 0 {
-		nClientCPUs = len(cc)
-	}
-	r := result{clientBusy: clientCPU.Seconds() / time.Since(began).Seconds() / float64(nClientCPUs)}
+	r := result{clientBusy: clientCPU.Seconds() / time.Since(began).Seconds() / float64(len(sp.clientCPUs))}
 	var total float64
 	if r.rate, total, err = parseLoadOutput(out); err != nil {
 		return result{}, err

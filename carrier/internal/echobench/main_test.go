@@ -48,3 +48,19 @@ func TestLoadRejectsBadRate(t *testing.T) {
 		}
 	}
 }
+
+// compare refuses bad input before it starts any process.
+func TestCompareRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-rate", "-5"}, "-rate"},
+		{[]string{"-client-cpus", ""}, "at least one CPU"},
+		{[]string{"-server-cpus", "x"}, "-server-cpus"},
+	} {
+		if err := compare(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("compare(%q) = %v, want an error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
