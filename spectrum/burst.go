@@ -185,7 +185,8 @@ type hybridClock struct {
 }
 
 // maxSleep bounds one sleep of the real clock: how long a stop may wait.
-const maxSleep = 50 * time.Millisecond
+// It is the raw sleep's own bound (unix.Nanosleep cuts longer ones short).
+const maxSleep = unix.MaxRawSleep * time.Nanosecond
 
 func (c *hybridClock) Now() int64 { return c.now() }
 

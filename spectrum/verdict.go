@@ -116,16 +116,20 @@ const signLevel = 0.05
 // the medians, in how many paired rounds the top one was higher, and the
 // test's p.
 func worst(m map[string]*Result, get func(Sample) float64) (names string, ties []string) {
-	values := func(r *Result) []float64 {
+	vals := map[string][]float64{} // per mode, per round
+	meds := map[string]float64{}
+	top, hi := "", math.Inf(-1)
+	for mode, r := range m {
 		v := make([]float64, len(r.Rounds))
 		for i, s := range r.Rounds {
 			v[i] = get(s)
 		}
-		return v
-	}
-	top, hi := "", math.Inf(-1)
-	for mode, r := range m {
-		if med := medianOf(values(r)); med > hi || (med == hi && mode < top) {
+		med := medianOf(v)
+		if math.IsNaN(med) {
+			continue // nothing measured: never named
+		}
+		vals[mode], meds[mode] = v, med
+		if med > hi || (med == hi && mode < top) {
 			top, hi = mode, med
 		}
 	}
@@ -133,28 +137,26 @@ func worst(m map[string]*Result, get func(Sample) float64) (names string, ties [
 		return "", nil
 	}
 	named := []string{top}
-	tv := values(m[top])
-	for mode, r := range m {
-		if mode == top || math.IsNaN(medianOf(values(r))) {
+	tv := vals[top]
+	for mode, v := range vals {
+		if mode == top {
 			continue
 		}
-		var diffs []float64
+		var diffs []float64 // top minus mode, paired rounds that differ
 		wins := 0
-		for i, x := range values(r) {
-			if i >= len(tv) || math.IsNaN(x) || math.IsNaN(tv[i]) || x == tv[i] {
-				continue
-			}
-			diffs = append(diffs, tv[i]-x)
-			if tv[i] > x {
-				wins++
+		for i, x := range v {
+			if i < len(tv) && !math.IsNaN(x) && !math.IsNaN(tv[i]) && x != tv[i] {
+				diffs = append(diffs, tv[i]-x)
+				if tv[i] > x {
+					wins++
+				}
 			}
 		}
-		n := len(diffs)
-		p := signedRankTail(diffs)
+		n, p := len(diffs), signedRankTail(diffs)
 		if n == 0 || (wins < n && p > signLevel) {
 			named = append(named, mode)
 			ties = append(ties, fmt.Sprintf("%s %.3g against %s %.3g (medians): higher in %d of %d paired rounds, signed-rank p = %.2f",
-				top, hi, mode, medianOf(values(r)), wins, n, p))
+				top, hi, mode, meds[mode], wins, n, p))
 		}
 	}
 	slices.Sort(named)
