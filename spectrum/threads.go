@@ -133,15 +133,15 @@ func enoughProcs(threads int) (restore func()) {
 	return func() {}
 }
 
-// noGC collects garbage now and turns the collector off until the returned
-// function is called. A collection stops the world, and the world stops only
+// noGC turns the collector off until the returned function is called
+// (SetGCPercent(-1) waits for a collection under way to finish, so none
+// runs once it returns). A collection stops the world, and the world stops only
 // once every goroutine has reached a safe point: a foreground thread sharing
 // a CPU with a real-time poller that spins may not run for hundreds of
 // milliseconds (until the kernel's real-time throttling lets it), and the
 // driver and pollers stand still all that time (dev-2vcpu: flips 874ms late).
 // A run allocates only its wake-latency records, bounded by maxWakes.
 func noGC() (restore func()) {
-	runtime.GC()
 	prev := debug.SetGCPercent(-1)
 	return func() { debug.SetGCPercent(prev) }
 }
