@@ -70,6 +70,10 @@ type Carrier struct {
 	events []unix.EpollEvent
 	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
 	polled bool // I/O was polled since the last drain
+	// quota is what is left of the current drain round: how many of the
+	// tasks that were in the FIFO, the local queue and the inject queue
+	// when the round began have still to run (see drain).
+	quota [3]int
 	// now is the carrier thread's latest clock reading (wait.Now), taken
 	// where the loop reads the clock anyway (each turn, after a poll that
 	// returned events, after each task in a drain): tasks made runnable on
@@ -339,9 +343,13 @@ func (c *Carrier) fireTimers(now int64) {
 
 // drain runs runnable tasks until none is left or the budget is spent,
 // always at least one. It works in rounds: each round runs what was queued
-// when it began (the LIFO slot, then the local FIFO, the local queue and the
-// inject queue), so a task that yields or is woken during a round waits
-// behind everything that was queued before it, and no queue starves another.
+// when it began (the local FIFO, the local queue and the inject queue, in
+// that order), so a task that yields or is woken during a round waits
+// behind everything that was queued before it. A drain whose budget runs
+// out mid-round leaves the rest of the round (c.quota) to the next drain,
+// so no queue starves another however much work the others hold: a new
+// submission waits for at most one round. The LIFO slot (the task just
+// woken by I/O) runs first in every pass.
 func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
@@ -356,9 +364,11 @@ func (c *Carrier) drain(start int64) {
 	}
 rounds:
 	for {
-		nf, nl, ni := c.fifo.n, c.local.len(), c.inject.len()
-		if c.lifo == nil && nf+nl+ni == 0 {
-			break
+		if c.quota == [3]int{} { // the last round is done: begin one with what is queued now
+			c.quota = [3]int{c.fifo.n, c.local.len(), c.inject.len()}
+			if c.lifo == nil && c.quota == [3]int{} {
+				break
+			}
 		}
 		if t := c.lifo; t != nil {
 			c.lifo = nil
@@ -368,11 +378,12 @@ rounds:
 				break
 			}
 		}
-		quota := [...]int{nf, nl, ni}
-		for q, k := range quota {
-			for ; k > 0; k-- {
-				t := c.popFrom(q) // nil when thieves took the rest of the inject queue
-				if t == nil {
+		for q := range c.quota {
+			for c.quota[q] > 0 {
+				c.quota[q]--
+				t := c.popFrom(q)
+				if t == nil { // thieves took the rest of the inject queue, or a thief the FIFO's
+					c.quota[q] = 0
 					break
 				}
 				c.run(t)

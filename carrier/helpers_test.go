@@ -117,3 +117,9 @@ func inTaskWithConn(t *testing.T, o Options, serve func(net.Conn), fn func(tk *T
 		fn(tk, c)
 	})
 }
+
+// spin busies the calling task for about d without parking.
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}

@@ -329,3 +329,47 @@ func TestDialNames(t *testing.T) {
 		t.Skipf("host name %q does not resolve to loopback: only localhost was dialed", host)
 	}
 }
+
+// TestDrainServesEveryQueue: one carrier kept busy by tasks that always
+// yield (more work per pass than the drain budget) still starts a new
+// submission, runs a SubmitLocal task and resumes an offloaded task: each
+// drain goes on with the round the last one left, instead of beginning
+// with the FIFO again.
+func TestDrainServesEveryQueue(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	c := g.Carrier(0)
+	const busy = 8
+	var stop atomic.Bool
+	defer stop.Store(true) // the group's Close (a cleanup) then waits for the tasks to return
+	var started atomic.Int32
+	allStarted := make(chan struct{})
+	for i := 0; i < busy; i++ {
+		c.Submit(func(tk *Task) {
+			if started.Add(1) == busy {
+				close(allStarted)
+			}
+			for !stop.Load() {
+				spin(30 * time.Microsecond) // 8 x 30µs: every pass's budget (50µs) is spent in the FIFO
+				tk.Yield()
+			}
+		})
+	}
+	within(t, allStarted, 5*time.Second, "busy tasks submitted together") // the first ones yield before the last start
+	for _, tc := range []struct {
+		name   string
+		submit func(fn func(*Task)) error
+	}{
+		{"Submit (inject queue)", c.Submit},
+		{"SubmitLocal (local queue)", c.SubmitLocal},
+		{"Offload resumption (local queue)", func(fn func(*Task)) error {
+			return c.Submit(func(tk *Task) { tk.Offload(func() {}); fn(tk) })
+		}},
+	} {
+		ran := make(chan struct{})
+		if err := tc.submit(func(*Task) { close(ran) }); err != nil {
+			t.Fatal(err)
+		}
+		within(t, ran, 5*time.Second, tc.name+" behind always-runnable tasks")
+	}
+}
