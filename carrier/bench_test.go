@@ -1,10 +1,13 @@
 package carrier
 
 import (
+	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
@@ -88,3 +91,62 @@ func BenchmarkGoLocal(b *testing.B) {
 // and back, client and server tasks on two carriers of one group, and
 // reports allocations: the Read/Write/park path allocates nothing.
 func BenchmarkEchoRoundTrip(b *testing.B) { benchEcho(b, 2, 0) }
+
+// BenchmarkImbalance measures what floating mode buys when work is
+// unevenly placed after it started: 16 tasks start on carrier 0 of two
+// stealing carriers while carrier 1 is busy, then carrier 1 goes idle.
+// Each task runs b.N/16 iterations of 20µs of computation and a Yield
+// (compute), plus a 64-byte round trip on a conn it dialed to an echo
+// server on a third, pinned carrier (echo). Pinned carriers cannot move a
+// started task, so carrier 0 runs all of them; floating carriers hand
+// half over, with their conns. Metric: ns per iteration, from carrier 1's
+// release to the last task's end.
+func BenchmarkImbalance(b *testing.B) {
+	for _, work := range []string{"compute", "echo"} {
+		for _, float := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/float=%v", work, float), func(b *testing.B) {
+				const n = 16
+				per := max(1, b.N/n)
+				var addr string
+				if work == "echo" {
+					_, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
+					addr = l.Addr().String()
+				}
+				var failed atomic.Value
+				b.ReportAllocs()
+				b.ResetTimer()
+				_, el := imbalance(b, Options{Carriers: 2, Steal: true, Float: float}, n, func(tk *Task, _ *Carrier) {
+					var c *Conn
+					if addr != "" {
+						var err error
+						if c, err = tk.Dial(addr, 5*time.Second); err != nil {
+							failed.Store(err)
+							return
+						}
+						defer c.Close()
+					}
+					msg := make([]byte, 64)
+					for i := 0; i < per; i++ {
+						spin(20 * time.Microsecond)
+						if c != nil {
+							if _, err := c.Write(msg); err != nil {
+								failed.Store(err)
+								return
+							}
+							if _, err := io.ReadFull(c, msg); err != nil {
+								failed.Store(err)
+								return
+							}
+						}
+						tk.Yield()
+					}
+				})
+				b.StopTimer()
+				if err, ok := failed.Load().(error); ok {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(el.Nanoseconds())/float64(per*n), "ns/iter")
+			})
+		}
+	}
+}

@@ -18,7 +18,10 @@
 // created on a locked thread from another thread. Inside a task, Conn
 // offers blocking-style I/O that parks the task on the home epoll, and
 // Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
-// when enabled, moves only tasks that have not started.
+// when enabled, moves only tasks that have not started, except in floating
+// mode (Options.Float: carriers not locked to threads), where a busy
+// carrier also hands runnable started tasks, with the conns they own, to an
+// idle one (float.go).
 //
 // See docs/carrier.md for the options, what can and cannot be stolen, and
 // the telemetry fields.
@@ -84,6 +87,12 @@ type Carrier struct {
 	// run ended, so the drain stamps it with the clock reading it takes next.
 	yielded *Task
 
+	// Floating mode (Options.Float): an idle sibling asks a busy carrier
+	// to hand over started tasks (asked), judging by how many runnable
+	// tasks wait in its FIFO (backlog, published at each drain round).
+	asked   atomic.Pointer[Carrier]
+	backlog atomic.Int32
+
 	rng       uint64
 	siblings  []*Carrier // steal candidates in scope
 	stealBuf  []*Task
@@ -137,6 +146,7 @@ func (c *Carrier) SubmitLocal(fn func(*Task)) error {
 		return fmt.Errorf("carrier %d: submit: nil function", c.id)
 	}
 	t := newTask(fn)
+	t.stay = true
 	if !c.local.push(t) {
 		t.release()
 		return fmt.Errorf("carrier %d: submit: %w", c.id, ErrGroupClosed)
@@ -362,6 +372,9 @@ func (c *Carrier) drain(start int64) {
 		}
 		return c.stopping.Load() || c.now-start >= budget
 	}
+	if c.g.opts.Float {
+		c.floatRound()
+	}
 rounds:
 	for {
 		if c.quota == [3]int{} { // the last round is done: begin one with what is queued now
@@ -426,6 +439,10 @@ func (c *Carrier) run(t *Task) {
 		t.co = co
 		t.home = c
 		gauge(&c.stats.tasksLive, 1)
+	} else if t.home != c { // a started task handed over by a sibling (Float)
+		c.adoptTask(t)
+		add(&c.stats.stealsIn, 1)
+		add(&c.stats.migrationsIn, 1)
 	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
@@ -453,27 +470,34 @@ func (c *Carrier) finish(t *Task) {
 	t.release()
 }
 
-// start runs on the carrier's own goroutine: it locks the thread, names and
-// pins it, reports the outcome on startErr and runs the loop.
+// start runs on the carrier's own goroutine: it binds the thread (unless
+// the carrier floats), reports the outcome on startErr and runs the loop.
 func (c *Carrier) start() {
-	// The thread is never unlocked: when the goroutine ends the runtime
-	// discards the thread, with the name and affinity given to it here.
+	if !c.g.opts.Float {
+		if err := c.bindThread(); err != nil {
+			c.startErr <- fmt.Errorf("carrier %d: %w", c.id, err)
+			c.shutdown()
+			close(c.done)
+			return
+		}
+	}
+	c.startErr <- nil
+	c.loop()
+	c.shutdown()
+	close(c.done)
+}
+
+// bindThread locks the carrier's goroutine to its thread, names the thread
+// and pins it. The thread is never unlocked: when the goroutine ends the
+// runtime discards the thread, with the name and affinity given to it here.
+func (c *Carrier) bindThread() error {
 	runtime.LockOSThread()
 	c.tid.Store(int64(unix.Gettid()))
 	err := unix.SetThreadName(fmt.Sprintf("carrier-%d", c.id))
 	if err == nil && len(c.affinity) > 0 {
 		err = cpu.Pin(c.affinity)
 	}
-	if err != nil {
-		c.startErr <- fmt.Errorf("carrier %d: %w", c.id, err)
-		c.shutdown()
-		close(c.done)
-		return
-	}
-	c.startErr <- nil
-	c.loop()
-	c.shutdown()
-	close(c.done)
+	return err
 }
 
 // shutdown stops every coroutine (parked tasks unwind with errStopped and
@@ -483,8 +507,11 @@ func (c *Carrier) shutdown() {
 		t.release()
 	}
 	for _, t := range c.local.close() {
-		if t.co == nil { // a SubmitLocal task that never started
+		switch {
+		case t.co == nil: // a SubmitLocal task that never started
 			t.release()
+		case t.home != c: // handed over by a sibling and not run yet
+			c.adoptTask(t) // so that its coroutine is stopped and its conns closed below
 		} // else a resumption: its coroutine is stopped below
 	}
 	c.lifo = nil

@@ -58,6 +58,16 @@ func (c *Carrier) register(pd *pollDesc) error {
 	return nil
 }
 
+// forget drops pd from c's fd table; the caller closes the fd or deletes
+// it from the epoll set.
+func (c *Carrier) forget(pd *pollDesc) {
+	c.fds[pd.slot] = nil
+	c.free = append(c.free, pd.slot)
+	if pd.conn {
+		gauge(&c.stats.openConns, -1)
+	}
+}
+
 // shut closes the fd, forgets it and wakes the tasks parked on it (they see
 // closed). The kernel drops a closed fd from the epoll set.
 func (pd *pollDesc) shut() {
@@ -66,11 +76,7 @@ func (pd *pollDesc) shut() {
 	}
 	pd.closed = true
 	c := pd.c
-	c.fds[pd.slot] = nil
-	c.free = append(c.free, pd.slot)
-	if pd.conn {
-		gauge(&c.stats.openConns, -1)
-	}
+	c.forget(pd)
 	unix.Close(pd.fd)
 	if t := pd.rwait; t != nil {
 		c.wakeTask(t, false)

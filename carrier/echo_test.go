@@ -76,12 +76,13 @@ func runEchoClients(t *testing.T, addr string, conns, msgs int) {
 func TestEchoMatrix(t *testing.T) {
 	for _, carriers := range []int{1, 2} {
 		for _, w := range strategies {
-			for _, steal := range []bool{false, true} {
+			for _, mode := range []struct{ steal, float bool }{{false, false}, {true, false}, {true, true}} {
+				steal := mode.steal
 				for _, reuse := range []bool{false, true} {
-					name := fmt.Sprintf("carriers=%d/wait=%s/steal=%v/reuseport=%v", carriers, w, steal, reuse)
+					name := fmt.Sprintf("carriers=%d/wait=%s/steal=%v/float=%v/reuseport=%v", carriers, w, steal, mode.float, reuse)
 					t.Run(name, func(t *testing.T) {
 						checkLeaks(t)
-						g := newGroupOrSkip(t, Options{Carriers: carriers, Wait: w, Steal: steal})
+						g := newGroupOrSkip(t, Options{Carriers: carriers, Wait: w, Steal: steal, Float: mode.float})
 						l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{ReusePort: reuse})
 						if err != nil {
 							t.Fatal(err)

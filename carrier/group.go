@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ type Group struct {
 // its P for good, and goroutines need one more.
 func New(o Options) (*Group, error) {
 	o = o.withDefaults()
+	if err := o.Check(); err != nil {
+		return nil, fmt.Errorf("carrier: %w", err)
+	}
 	p, err := plan(o)
 	if err != nil {
 		return nil, fmt.Errorf("carrier: place carriers: %w", err)
@@ -224,7 +228,8 @@ func (g *Group) Snapshot() []Telemetry {
 }
 
 // ErrCloseInTask is returned by Close called from a task of the group,
-// which would wait for its own carrier to stop.
+// which would wait for its own carrier to stop (with Float, from a task of
+// any group: floating carriers have no thread to recognise).
 var ErrCloseInTask = errors.New("carrier: Group.Close called from one of its tasks")
 
 // Close stops every carrier, closing every conn and listener, waits for
@@ -263,8 +268,14 @@ func (g *Group) Close() error {
 }
 
 // onCarrierThread reports whether the caller runs on one of g's carriers
-// (inside a task), where waiting for a carrier would deadlock.
+// (inside a task), where waiting for a carrier would deadlock. Floating
+// carriers have no thread of their own: there it reports whether the
+// caller is a task of any group, from its stack (this runs only when a
+// group or listener closes).
 func (g *Group) onCarrierThread() bool {
+	if g.opts.Float {
+		return calledFromTask()
+	}
 	tid := int64(unix.Gettid())
 	for _, c := range g.carriers {
 		if c.tid.Load() == tid {
@@ -272,6 +283,21 @@ func (g *Group) onCarrierThread() bool {
 		}
 	}
 	return false
+}
+
+// taskFrame names the function at the bottom of every task's stack.
+var taskFrame = []byte("spindle/carrier.(*coro).body(")
+
+// calledFromTask reports whether the calling goroutine is a task's coroutine.
+func calledFromTask() bool {
+	buf := make([]byte, 16<<10)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) { // the whole stack: a task's coroutine frame is at its bottom
+			return bytes.Contains(buf[:n], taskFrame)
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }

@@ -104,7 +104,8 @@ type Options struct {
 	// Wait names the idle strategy (block, busy, pause, adaptive, tpause,
 	// umwait) passed to wait.New; "": DefaultWait.
 	Wait string
-	// Steal lets an idle carrier take unstarted work from a sibling.
+	// Steal lets an idle carrier take unstarted work from a sibling (and,
+	// with Float, started tasks that are runnable).
 	Steal bool
 	// StealScope limits where a thief looks: every carrier or its L3 cluster.
 	StealScope Scope
@@ -115,6 +116,14 @@ type Options struct {
 	// offloaded goroutines): carriers run on the others and the process's
 	// other threads are moved onto it.
 	NPlusOne bool
+	// Float runs carriers on goroutines that are not locked to OS threads
+	// ("floating" mode). The Go runtime then lets one carrier resume a
+	// coroutine started by another, so with Steal an idle carrier may take
+	// over a busy sibling's runnable started tasks, with the conns they
+	// own (see docs/carrier.md, "Floating mode"). Carrier threads are then
+	// neither named nor pinned: Float refuses Pin, NPlusOne and CPUs
+	// (restrict the whole process instead, with taskset).
+	Float bool
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
 	OpBudget int
@@ -122,6 +131,27 @@ type Options struct {
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
 	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
 	SysRoot string
+}
+
+// Check refuses combinations of options that cannot work (New calls it).
+func (o Options) Check() error {
+	if !o.Float {
+		return nil
+	}
+	var bound []string
+	if o.Pin != PinOff {
+		bound = append(bound, "Pin "+o.Pin.String())
+	}
+	if o.NPlusOne {
+		bound = append(bound, "NPlusOne")
+	}
+	if len(o.CPUs) > 0 {
+		bound = append(bound, "CPUs "+o.CPUs.String())
+	}
+	if len(bound) > 0 {
+		return fmt.Errorf("floating carriers are not bound to threads, so Float excludes %s: restrict the whole process with taskset instead", strings.Join(bound, ", "))
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {

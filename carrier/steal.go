@@ -1,11 +1,13 @@
 package carrier
 
-// Work stealing moves only tasks that have not started: those waiting in a
+// Work stealing moves tasks that have not started: those waiting in a
 // carrier's inject queue (Submit, Group.Go, Task.Go, accepted connections
 // of a reuseport listener). A started task's coroutine was created on its
 // carrier's locked thread and the Go runtime throws if another thread
 // resumes it, so the LIFO slot, the local FIFO (which holds resumed tasks)
-// and the local queue (Offload resumptions, SubmitLocal) are never touched.
+// and the local queue (Offload resumptions, SubmitLocal) are never touched
+// by a thief. Floating carriers (float.go) are not locked: there the owner
+// of a FIFO hands started tasks over when a thief asks.
 
 // steal is called by an idle carrier: it looks at two random siblings in
 // its scope and takes half of the longer inject queue into its own FIFO. At
@@ -33,6 +35,9 @@ func (c *Carrier) steal() bool {
 		v = b
 	}
 	if v.inject.len() == 0 {
+		if g.opts.Float {
+			c.ask(a, b)
+		}
 		return false
 	}
 	c.stealBuf = v.inject.stealHalf(c.stealBuf[:0])

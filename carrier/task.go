@@ -33,6 +33,7 @@ type Task struct {
 
 	readyAt int64 // wait.Now when the task last became runnable (submitted, woken, resumed), for submit-to-run telemetry
 	ops     int   // I/O operations completed since the task last blocked
+	stay    bool  // never handed to another carrier once started (SubmitLocal, accept tasks)
 
 	owned    []*Conn // conns the task holds: closed if it panics
 	accepted *Conn   // the handler's conn: closed when the task ends
@@ -172,7 +173,6 @@ func (t *Task) disown(cn *Conn) {
 // on its carrier's thread, so starting a task allocates nothing once the
 // pool is warm.
 type coro struct {
-	c     *Carrier
 	next  func() (bool, bool)
 	stop  func()
 	yield func(bool) bool
@@ -184,7 +184,7 @@ type coro struct {
 func (co *coro) body(yield func(bool) bool) {
 	co.yield = yield
 	for {
-		co.c.execute(co.task)
+		execute(co.task)
 		if !yield(true) {
 			return
 		}
@@ -192,7 +192,7 @@ func (co *coro) body(yield func(bool) bool) {
 }
 
 func (c *Carrier) newCoro() *coro {
-	co := &coro{c: c}
+	co := &coro{}
 	co.next, co.stop = iter.Pull(co.body)
 	c.coros[co] = struct{}{}
 	return co
@@ -204,11 +204,11 @@ const maxIdleCoros = 1024
 
 // execute runs t's function in the current coroutine, recovering a panic:
 // the panic is counted and the conns the task holds are closed.
-func (c *Carrier) execute(t *Task) {
+func execute(t *Task) {
 	defer func() {
 		if p := recover(); p != nil {
 			if p != errStopped {
-				add(&c.stats.panics, 1)
+				add(&t.home.stats.panics, 1) // t.home: a floating task may have moved since it started
 			}
 			for len(t.owned) > 0 {
 				t.owned[len(t.owned)-1].Close()

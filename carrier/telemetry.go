@@ -110,7 +110,8 @@ func (h *histRec) snapshot() Histogram {
 func add(c *atomic.Uint64, d uint64) { c.Store(c.Load() + d) }
 
 // stats is a carrier's telemetry. Its carrier is the only writer of every
-// field except stealsOut, which thieves increment on the (cold) steal path.
+// field except stealsOut, which thieves increment on the (cold) steal path
+// (and a floating carrier when it hands tasks over).
 type stats struct {
 	ioCycles, ioEvents atomic.Uint64
 	drains, tasksRun   atomic.Uint64
@@ -118,6 +119,7 @@ type stats struct {
 	submitToRun        histRec
 	stealsIn           atomic.Uint64
 	stealsOut          atomic.Uint64
+	migrationsIn       atomic.Uint64
 	waits              [numKinds]atomic.Uint64
 	spunNs, blockedNs  atomic.Uint64
 	panics             atomic.Uint64
@@ -152,6 +154,7 @@ type Telemetry struct {
 	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
 	StealsIn       uint64            `json:"steals_in"`       // tasks this carrier took from others
 	StealsOut      uint64            `json:"steals_out"`      // tasks others took from this carrier
+	MigrationsIn   uint64            `json:"migrations_in"`   // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
 	Waits          map[string]uint64 `json:"waits"`           // idle waits by wait.Kind: none, spin, block, timer
 	SpunNs         uint64            `json:"spun_ns"`         // ns spent spinning while idle
 	BlockedNs      uint64            `json:"blocked_ns"`      // ns spent blocked in epoll_wait while idle
@@ -203,6 +206,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.SubmitToRun = t.SubmitToRun.combine(o.SubmitToRun, op)
 	d.StealsIn = op(t.StealsIn, o.StealsIn)
 	d.StealsOut = op(t.StealsOut, o.StealsOut)
+	d.MigrationsIn = op(t.MigrationsIn, o.MigrationsIn)
 	d.Waits = make(map[string]uint64, max(len(t.Waits), len(o.Waits)))
 	for k, v := range t.Waits {
 		d.Waits[k] = op(v, o.Waits[k])
@@ -231,6 +235,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		SubmitToRun:    s.submitToRun.snapshot(),
 		StealsIn:       s.stealsIn.Load(),
 		StealsOut:      s.stealsOut.Load(),
+		MigrationsIn:   s.migrationsIn.Load(),
 		Waits:          make(map[string]uint64, numKinds),
 		SpunNs:         s.spunNs.Load(),
 		BlockedNs:      s.blockedNs.Load(),

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -499,6 +500,55 @@ func TestBackendBodyLimit(t *testing.T) {
 			if _, got := c.read(tc.status); tc.status == 200 && got != "[]" {
 				t.Fatalf("%s: body %q, want []", tc.path, got)
 			}
+		})
+	}
+}
+
+// TestFloatingCarriers serves keep-alive clients on two floating, stealing
+// carriers in both carrier modes: handler tasks (and the client and backend
+// conns they own) may move between carriers mid-connection, and every
+// answer must still be right.
+func TestFloatingCarriers(t *testing.T) {
+	for _, mode := range []Mode{ModeHandoff, ModeCarrier} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e := setup(t, mode, mock.Options{}, false, Options{
+				Threads: 2, Carrier: carrier.Options{Steal: true, Float: true},
+			})
+			const conns, requests = 16, 40
+			tr := &http.Transport{MaxIdleConnsPerHost: conns}
+			defer tr.CloseIdleConnections()
+			cl := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+			errs := make(chan error, conns)
+			var wg sync.WaitGroup
+			for i := 0; i < conns; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := 0; r < requests; r++ {
+						resp, err := cl.Get("http://" + e.addr + "/fruits")
+						if err != nil {
+							errs <- err
+							return
+						}
+						b, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), "Apple") {
+							errs <- fmt.Errorf("request %d: status %d, body %.40q, %v", r, resp.StatusCode, b, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			var moved uint64
+			for _, c := range e.srv.group.Snapshot() {
+				moved += c.MigrationsIn
+			}
+			t.Logf("%d handler tasks moved between carriers", moved)
 		})
 	}
 }

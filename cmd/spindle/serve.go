@@ -24,7 +24,7 @@ func init() {
 type serveArgs struct {
 	mode, backend, wait, wsScope, topology, host string
 	port, threads, adminPort                     int
-	ws, nplus1, reusePort                        bool
+	ws, float, nplus1, reusePort                 bool
 	cpus                                         cpuSetFlag
 	backendTimeout                               time.Duration
 }
@@ -42,6 +42,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
+	fs.BoolVar(&a.float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.StringVar(&a.wsScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
 	fs.StringVar(&a.topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
@@ -96,8 +97,11 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		Threads:        a.threads,
 		ReusePort:      a.reusePort,
 		Carrier: carrier.Options{
-			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1,
+			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1, Float: a.float,
 		},
+	}
+	if err := o.Carrier.Check(); err != nil {
+		return o, badInput("--float: %v (flags --topology, --nplus1, --cpuset)", err)
 	}
 	if a.adminPort > 0 {
 		o.AdminAddr = admin

@@ -16,9 +16,10 @@
 //
 // Server modes: carrier-reuseport and carrier-single (-carriers carriers,
 // default 1, with one SO_REUSEPORT listener each, or one balancing
-// acceptor; carrier is another name for carrier-single), net (goroutine per
-// connection; run it with GOMAXPROCS set as wanted, compare sets it to the
-// server CPU count).
+// acceptor; carrier is another name for carrier-single; -steal turns work
+// stealing on), carrier-float (carrier-single with floating, stealing
+// carriers), net (goroutine per connection; run it with GOMAXPROCS set as
+// wanted, compare sets it to the server CPU count).
 package main
 
 import (
@@ -67,17 +68,19 @@ func main() {
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	mode := fs.String("mode", "carrier", "carrier | carrier-reuseport | carrier-single | net")
+	mode := fs.String("mode", "carrier", "carrier | carrier-reuseport | carrier-single | carrier-float | net")
 	carriers := fs.Int("carriers", 1, "carriers for the carrier modes")
 	wait := fs.String("wait", carrier.DefaultWait, "carrier idle strategy")
+	steal := fs.Bool("steal", false, "work stealing between carriers (carrier-float always steals)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	var addr string
 	var stop func()
 	switch *mode {
-	case "carrier", "carrier-reuseport", "carrier-single":
-		g, err := carrier.New(carrier.Options{Carriers: *carriers, Wait: *wait})
+	case "carrier", "carrier-reuseport", "carrier-single", "carrier-float":
+		float := *mode == "carrier-float"
+		g, err := carrier.New(carrier.Options{Carriers: *carriers, Wait: *wait, Steal: *steal || float, Float: float})
 		if err != nil {
 			return err
 		}
@@ -226,13 +229,14 @@ func compare(args []string) error {
 	churn := fs.Bool("churn", false, "a new connection for every round trip")
 	rate := fs.Float64("rate", 0, "paced round trips per second over all connections (0: closed loop); compare the servers' CPU per round trip below saturation")
 	waitName := fs.String("wait", carrier.DefaultWait, "idle strategy of the carrier servers")
+	steal := fs.Bool("steal", false, "work stealing between the carrier servers' carriers (carrier-float always steals)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if err := checkRate(*rate); err != nil {
 		return err
 	}
-	spec := runSpec{wait: *waitName, carriers: *carriers, conns: *conns, size: *size, d: *d, churn: *churn, rate: *rate}
+	spec := runSpec{wait: *waitName, steal: *steal, carriers: *carriers, conns: *conns, size: *size, d: *d, churn: *churn, rate: *rate}
 	var err error
 	if spec.serverCPUs, err = cpu.ParseList(*serverCPUs); err != nil {
 		return fmt.Errorf("-server-cpus: %w", err)
@@ -304,6 +308,7 @@ const clientBound = 0.9
 type runSpec struct {
 	serverCPUs, clientCPUs cpu.Set // taskset lists, never empty
 	wait                   string  // the carrier servers' idle strategy
+	steal                  bool    // the carrier servers steal work
 	carriers, conns, size  int
 	d                      time.Duration
 	churn                  bool
@@ -314,7 +319,7 @@ type runSpec struct {
 // client pinned to its client CPUs, and returns the run's figures.
 func runOnce(self, mode string, sp runSpec) (result, error) {
 	srv := exec.Command("taskset", "-c", sp.serverCPUs.String(), self, "serve", "-mode", mode,
-		"-carriers", strconv.Itoa(sp.carriers), "-wait", sp.wait)
+		"-carriers", strconv.Itoa(sp.carriers), "-wait", sp.wait, "-steal="+strconv.FormatBool(sp.steal))
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(len(sp.serverCPUs)))
 	srv.Stderr = os.Stderr
 	stdin, err := srv.StdinPipe()

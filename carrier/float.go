@@ -1,0 +1,157 @@
+package carrier
+
+import "spindle/internal/unix"
+
+// Floating mode (Options.Float). Carriers run on goroutines that are not
+// locked to threads, so the Go runtime lets any carrier resume a coroutine
+// that another created. Work stealing then also moves started tasks:
+//
+//   - An idle thief that finds no unstarted work asks the sibling with the
+//     longer backlog (runnable tasks waiting in its FIFO) to hand some over;
+//     and a carrier whose backlog builds up offers work to one of two
+//     random siblings that is idle (so a thief asleep since before the
+//     backlog grew still gets some).
+//   - The asked carrier answers at the start of its next drain, on
+//     its own goroutine: it takes half of its FIFO's movable tasks off its
+//     books (their coroutines and the conns they own: the fds leave its
+//     epoll and fd table) and queues them on the thief's local queue.
+//   - The thief adopts each one when it runs it: the conns are registered
+//     on its epoll (edge-triggered, so readiness at the moment of adding is
+//     reported), and the task's home, timers and telemetry are the thief's
+//     from then on.
+//
+// Every structure a carrier owns is still touched by its own goroutine only:
+// the hand-over is a push onto an MPSC queue. The cost is that the asked
+// carrier must be running to answer: a carrier that the kernel has
+// descheduled keeps its runnable tasks until it runs again, as in pinned
+// mode (only its unstarted work can be stolen meanwhile).
+//
+// A task stays where it is when it was started by SubmitLocal (an accept
+// task, for one: its listening socket is registered on that carrier) or
+// when another task is parked on one of its conns (that task, and the
+// wake-up, belong to the carrier the conn is registered on).
+
+// minBacklog is the least number of runnable tasks waiting in a carrier's
+// FIFO for an idle sibling to ask for some: with one, the hand-over (two
+// epoll_ctl calls per conn, a wake-up) would only move the wait around.
+const minBacklog = 2
+
+// ask is called by an idle thief that found no unstarted work at a or b:
+// it asks the one with the longer backlog to hand over started tasks. The
+// answer comes as tasks on c's local queue (and a wake-up), or never.
+func (c *Carrier) ask(a, b *Carrier) {
+	v := a
+	if b.backlog.Load() > a.backlog.Load() {
+		v = b
+	}
+	if v.backlog.Load() >= minBacklog {
+		v.asked.CompareAndSwap(nil, c)
+	}
+}
+
+// floatRound runs at the start of every drain of a floating carrier: it
+// answers a thief's request, or offers work to an idle sibling, and
+// publishes its backlog.
+func (c *Carrier) floatRound() {
+	th := c.asked.Load()
+	if th != nil {
+		c.asked.Store(nil)
+	} else if c.fifo.n >= minBacklog {
+		th = c.idleSibling()
+	}
+	if th != nil {
+		c.donate(th)
+		c.quota[0] = min(c.quota[0], c.fifo.n) // the round's FIFO share went with the tasks
+	}
+	c.backlog.Store(int32(c.fifo.n))
+}
+
+// idleSibling returns one of two random siblings in scope that is idle in
+// its wait strategy, or nil. A thief asks when it goes idle; this covers a
+// backlog that builds up after its siblings went to sleep.
+func (c *Carrier) idleSibling() *Carrier {
+	k := len(c.siblings)
+	if k == 0 {
+		return nil
+	}
+	for range 2 {
+		if s := c.siblings[c.rand(k)]; s.waiting.Load() != 0 {
+			return s
+		}
+	}
+	return nil
+}
+
+// donate moves half of the movable tasks waiting in c's FIFO, oldest
+// first, to th; the others keep their order behind them.
+func (c *Carrier) donate(th *Carrier) {
+	want := c.fifo.n / 2
+	moved := 0
+	for k := c.fifo.n; k > 0; k-- {
+		t := c.fifo.pop()
+		if moved == want || !c.movable(t) {
+			c.fifo.push(t)
+			continue
+		}
+		c.release(t)
+		if !th.local.push(t) { // th has stopped: the group is closing
+			c.adoptTask(t) // back on c's books
+			c.fifo.push(t)
+			continue
+		}
+		moved++
+	}
+	if moved > 0 {
+		c.stats.stealsOut.Add(uint64(moved))
+		th.wake()
+	}
+}
+
+// movable reports whether t, runnable in c's FIFO, may be handed over.
+func (c *Carrier) movable(t *Task) bool {
+	if t.stay {
+		return false
+	}
+	for _, cn := range t.owned {
+		if w := cn.pd.rwait; w != nil && w != t {
+			return false
+		}
+		if w := cn.pd.wwait; w != nil && w != t {
+			return false
+		}
+	}
+	return true
+}
+
+// release takes t off c's books: its coroutine and its conns.
+func (c *Carrier) release(t *Task) {
+	if t.co != nil {
+		delete(c.coros, t.co)
+		gauge(&c.stats.tasksLive, -1)
+	}
+	for _, cn := range t.owned {
+		if !cn.pd.closed {
+			unix.EpollDel(c.ep, cn.pd.fd) // fails only for an fd already gone from the set
+			c.forget(&cn.pd)
+		}
+	}
+}
+
+// adoptTask makes c the home of a started task that another carrier
+// released: its coroutine joins c's, its conns are registered on c's epoll.
+// A conn that cannot be registered is closed (its next operation says so).
+func (c *Carrier) adoptTask(t *Task) {
+	t.home = c
+	c.coros[t.co] = struct{}{}
+	gauge(&c.stats.tasksLive, 1)
+	for _, cn := range t.owned {
+		pd := &cn.pd
+		if pd.closed {
+			continue
+		}
+		if err := c.register(pd); err != nil {
+			pd.c, pd.closed = c, true
+			unix.Close(pd.fd)
+		}
+	}
+}
