@@ -426,6 +426,14 @@ func (c *Carrier) popFrom(q int) *Task {
 // run resumes t (starting it on a pooled coroutine if it is new) until it
 // parks or finishes.
 func (c *Carrier) run(t *Task) {
+	if t.handed { // handed over by a sibling (Float)
+		t.handed = false
+		add(&c.stats.stealsIn, 1)
+		if t.co != nil {
+			c.adoptTask(t)
+			add(&c.stats.migrationsIn, 1)
+		}
+	}
 	if t.co == nil {
 		var co *coro
 		if k := len(c.idle); k > 0 {
@@ -439,10 +447,6 @@ func (c *Carrier) run(t *Task) {
 		t.co = co
 		t.home = c
 		gauge(&c.stats.tasksLive, 1)
-	} else if t.home != c { // a started task handed over by a sibling (Float)
-		c.adoptTask(t)
-		add(&c.stats.stealsIn, 1)
-		add(&c.stats.migrationsIn, 1)
 	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
@@ -510,7 +514,7 @@ func (c *Carrier) shutdown() {
 		switch {
 		case t.co == nil: // a SubmitLocal task that never started
 			t.release()
-		case t.home != c: // handed over by a sibling and not run yet
+		case t.handed: // a started task handed over by a sibling and not run yet
 			c.adoptTask(t) // so that its coroutine is stopped and its conns closed below
 		} // else a resumption: its coroutine is stopped below
 	}

@@ -94,7 +94,9 @@ func (c *Carrier) donate(th *Carrier) {
 			continue
 		}
 		c.release(t)
+		t.handed = true
 		if !th.local.push(t) { // th has stopped: the group is closing
+			t.handed = false
 			c.adoptTask(t) // back on c's books
 			c.fifo.push(t)
 			continue
@@ -140,7 +142,11 @@ func (c *Carrier) release(t *Task) {
 // adoptTask makes c the home of a started task that another carrier
 // released: its coroutine joins c's, its conns are registered on c's epoll.
 // A conn that cannot be registered is closed (its next operation says so).
+// For a task never started there is nothing to adopt: run starts it on c.
 func (c *Carrier) adoptTask(t *Task) {
+	if t.co == nil {
+		return
+	}
 	t.home = c
 	c.coros[t.co] = struct{}{}
 	gauge(&c.stats.tasksLive, 1)

@@ -34,6 +34,7 @@ type Task struct {
 	readyAt int64 // wait.Now when the task last became runnable (submitted, woken, resumed), for submit-to-run telemetry
 	ops     int   // I/O operations completed since the task last blocked
 	stay    bool  // never handed to another carrier once started (SubmitLocal, accept tasks)
+	handed  bool  // handed over by a floating sibling, not yet run by the new carrier
 
 	owned    []*Conn // conns the task holds: closed if it panics
 	accepted *Conn   // the handler's conn: closed when the task ends
