@@ -182,6 +182,11 @@ type Config struct {
 	MockThinkTime time.Duration `json:"mock_think_time_ns"`
 	// WorkStealing enables carrier work stealing (--ws).
 	WorkStealing bool `json:"ws"`
+	// Float runs floating carriers (--float): with WorkStealing, started
+	// handler tasks move between carriers. The server then gets no
+	// --cpuset or pinning of its own: it runs on the CPU set it is started
+	// with.
+	Float bool `json:"float,omitempty"`
 	// Topology is the carriers' pinning: off, cpu or nosmt.
 	Topology string `json:"topology"`
 	// Wait is the carriers' idle strategy (block, busy, pause, adaptive...).
@@ -216,6 +221,9 @@ func (c Config) Validate(strict bool) error {
 	default:
 		return fmt.Errorf("topology %q: want off, cpu or nosmt", c.Topology)
 	}
+	if c.Float && (c.Topology != "off" || c.NPlus1) {
+		return fmt.Errorf("float: floating carriers are not bound to threads, so they take neither topology %s nor N+1", c.Topology)
+	}
 	switch {
 	case c.Threads < 1:
 		return fmt.Errorf("threads %d: want at least 1", c.Threads)
@@ -249,21 +257,27 @@ type Variant struct {
 	Name string
 	// apply sets the variant's server options on a configuration.
 	apply func(c *Config, l Layout)
+	// needs says what the layout must offer, and fits whether it does
+	// (nil: any layout).
+	needs string
+	fits  func(l Layout) bool
 }
 
-// Variants are the compare matrix's server designs, in report order. N+1
-// needs Layout.Extra.
+// Variants are the compare matrix's server designs, in report order.
 var Variants = []Variant{
-	{"nethttp", func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
-	{"handoff", func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
-	{"carrier", func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
-	{"carrier+ws", func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
-	{"carrier+pinning", func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
-	{"carrier+adaptive", func(c *Config, _ Layout) { c.Mode, c.Wait = ModeCarrier, "adaptive" }},
-	{"carrier+n+1", func(c *Config, l Layout) {
+	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
+	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
+	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
+	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
+	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
+	{Name: "carrier+adaptive", apply: func(c *Config, _ Layout) { c.Mode, c.Wait = ModeCarrier, "adaptive" }},
+	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
+		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true
+	}, needs: "two server carriers or more (work to move between them)", fits: func(l Layout) bool { return l.Carriers >= 2 }},
+	{Name: "carrier+n+1", apply: func(c *Config, l Layout) {
 		c.Mode, c.NPlus1 = ModeCarrier, true
 		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
-	}},
+	}, needs: "a spare CPU", fits: func(l Layout) bool { return len(l.Extra) > 0 }},
 }
 
 // Phase is one load level of a compare plan.
@@ -346,7 +360,10 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		if len(want) > 0 && !want[v.Name] {
 			continue
 		}
-		if v.Name == "carrier+n+1" && len(l.Extra) == 0 {
+		if v.fits != nil && !v.fits(l) {
+			if want[v.Name] {
+				return Plan{}, fmt.Errorf("%s needs %s, which this layout lacks (server CPUs %s)", v.Name, v.needs, l.Server)
+			}
 			continue
 		}
 		c := base

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,20 @@ func TestComparePlan(t *testing.T) {
 	if c := byName["carrier+adaptive"]; c.Wait != "adaptive" {
 		t.Error("carrier+adaptive without the adaptive wait")
 	}
+	fl, ok := byName["carrier+float"]
+	if !ok || !fl.Float || !fl.WorkStealing || fl.Threads != 2 || fl.Validate(true) != nil {
+		t.Errorf("16-CPU carrier+float = %+v", fl)
+	}
+	// A floating server takes no --cpuset of its own: it runs on the set it is started on.
+	if a := strings.Join(ServerArgs(fl), " "); !strings.Contains(a, "--float") || !strings.Contains(a, "--ws") || strings.Contains(a, "--cpuset") {
+		t.Errorf("carrier+float server args: %s", a)
+	}
+	if a := strings.Join(ServerArgs(byName["carrier"]), " "); !strings.Contains(a, "--cpuset 2-3") || strings.Contains(a, "--float") {
+		t.Errorf("carrier server args: %s", a)
+	}
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"carrier+float"}}); err == nil || !strings.Contains(err.Error(), "two server carriers") {
+		t.Errorf("carrier+float asked for with one server CPU: %v", err)
+	}
 	if err := np1.Validate(true); err != nil {
 		t.Errorf("study layout overlaps: %v", err)
 	}
@@ -196,6 +211,8 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Connections = 1 },
 		func(c *Config) { c.Duration = 0 },
 		func(c *Config) { c.Topology = "numa" },
+		func(c *Config) { c.Float, c.Topology = true, "cpu" },
+		func(c *Config) { c.Float, c.NPlus1 = true, true },
 	}
 	for i, f := range bad {
 		c := good

@@ -292,8 +292,12 @@ func MockArgs(c Config) []string {
 func ServerArgs(c Config) []string {
 	a := []string{"serve", "--mode", c.Mode, "--port", strconv.Itoa(c.ServerPort),
 		"--backend", "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits", "--threads", strconv.Itoa(c.Threads),
-		"--wait", c.Wait, "--topology", c.Topology, "--cpuset", c.ServerCPUs.String(),
-		"--admin-port", strconv.Itoa(c.AdminPort)}
+		"--wait", c.Wait, "--topology", c.Topology, "--admin-port", strconv.Itoa(c.AdminPort)}
+	if c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
+		a = append(a, "--float")
+	} else {
+		a = append(a, "--cpuset", c.ServerCPUs.String())
+	}
 	if c.WorkStealing {
 		a = append(a, "--ws")
 	}

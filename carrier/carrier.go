@@ -90,8 +90,9 @@ type Carrier struct {
 	// Floating mode (Options.Float): an idle sibling asks a busy carrier
 	// to hand over started tasks (asked), judging by how many runnable
 	// tasks wait in its FIFO (backlog, published at each drain round).
-	asked   atomic.Pointer[Carrier]
-	backlog atomic.Int32
+	asked    atomic.Pointer[Carrier]
+	backlog  atomic.Int32
+	lastGave int64 // c.now at the last hand-over
 
 	rng       uint64
 	siblings  []*Carrier // steal candidates in scope
@@ -427,7 +428,7 @@ func (c *Carrier) popFrom(q int) *Task {
 // parks or finishes.
 func (c *Carrier) run(t *Task) {
 	if t.handed { // handed over by a sibling (Float)
-		t.handed = false
+		t.handed, t.movedAt = false, c.now
 		add(&c.stats.stealsIn, 1)
 		if t.co != nil {
 			c.adoptTask(t)

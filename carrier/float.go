@@ -1,16 +1,21 @@
 package carrier
 
-import "spindle/internal/unix"
+import (
+	"time"
+
+	"spindle/internal/unix"
+)
 
 // Floating mode (Options.Float). Carriers run on goroutines that are not
 // locked to threads, so the Go runtime lets any carrier resume a coroutine
 // that another created. Work stealing then also moves started tasks:
 //
 //   - An idle thief that finds no unstarted work asks the sibling with the
-//     longer backlog (runnable tasks waiting in its FIFO) to hand some over;
-//     and a carrier whose backlog builds up offers work to one of two
-//     random siblings that is idle (so a thief asleep since before the
-//     backlog grew still gets some).
+//     longer backlog (runnable tasks waiting in its FIFO, counted once the
+//     oldest has waited two drain budgets) to hand some over; and a carrier
+//     whose backlog builds up offers work to one of two random siblings
+//     that is idle (so a thief asleep since before the backlog grew still
+//     gets some).
 //   - The asked carrier answers at the start of its next drain, on
 //     its own goroutine: it takes half of its FIFO's movable tasks off its
 //     books (their coroutines and the conns they own: the fds leave its
@@ -36,6 +41,21 @@ import "spindle/internal/unix"
 // epoll_ctl calls per conn, a wake-up) would only move the wait around.
 const minBacklog = 2
 
+// A carrier hands work over only when the oldest runnable task in its FIFO
+// has waited floatDelayPasses drain budgets: a backlog that the next pass
+// clears is cheaper to run than to move. And a carrier hands over at most
+// once per floatSettle, and a task that moved stays that long before it may
+// move again, so that two carriers that take turns at being idle do not
+// bounce tasks (and their conns) between them.
+// Without these, two floating carriers sharing CPUs with the load
+// generator in spindle bench handed over 21,000 tasks a second and served
+// 12% fewer requests than pinned ones; with them, about 10,000 and 4%
+// fewer (docs/PERFORMANCE.md, "Floating mode").
+const (
+	floatDelayPasses = 2
+	floatSettle      = int64(time.Millisecond)
+)
+
 // ask is called by an idle thief that found no unstarted work at a or b:
 // it asks the one with the longer backlog to hand over started tasks. The
 // answer comes as tasks on c's local queue (and a wake-up), or never.
@@ -56,14 +76,30 @@ func (c *Carrier) floatRound() {
 	th := c.asked.Load()
 	if th != nil {
 		c.asked.Store(nil)
-	} else if c.fifo.n >= minBacklog {
-		th = c.idleSibling()
 	}
-	if th != nil {
-		c.donate(th)
-		c.quota[0] = min(c.quota[0], c.fifo.n) // the round's FIFO share went with the tasks
+	behind := c.behind()
+	if behind >= minBacklog && c.now-c.lastGave >= floatSettle {
+		if th == nil {
+			th = c.idleSibling()
+		}
+		if th != nil {
+			c.lastGave = c.now
+			c.donate(th)
+			c.quota[0] = min(c.quota[0], c.fifo.n) // the round's FIFO share went with the tasks
+			behind = c.behind()
+		}
 	}
-	c.backlog.Store(int32(c.fifo.n))
+	c.backlog.Store(int32(behind))
+}
+
+// behind returns the number of runnable tasks in c's FIFO when the oldest
+// of them has waited long enough to be worth moving, else 0.
+func (c *Carrier) behind() int {
+	h := c.fifo.peek()
+	if h == nil || c.now-h.readyAt < floatDelayPasses*int64(c.g.opts.DrainBudget) {
+		return 0
+	}
+	return c.fifo.n
 }
 
 // idleSibling returns one of two random siblings in scope that is idle in
@@ -111,7 +147,7 @@ func (c *Carrier) donate(th *Carrier) {
 
 // movable reports whether t, runnable in c's FIFO, may be handed over.
 func (c *Carrier) movable(t *Task) bool {
-	if t.stay {
+	if t.stay || c.now-t.movedAt < floatSettle {
 		return false
 	}
 	for _, cn := range t.owned {

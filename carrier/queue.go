@@ -22,6 +22,14 @@ func (r *ring) push(t *Task) {
 	r.n++
 }
 
+// peek returns the oldest entry without removing it, or nil.
+func (r *ring) peek() *Task {
+	if r.n == 0 {
+		return nil
+	}
+	return r.buf[r.head]
+}
+
 func (r *ring) pop() *Task {
 	if r.n == 0 {
 		return nil

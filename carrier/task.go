@@ -35,6 +35,7 @@ type Task struct {
 	ops     int   // I/O operations completed since the task last blocked
 	stay    bool  // never handed to another carrier once started (SubmitLocal, accept tasks)
 	handed  bool  // handed over by a floating sibling, not yet run by the new carrier
+	movedAt int64 // wait.Now when a floating carrier last took it over (0: never)
 
 	owned    []*Conn // conns the task holds: closed if it panics
 	accepted *Conn   // the handler's conn: closed when the task ends

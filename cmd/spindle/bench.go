@@ -56,7 +56,7 @@ type benchArgs struct {
 	loadThreads, mockThreads       int
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
-	ws, nplus1                     bool
+	ws, float, nplus1              bool
 	topology, wait                 string
 	warmup, duration               time.Duration
 	perfStat, perfSched, noPidstat bool
@@ -84,6 +84,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
 	fs.Var(durationFlag{&a.think, time.Millisecond}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
+	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
@@ -129,7 +130,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin,
 	}
