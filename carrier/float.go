@@ -161,8 +161,10 @@ func (c *Carrier) movable(t *Task) bool {
 	return true
 }
 
-// release takes t off c's books: its coroutine and its conns.
+// release takes t off c's books: its coroutine and its conns (a runnable
+// task holds no timer; the removal is a no-op kept for safety).
 func (c *Carrier) release(t *Task) {
+	c.timers.remove(t)
 	if t.co != nil {
 		delete(c.coros, t.co)
 		gauge(&c.stats.tasksLive, -1)
