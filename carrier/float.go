@@ -49,11 +49,12 @@ const minBacklog = 2
 // bounce tasks (and their conns) between them.
 // Without these, two floating carriers sharing CPUs with the load
 // generator in spindle bench handed over 21,000 tasks a second and served
-// 12% fewer requests than pinned ones; with them, about 10,000 and 4%
-// fewer (docs/PERFORMANCE.md, "Floating mode").
+// 12% fewer requests than pinned ones; with a 1ms settle, 10,000 and 4%
+// fewer; with 10ms, 2,700 and 4% fewer at a better p99, while a task
+// placed badly still moves at once (docs/PERFORMANCE.md, "Floating mode").
 const (
 	floatDelayPasses = 2
-	floatSettle      = int64(time.Millisecond)
+	floatSettle      = int64(10 * time.Millisecond)
 )
 
 // ask is called by an idle thief that found no unstarted work at a or b:
@@ -78,7 +79,7 @@ func (c *Carrier) floatRound() {
 		c.asked.Store(nil)
 	}
 	behind := c.behind()
-	if behind >= minBacklog && c.now-c.lastGave >= floatSettle {
+	if behind >= minBacklog && (c.lastGave == 0 || c.now-c.lastGave >= floatSettle) {
 		if th == nil {
 			th = c.idleSibling()
 		}
@@ -147,7 +148,7 @@ func (c *Carrier) donate(th *Carrier) {
 
 // movable reports whether t, runnable in c's FIFO, may be handed over.
 func (c *Carrier) movable(t *Task) bool {
-	if t.stay || c.now-t.movedAt < floatSettle {
+	if t.stay || (t.movedAt != 0 && c.now-t.movedAt < floatSettle) {
 		return false
 	}
 	for _, cn := range t.owned {
