@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -236,4 +237,101 @@ func TestFloatCloseFromTask(t *testing.T) {
 			t.Error("listener still accepts after Close")
 		}
 	}
+}
+
+// TestFloatStress mixes everything a task can do on four floating,
+// stealing carriers (two CPUs here): echo round trips on a conn it owns,
+// Yield, Sleep, Offload, computation and the odd panic, while tasks move
+// between carriers. Every echo must come back intact, every panic be
+// counted once, and Close leave nothing behind.
+func TestFloatStress(t *testing.T) {
+	checkLeaks(t)
+	g, done, failed, panics := floatStress(t)
+	within(t, done, 60*time.Second, "stress tasks")
+	if err, ok := failed.Load().(error); ok {
+		t.Fatal(err)
+	}
+	var counted, moved uint64
+	for _, s := range g.Snapshot() {
+		counted += s.Panics
+		moved += s.MigrationsIn
+	}
+	if counted != uint64(panics.Load()) {
+		t.Errorf("panics counted %d, raised %d", counted, panics.Load())
+	}
+	t.Logf("%d tasks moved between carriers", moved)
+}
+
+// TestFloatCloseMidway closes a floating group while the stress tasks are
+// running and moving: parked, runnable and handed-over tasks all unwind,
+// and nothing is left behind.
+func TestFloatCloseMidway(t *testing.T) {
+	checkLeaks(t)
+	g, _, _, _ := floatStress(t)
+	time.Sleep(20 * time.Millisecond)
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// floatStress starts the stress tasks on four floating, stealing carriers
+// and returns the group, a channel closed when every task has returned,
+// the first failure and the number of panics raised.
+func floatStress(t *testing.T) (*Group, chan struct{}, *atomic.Value, *atomic.Int32) {
+	_, echo := echoGroup(t, Options{Carriers: 1}, ListenOptions{})
+	g := newGroup(t, Options{Carriers: 4, Steal: true, Float: true})
+	const tasks, steps = 64, 150
+	failed := new(atomic.Value)
+	panics := new(atomic.Int32)
+	var finished atomic.Int32
+	done := make(chan struct{})
+	for i := 0; i < tasks; i++ {
+		seed := uint64(i)
+		g.Carrier(i % 2).Submit(func(tk *Task) {
+			defer func() {
+				if finished.Add(1) == tasks {
+					close(done)
+				}
+			}()
+			rng := rand.New(rand.NewPCG(seed, 7))
+			c, err := tk.Dial(echo.Addr().String(), 5*time.Second)
+			if err != nil {
+				failed.Store(err)
+				return
+			}
+			defer c.Close()
+			buf := make([]byte, 64)
+			for s := 0; s < steps; s++ {
+				switch rng.IntN(6) {
+				case 0, 1:
+					msg := []byte(fmt.Sprintf("%d/%d", seed, s))
+					if _, err := c.Write(msg); err != nil {
+						failed.Store(fmt.Errorf("task %d step %d write: %w", seed, s, err))
+						return
+					}
+					if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+						failed.Store(fmt.Errorf("task %d step %d read: %w", seed, s, err))
+						return
+					}
+					if !bytes.Equal(buf[:len(msg)], msg) {
+						failed.Store(fmt.Errorf("task %d: echo %q, want %q", seed, buf[:len(msg)], msg))
+						return
+					}
+				case 2:
+					tk.Yield()
+				case 3:
+					tk.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+				case 4:
+					tk.Offload(func() { time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond) })
+				case 5:
+					spin(time.Duration(rng.IntN(50)) * time.Microsecond)
+				}
+			}
+			if seed%16 == 0 {
+				panics.Add(1)
+				panic("planned") // closes c; counted by whichever carrier runs the task now
+			}
+		})
+	}
+	return g, done, failed, panics
 }
