@@ -360,7 +360,8 @@ func (c *Carrier) fireTimers(now int64) {
 // out mid-round leaves the rest of the round (c.quota) to the next drain,
 // so no queue starves another however much work the others hold: a new
 // submission waits for at most one round. The LIFO slot (the task just
-// woken by I/O) runs first in every pass.
+// woken by I/O) runs first in every pass, and the round then gets at least
+// one task even when the LIFO task spent the budget.
 func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
@@ -388,7 +389,10 @@ rounds:
 			c.lifo = nil
 			c.run(t)
 			n++
-			if spent() {
+			// The LIFO slot alone does not end a pass that has round work:
+			// a task woken by I/O at every poll that overran the budget
+			// each time would otherwise keep the round from moving.
+			if spent() && c.quota == [3]int{} {
 				break
 			}
 		}
