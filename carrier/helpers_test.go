@@ -3,40 +3,17 @@ package carrier
 import (
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
 	"testing"
 	"time"
+
+	"spindle/internal/leakcheck"
 )
 
-// openFDs counts this process's open file descriptors.
-func openFDs(t testing.TB) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("cannot count fds: %v", err)
-	}
-	return len(ents)
-}
-
-// checkLeaks records goroutines and fds now and, at cleanup (after the
-// cleanups registered later, such as Group.Close), fails if either grew.
+// checkLeaks fails the test if goroutines or fds outlive it (after the
+// cleanups registered later, such as Group.Close).
 func checkLeaks(t *testing.T) {
 	t.Helper()
-	g0, f0 := runtime.NumGoroutine(), openFDs(t)
-	t.Cleanup(func() {
-		var g, f int
-		for i := 0; i < 200; i++ { // exiting goroutines take a moment to be counted out
-			g, f = runtime.NumGoroutine(), openFDs(t)
-			if g <= g0 && f <= f0 {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<16)
-		n := runtime.Stack(buf, true)
-		t.Errorf("leak: goroutines %d -> %d, fds %d -> %d\n%s", g0, g, f0, f, buf[:n])
-	})
+	leakcheck.Register(t, time.Second)
 }
 
 // newGroup starts a group closed at the end of the test.
