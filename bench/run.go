@@ -562,6 +562,7 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 		SubmitToRunP50Us: report.Num(tot.SubmitToRun.Quantile(0.5) / nsPerUs),
 		SubmitToRunP99Us: report.Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
 		Steals:           tot.StealsIn,
+		Migrations:       tot.MigrationsIn,
 	}
 }
 

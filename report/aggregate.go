@@ -78,7 +78,7 @@ type Group struct {
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
-	SubmitP50, SubmitP99, Steals                                          Stat
+	SubmitP50, SubmitP99, Steals, Moved                                   Stat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
@@ -231,6 +231,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.SubmitP50 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP50Us) })
 	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP99Us) })
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
+	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
 	var sums []latency.Summary
 	for _, s := range ss {
 		if s.Latency != nil && s.Latency.Count > 0 {

@@ -145,13 +145,13 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		}
 		if len(cs) > 0 {
 			b.WriteString("Carrier telemetry (all carriers, observers' window):\n\n")
-			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals |\n")
-			b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals | of them started (floating) |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, g := range cs {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name,
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name,
 					g.IOCycles.Format(0, ""), g.EventsPerCycle.Format(2, ""), g.TasksPerDrain.Format(2, ""),
 					g.QueueDepthAvg.Format(2, ""), g.QueueDepthP50.Format(1, ""), g.SubmitP50.Format(1, ""),
-					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""))
+					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""), g.Moved.Format(0, ""))
 			}
 			b.WriteString("\n")
 		}

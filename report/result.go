@@ -173,6 +173,9 @@ type CarrierFigures struct {
 	SubmitToRunP99Us Num `json:"submit_to_run_p99_us"`
 	// Steals is tasks taken from siblings.
 	Steals uint64 `json:"steals"`
+	// Migrations is the started tasks among Steals: handed over, with their
+	// conns, between floating carriers (carrier.Options.Float).
+	Migrations uint64 `json:"migrations,omitempty"`
 }
 
 // Result is one result directory.

@@ -93,6 +93,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("tasks_run_total", "Task resumptions in drain passes."), func(t carrier.Telemetry) float64 { return u(t.TasksRun) }},
 			{desc("steals_in_total", "Tasks taken from other carriers."), func(t carrier.Telemetry) float64 { return u(t.StealsIn) }},
 			{desc("steals_out_total", "Tasks other carriers took from this one."), func(t carrier.Telemetry) float64 { return u(t.StealsOut) }},
+			{desc("migrations_in_total", "Started tasks, with their conns, taken over from other carriers (floating mode)."), func(t carrier.Telemetry) float64 { return u(t.MigrationsIn) }},
 			{desc("spun_seconds_total", "Time spent spinning while idle."), func(t carrier.Telemetry) float64 { return u(t.SpunNs) / 1e9 }},
 			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
