@@ -1,10 +1,6 @@
 package carrier
 
-import (
-	"time"
-
-	"spindle/internal/unix"
-)
+import "spindle/internal/unix"
 
 // Floating mode (Options.Float). Carriers run on goroutines that are not
 // locked to threads, so the Go runtime lets any carrier resume a coroutine
@@ -44,7 +40,7 @@ const minBacklog = 2
 // A carrier hands work over only when the oldest runnable task in its FIFO
 // has waited floatDelayPasses drain budgets: a backlog that the next pass
 // clears is cheaper to run than to move. And a carrier hands over at most
-// once per floatSettle, and a task that moved stays that long before it may
+// once per Options.FloatSettle, and a task that moved stays that long before it may
 // move again, so that two carriers that take turns at being idle do not
 // bounce tasks (and their conns) between them.
 // Without these, two floating carriers sharing CPUs with the load
@@ -52,10 +48,7 @@ const minBacklog = 2
 // 12% fewer requests than pinned ones; with a 1ms settle, 10,000 and 4%
 // fewer; with 10ms, 2,700 and 4% fewer at a better p99, while a task
 // placed badly still moves at once (docs/PERFORMANCE.md, "Floating mode").
-const (
-	floatDelayPasses = 2
-	floatSettle      = int64(10 * time.Millisecond)
-)
+const floatDelayPasses = 2
 
 // ask is called by an idle thief that found no unstarted work at a or b:
 // it asks the one with the longer backlog to hand over started tasks. The
@@ -79,7 +72,7 @@ func (c *Carrier) floatRound() {
 		c.asked.Store(nil)
 	}
 	behind := c.behind()
-	if behind >= minBacklog && (c.lastGave == 0 || c.now-c.lastGave >= floatSettle) {
+	if behind >= minBacklog && (c.lastGave == 0 || c.now-c.lastGave >= int64(c.g.opts.FloatSettle)) {
 		if th == nil {
 			th = c.idleSibling()
 		}
@@ -148,7 +141,7 @@ func (c *Carrier) donate(th *Carrier) {
 
 // movable reports whether t, runnable in c's FIFO, may be handed over.
 func (c *Carrier) movable(t *Task) bool {
-	if t.stay || (t.movedAt != 0 && c.now-t.movedAt < floatSettle) {
+	if t.stay || (t.movedAt != 0 && c.now-t.movedAt < int64(c.g.opts.FloatSettle)) {
 		return false
 	}
 	for _, cn := range t.owned {

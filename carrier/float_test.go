@@ -141,6 +141,33 @@ func TestFloatMigratesStartedTasks(t *testing.T) {
 	}
 }
 
+// TestFloatSettle: with a settle longer than the test, carrier 0 hands
+// over once (half its backlog) and the moved tasks never move again,
+// however long the imbalance that follows lasts.
+func TestFloatSettle(t *testing.T) {
+	checkLeaks(t)
+	const n = 16
+	var moved atomic.Int32
+	g, _ := imbalance(t, Options{Carriers: 2, Steal: true, Float: true, FloatSettle: time.Hour}, n, func(tk *Task, start *Carrier) {
+		counted := false
+		for i := 0; i < 200; i++ {
+			spin(10 * time.Microsecond)
+			tk.Yield()
+			if tk.Carrier() != start && !counted {
+				counted = true
+				moved.Add(1)
+			}
+		}
+	})
+	var migrations uint64
+	for _, s := range g.Snapshot() {
+		migrations += s.MigrationsIn
+	}
+	if migrations == 0 || migrations > n/2 || migrations != uint64(moved.Load()) {
+		t.Errorf("%d migrations, %d tasks moved: want one hand-over of at most half the %d tasks, each moved once", migrations, moved.Load(), n)
+	}
+}
+
 // TestFloatMigratesConns: tasks that own a conn keep talking on it after
 // they moved (the fd is re-registered on the new carrier's epoll), a panic
 // after a move is counted by the new home and closes the conn, and Close

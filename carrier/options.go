@@ -23,6 +23,13 @@ const (
 	// DefaultBacklog is the listen backlog when ListenOptions.Backlog is 0
 	// (the kernel caps it at net.core.somaxconn).
 	DefaultBacklog = 4096
+	// DefaultFloatSettle is how often a floating carrier may hand tasks
+	// over at most, and how long a task that moved stays before it may move
+	// again: long enough that two carriers taking turns at being idle do not
+	// bounce tasks and their conns (docs/PERFORMANCE.md, "Floating mode":
+	// 1ms let the HTTP server hand over 10,000 tasks a second, 10ms 2,700),
+	// short against the imbalances worth fixing.
+	DefaultFloatSettle = 10 * time.Millisecond
 	// AcceptBackoff is how long an acceptor sleeps after accept failed for
 	// lack of file descriptors (EMFILE, ENFILE), instead of spinning on a
 	// listener that stays readable.
@@ -124,6 +131,10 @@ type Options struct {
 	// neither named nor pinned: Float refuses Pin, NPlusOne and CPUs
 	// (restrict the whole process instead, with taskset).
 	Float bool
+	// FloatSettle bounds hand-overs in floating mode: a carrier hands tasks
+	// over at most once per FloatSettle, and a moved task stays at least
+	// that long; 0: DefaultFloatSettle.
+	FloatSettle time.Duration
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
 	OpBudget int
@@ -163,6 +174,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OpBudget <= 0 {
 		o.OpBudget = DefaultOpBudget
+	}
+	if o.FloatSettle <= 0 {
+		o.FloatSettle = DefaultFloatSettle
 	}
 	if o.SysRoot == "" {
 		o.SysRoot = cpu.DefaultSysRoot
