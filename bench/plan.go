@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"spindle/carrier"
 	"spindle/cpu"
 )
 
@@ -216,13 +217,13 @@ func (c Config) Validate(strict bool) error {
 	default:
 		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier)
 	}
-	switch c.Topology {
-	case "off", "cpu", "nosmt":
-	default:
-		return fmt.Errorf("topology %q: want off, cpu or nosmt", c.Topology)
+	// The server's own rules, so that a plan fails before anything starts.
+	pin, err := carrier.ParsePinning(c.Topology)
+	if err != nil {
+		return fmt.Errorf("topology: %w", err)
 	}
-	if c.Float && (c.Topology != "off" || c.NPlus1) {
-		return fmt.Errorf("float: floating carriers are not bound to threads, so they take neither topology %s nor N+1", c.Topology)
+	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float}).Check(); err != nil {
+		return err
 	}
 	switch {
 	case c.Threads < 1:
