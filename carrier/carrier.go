@@ -89,7 +89,7 @@ type Carrier struct {
 
 	// Floating mode (Options.Float): an idle sibling asks a busy carrier
 	// to hand over started tasks (asked), judging by how many runnable
-	// tasks wait in its FIFO (backlog, published at each drain round).
+	// tasks wait in its FIFO (backlog, published at each drain).
 	asked    atomic.Pointer[Carrier]
 	backlog  atomic.Int32
 	lastGave int64 // c.now at the last hand-over

@@ -256,7 +256,8 @@ func TestFloatCloseFromTask(t *testing.T) {
 	if calledFromTask() {
 		t.Error("the test goroutine taken for a task")
 	}
-	if _, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {
+	if c, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {
+		c.Close()
 		// The accept task closes the socket soon after Listener.Close; give it a moment.
 		time.Sleep(100 * time.Millisecond)
 		if c, err := net.DialTimeout("tcp", l.Addr().String(), time.Second); err == nil {

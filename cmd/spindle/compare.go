@@ -39,8 +39,8 @@ type compareArgs struct {
 func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
 	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
-		"carrier+ws, carrier+pinning, carrier+adaptive, carrier+float (where the server has 2 CPUs or\n"+
-		"more) and carrier+n+1 (where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
+		"carrier+ws, carrier+pinning, carrier+adaptive, carrier+float (where the server has 2 carriers\n"+
+		"or more) and carrier+n+1 (where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
 		"lowest mode's max throughput, interleaved over rounds, with the CPU-bound case (think time\n"+
 		bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs available and printed.\n"+
 		"Writes one result directory per run and report.md with plots.\n"+
