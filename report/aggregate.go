@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"spindle/latency"
+	"spindle/observe"
 )
 
 // Stat is a figure over rounds: median, min and max of the runs that have
@@ -266,25 +267,28 @@ func commonSource(a, b *Group) string {
 
 // cpusOf is a run's server CPUs utilized from source, NaN without.
 func cpusOf(s Summary, source string) float64 {
-	if source == sourcePerf {
-		if s.Perf == nil {
-			return math.NaN()
-		}
-		return figure(s.Perf.CPUsUtilized.Value, s.Perf.CPUsUtilized.NA)
-	}
-	return threadFig(s, func(t *ThreadFigures) float64 { return t.CPUs })
+	return fromSource(s, source, func(p *observe.PerfSummary) observe.Figure { return p.CPUsUtilized },
+		func(t *ThreadFigures) float64 { return t.CPUs })
 }
 
 // switchesOf is a run's server context switches per second from source,
 // NaN without.
 func switchesOf(s Summary, source string) float64 {
+	return fromSource(s, source, func(p *observe.PerfSummary) observe.Figure { return p.ContextSwitchesPerSec },
+		func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
+}
+
+// fromSource is a run's server figure from perf stat (perf) when source is
+// sourcePerf, else from the per-thread /proc figures (thread); NaN without.
+func fromSource(s Summary, source string, perf func(*observe.PerfSummary) observe.Figure, thread func(*ThreadFigures) float64) float64 {
 	if source == sourcePerf {
 		if s.Perf == nil {
 			return math.NaN()
 		}
-		return figure(s.Perf.ContextSwitchesPerSec.Value, s.Perf.ContextSwitchesPerSec.NA)
+		f := perf(s.Perf)
+		return figure(f.Value, f.NA)
 	}
-	return threadFig(s, func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
+	return threadFig(s, thread)
 }
 
 // figure is v, or NaN when the figure is missing.
