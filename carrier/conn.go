@@ -142,6 +142,8 @@ func (pd *pollDesc) current() *Task {
 // Conn is a TCP connection driven by its home carrier. Read and Write look
 // blocking but park the calling task, not the thread. A Conn may be used
 // only by tasks of its home carrier, by one reader and one writer at a time.
+// With floating carriers a conn moves with the task that owns it (the one
+// that dialled or accepted it); there it is for that task alone.
 type Conn struct {
 	pd            pollDesc
 	owner         *Task

@@ -75,7 +75,9 @@ var errStopped = errors.New("carrier: stopped")
 // conn's home carrier.
 var ErrNotInTask = errors.New("carrier: conn used outside a task of its home carrier")
 
-// Carrier returns the carrier the task runs on.
+// Carrier returns the carrier the task runs on. With floating carriers
+// (Options.Float) it can change whenever the task parks or yields: look it
+// up again rather than keep per-carrier state across those.
 func (t *Task) Carrier() *Carrier { return t.home }
 
 // block parks the task until something makes it runnable again. When the
