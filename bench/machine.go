@@ -29,16 +29,15 @@ func readCPU(procRoot string, pids []int) (cpuSnap, error) {
 	if procRoot == "" {
 		procRoot = observe.DefaultProcRoot
 	}
+	st, err := observe.ReadStatTimes(procRoot)
+	if err != nil {
+		return cpuSnap{}, err
+	}
 	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return cpuSnap{}, err
 	}
-	st, err := fs.Stat()
-	if err != nil {
-		return cpuSnap{}, fmt.Errorf("read /proc/stat: %w", err)
-	}
-	c := st.CPUTotal
-	s := cpuSnap{at: time.Now(), busy: c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal}
+	s := cpuSnap{at: time.Now(), busy: st.All.Busy}
 	for _, pid := range pids {
 		p, err := fs.Proc(pid)
 		if err != nil {

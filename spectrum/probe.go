@@ -151,7 +151,7 @@ func Probe(o ProbeOptions) (*ProbeReport, Meters, error) {
 		r.StealNow = r.StealBoot
 	} else {
 		// Since boot: from all-zero counters to the first reading.
-		r.StealBoot = observe.StealText(observe.StealPercent(observe.StatTimes{HasSteal: st0.HasSteal}, st0, nil))
+		r.StealBoot = observe.StealText(observe.StealPercent(observe.StatTimes{}, st0, nil))
 		st1, err := observe.ReadStatTimes(o.ProcRoot)
 		if err != nil {
 			r.StealNow = observe.NA(err.Error())
