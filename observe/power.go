@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs/sysfs"
+
 	"spindle/cpu"
 	"spindle/internal/unix"
 )
@@ -178,10 +180,10 @@ func calibrateEnergy(m EnergyMeter, d time.Duration) error {
 // raplName is the powercap RAPL source's name.
 const raplName = "powercap RAPL"
 
-// raplZone is one package's energy counter: it wraps at maxUJ.
+// raplZone is one package's energy counter: it wraps at its
+// MaxMicrojoules.
 type raplZone struct {
-	path  string
-	maxUJ uint64
+	sysfs.RaplZone
 	last  uint64
 	total uint64 // µJ accumulated since opening
 }
@@ -194,11 +196,11 @@ func (*raplMeter) Close() error { return nil }
 func (m *raplMeter) Joules() (float64, error) {
 	var sum uint64
 	for _, z := range m.zones {
-		v, err := readUint(z.path)
+		v, err := z.GetEnergyMicrojoules()
 		if err != nil {
 			return 0, err
 		}
-		z.total += wrapDelta(z.last, v, z.maxUJ)
+		z.total += wrapDelta(z.last, v, z.MaxMicrojoules)
 		z.last = v
 		sum += z.total
 	}
@@ -213,35 +215,33 @@ func wrapDelta(a, b, max uint64) uint64 {
 	return max - a + b
 }
 
-// openRAPL finds the package zones class/powercap/intel-rapl:N (their name
-// file says "package-N"; sub-zones "intel-rapl:N:M" are cores or DRAM).
+// openRAPL finds the package zones class/powercap/intel-rapl:N through
+// procfs's sysfs reader (their name file says "package-N"; sub-zones
+// intel-rapl:N:M are cores or DRAM, and intel-rapl-mmio:N repeats a
+// package's counter through another interface).
 func openRAPL(o SourceOptions) (EnergyMeter, error) {
-	dir := o.sys("class", "powercap")
-	ents, err := os.ReadDir(dir)
+	fs, err := sysfs.NewFS(o.sys())
+	if err != nil {
+		return nil, err
+	}
+	zones, err := sysfs.GetRaplZones(fs)
 	if err != nil {
 		return nil, err
 	}
 	m := &raplMeter{}
-	for _, e := range ents {
-		n := e.Name()
-		if !strings.HasPrefix(n, "intel-rapl:") || strings.Count(n, ":") != 1 {
+	for _, rz := range zones {
+		n := filepath.Base(rz.Path)
+		if rz.Name != "package" || !strings.HasPrefix(n, "intel-rapl:") || strings.Count(n, ":") != 1 {
 			continue
 		}
-		name, err := os.ReadFile(filepath.Join(dir, n, "name"))
-		if err != nil || !strings.HasPrefix(string(bytes.TrimSpace(name)), "package") {
-			continue
-		}
-		z := &raplZone{path: filepath.Join(dir, n, "energy_uj")}
-		if z.maxUJ, err = readUint(filepath.Join(dir, n, "max_energy_range_uj")); err != nil {
-			return nil, err
-		}
-		if z.last, err = readUint(z.path); err != nil {
+		z := &raplZone{RaplZone: rz}
+		if z.last, err = z.GetEnergyMicrojoules(); err != nil {
 			return nil, err
 		}
 		m.zones = append(m.zones, z)
 	}
 	if len(m.zones) == 0 {
-		return nil, fmt.Errorf("no package zone under %s", dir)
+		return nil, fmt.Errorf("no package zone under %s", o.sys("class", "powercap"))
 	}
 	return m, nil
 }
