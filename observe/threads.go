@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -54,11 +53,19 @@ type ThreadStats struct {
 	Process string `json:"process"`
 	PID     int    `json:"pid"`
 	TID     int    `json:"tid"`
+	// UID is the process's real user id (pidstat's UID).
+	UID uint64 `json:"uid"`
 	// Name is the thread's comm.
 	Name string `json:"name"`
-	// UsrPct and SysPct are user and system CPU time (%usr, %sys).
-	UsrPct float64 `json:"usr_pct"`
-	SysPct float64 `json:"sys_pct"`
+	// UsrPct and SysPct are user and system CPU time (%usr, %system);
+	// GuestPct is time spent running a virtual CPU (%guest), which the
+	// kernel also counts in user time.
+	UsrPct   float64 `json:"usr_pct"`
+	SysPct   float64 `json:"sys_pct"`
+	GuestPct float64 `json:"guest_pct"`
+	// CPU is the CPU the thread last ran on at the last sample (pidstat's
+	// CPU column).
+	CPU int `json:"cpu"`
 	// WaitPct is time runnable but waiting for a CPU (schedstat run delay;
 	// pidstat's %wait).
 	WaitPct float64 `json:"wait_pct"`
@@ -90,6 +97,44 @@ type ThreadReport struct {
 	// MigrationsNA is why no thread has migrations (ErrNoSched's text),
 	// "" when they were read.
 	MigrationsNA string `json:"migrations_na,omitempty"`
+	// End is when the window ended.
+	End time.Time `json:"end"`
+	// System describes the machine, for the text report's first line.
+	System SystemInfo `json:"system"`
+	// Processes are the observed processes with their roles.
+	Processes []Process `json:"processes"`
+}
+
+// SystemInfo is what pidstat's first line says of the machine.
+type SystemInfo struct {
+	Kernel   string `json:"kernel"`   // the release, /proc/sys/kernel/osrelease
+	Hostname string `json:"hostname"` // /proc/sys/kernel/hostname
+	Arch     string `json:"arch"`     // uname's machine name (x86_64, aarch64)
+	CPUs     int    `json:"cpus"`     // online CPUs (cpuN lines of /proc/stat)
+}
+
+// unameMachine maps GOARCH to uname's machine names where they differ.
+var unameMachine = map[string]string{"amd64": "x86_64", "arm64": "aarch64", "386": "i686"}
+
+// readSystemInfo reads SystemInfo under procRoot; a field that cannot be
+// read is "?" (or 0 CPUs), which only makes the text report's first line
+// less informative.
+func readSystemInfo(procRoot string) SystemInfo {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(procRoot, "sys", "kernel", name))
+		if err != nil {
+			return "?"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	si := SystemInfo{Kernel: read("osrelease"), Hostname: read("hostname"), Arch: runtime.GOARCH}
+	if m, ok := unameMachine[si.Arch]; ok {
+		si.Arch = m
+	}
+	if st, err := ReadStatTimes(procRoot); err == nil {
+		si.CPUs = len(st.PerCPU)
+	}
+	return si
 }
 
 // ErrNoSched means the kernel has no /proc/PID/sched files (it was built
@@ -101,7 +146,9 @@ var ErrNoSched = errors.New("no /proc/PID/task/TID/sched (kernel without CONFIG_
 type threadSnap struct {
 	proc, name    string
 	pid, tid      int
+	uid           uint64
 	utime, stime  uint64 // clock ticks (userHZ)
+	guest         uint64 // clock ticks (userHZ)
 	runNS, waitNS uint64 // schedstat
 	vol, invol    uint64 // status (see SchedStats for why not sched)
 	migrations    uint64 // sched, 0 without it
@@ -195,7 +242,8 @@ loop:
 	}
 	_ = sample(false)
 	elapsed := time.Since(start)
-	rep := &ThreadReport{Window: elapsed, Interval: interval, Samples: samples, MigrationsNA: migrationsNA}
+	rep := &ThreadReport{Window: elapsed, Interval: interval, Samples: samples, MigrationsNA: migrationsNA,
+		End: time.Now(), System: readSystemInfo(root), Processes: procs}
 	for _, t := range tracks {
 		rep.Threads = append(rep.Threads, summarize(t.first, t.prev, t.cpuNS, elapsed))
 	}
@@ -214,9 +262,11 @@ func summarize(first, last threadSnap, cpuNS map[int]uint64, elapsed time.Durati
 	sec := elapsed.Seconds()
 	pct := func(ticks uint64) float64 { return 100 * float64(ticks) / userHZ / sec }
 	st := ThreadStats{
-		Process: last.proc, PID: last.pid, TID: last.tid, Name: last.name,
+		Process: last.proc, PID: last.pid, TID: last.tid, UID: last.uid, Name: last.name,
 		UsrPct:        pct(sub(last.utime, first.utime)),
 		SysPct:        pct(sub(last.stime, first.stime)),
+		GuestPct:      pct(sub(last.guest, first.guest)),
+		CPU:           last.cpu,
 		WaitPct:       100 * float64(sub(last.waitNS, first.waitNS)) / float64(elapsed.Nanoseconds()),
 		CswchPerSec:   float64(sub(last.vol, first.vol)) / sec,
 		NvcswchPerSec: float64(sub(last.invol, first.invol)) / sec,
@@ -272,6 +322,18 @@ func readThreads(pfs procfs.FS, root string, p Process, withSched bool) ([]threa
 		}
 		out = append(out, s)
 	}
+	if len(out) > 0 {
+		// The real UID is the process's: read once, from the leader's
+		// status; a process whose status cannot be read keeps UID 0 only
+		// in a report that is anyway about to lose it.
+		if st, err := pfs.Proc(p.PID); err == nil {
+			if ps, err := st.NewStatus(); err == nil {
+				for i := range out {
+					out[i].uid = ps.UIDs[0]
+				}
+			}
+		}
+	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("read threads of %s (pid %d): no readable thread", p.Name, p.PID)
 	}
@@ -307,46 +369,83 @@ func readThread(th procfs.Proc, root string, p Process, withSched bool) (threadS
 	}
 	return threadSnap{
 		proc: p.Name, name: stat.Comm, pid: p.PID, tid: th.PID,
-		utime: uint64(stat.UTime), stime: uint64(stat.STime),
+		utime: uint64(stat.UTime), stime: uint64(stat.STime), guest: uint64(max(0, stat.GuestTime)),
 		runNS: ss.RunningNanoseconds, waitNS: ss.WaitingNanoseconds,
 		vol: sw.Voluntary, invol: sw.Involuntary,
 		migrations: sched.Migrations, cpu: int(stat.Processor),
 	}, nil
 }
 
-// WriteText writes the report as a pidstat-like table, one row per thread.
+// WriteText writes the report in the layout of pidstat -h -t -u -w (one
+// line per process, then one per thread, every column one value, the
+// command last), so that pidstat parsers read it, with a migrations column
+// before the command; the window, the sampling and the roles of the
+// processes follow as comment lines. Per-CPU shares are in WriteJSON's
+// output.
 func (r *ThreadReport) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "# per-thread figures over %.1fs, %d samples every %v (from /proc)\n",
-		r.Window.Seconds(), r.Samples, r.Interval)
-	migrations := func(t ThreadStats) string { return strconv.FormatUint(t.Migrations, 10) }
+	si := r.System
+	fmt.Fprintf(w, "Linux %s (%s) \t%s \t_%s_\t(%d CPU)\n\n", si.Kernel, si.Hostname, r.End.Format("01/02/06"), si.Arch, si.CPUs)
+	migrations := func(n uint64) string { return strconv.FormatUint(n, 10) }
+	if r.MigrationsNA != "" {
+		migrations = func(uint64) string { return "n/a" }
+	}
+	at := r.End.Format("15:04:05")
+	// pidstat's column widths, with migrations (11) before the command.
+	fmt.Fprintf(w, "%-8s%9s%10s%10s%8s%8s%8s%8s%8s%6s%10s%10s%11s  %s\n", "# Time", "UID", "TGID", "TID",
+		"%usr", "%system", "%guest", "%wait", "%CPU", "CPU", "cswch/s", "nvcswch/s", "migrations", "Command")
+	row := func(tgid, tid string, t ThreadStats, command string) {
+		fmt.Fprintf(w, "%-8s%9d%10s%10s%8.2f%8.2f%8.2f%8.2f%8.2f%6d%10.2f%10.2f%11s  %s\n",
+			at, t.UID, tgid, tid, t.UsrPct, t.SysPct, t.GuestPct, t.WaitPct, t.UsrPct+t.SysPct,
+			t.CPU, t.CswchPerSec, t.NvcswchPerSec, migrations(t.Migrations), command)
+	}
+	for _, group := range r.byProcess() {
+		p := processRow(group)
+		row(strconv.Itoa(p.PID), "-", p, p.Name)
+		for _, t := range group {
+			row("-", strconv.Itoa(t.TID), t, "|__"+t.Name)
+		}
+	}
+	roles := make([]string, len(r.Processes))
+	for i, p := range r.Processes {
+		roles[i] = fmt.Sprintf("%s (pid %d)", p.Name, p.PID)
+	}
+	fmt.Fprintf(w, "\n# spindle: %.1fs window ending at Time, %d samples every %v, from /proc; processes: %s\n",
+		r.Window.Seconds(), r.Samples, r.Interval, strings.Join(roles, ", "))
 	if r.MigrationsNA != "" {
 		fmt.Fprintf(w, "# migrations: %s\n", NA(r.MigrationsNA))
-		migrations = func(ThreadStats) string { return "n/a" }
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	io.WriteString(tw, "process\tpid\ttid\tthread\t%usr\t%sys\t%wait\tcswch/s\tnvcswch/s\tmigrations\tCPU share\t\n")
-	for _, t := range r.Threads {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%s\t%s\t\n",
-			t.Process, t.PID, t.TID, t.Name, t.UsrPct, t.SysPct, t.WaitPct,
-			t.CswchPerSec, t.NvcswchPerSec, migrations(t), formatShare(t.CPUShare))
-	}
-	return tw.Flush()
+	return nil
 }
 
-// formatShare renders {0: 0.44, 1: 0.56} as "cpu0 44% cpu1 56%", or "-"
-// when the thread did not run.
-func formatShare(share map[int]float64) string {
-	if len(share) == 0 {
-		return "-"
-	}
-	var b strings.Builder
-	for i, c := range slices.Sorted(maps.Keys(share)) {
-		if i > 0 {
-			b.WriteByte(' ')
+// byProcess groups the threads by process id, in the report's order.
+func (r *ThreadReport) byProcess() [][]ThreadStats {
+	var groups [][]ThreadStats
+	for i, t := range r.Threads {
+		if i == 0 || t.PID != r.Threads[i-1].PID {
+			groups = append(groups, nil)
 		}
-		fmt.Fprintf(&b, "cpu%d %.0f%%", c, 100*share[c])
+		groups[len(groups)-1] = append(groups[len(groups)-1], t)
 	}
-	return b.String()
+	return groups
+}
+
+// processRow sums a process's threads into pidstat's process line: the
+// leader thread's name and CPU, the other figures added up.
+func processRow(threads []ThreadStats) ThreadStats {
+	p := ThreadStats{PID: threads[0].PID, UID: threads[0].UID, Name: threads[0].Name, CPU: threads[0].CPU}
+	for _, t := range threads {
+		if t.TID == t.PID {
+			p.Name, p.CPU = t.Name, t.CPU
+		}
+		p.UsrPct += t.UsrPct
+		p.SysPct += t.SysPct
+		p.GuestPct += t.GuestPct
+		p.WaitPct += t.WaitPct
+		p.CswchPerSec += t.CswchPerSec
+		p.NvcswchPerSec += t.NvcswchPerSec
+		p.Migrations += t.Migrations
+	}
+	return p
 }
 
 // WriteJSON writes the report as indented JSON.

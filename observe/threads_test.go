@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -248,5 +249,70 @@ func TestSampleThreadsWithoutSched(t *testing.T) {
 		if !withSched && (rep.MigrationsNA != ErrNoSched.Error() || !gotNA) {
 			t.Errorf("without sched: migrations n/a %q, want %q\n%s", rep.MigrationsNA, ErrNoSched, txt.String())
 		}
+	}
+}
+
+// TestWriteTextPidstatLayout: threads.txt reads as pidstat -h -t -u -w
+// output: the system line, the header, a process line and its thread
+// lines, one value per column and the command last.
+func TestWriteTextPidstatLayout(t *testing.T) {
+	end := time.Date(2026, 12, 1, 14, 41, 53, 0, time.UTC)
+	rep := &ThreadReport{
+		Window: 3 * time.Second, Interval: 100 * time.Millisecond, Samples: 31, End: end,
+		System:    SystemInfo{Kernel: "6.18.44", Hostname: "vm", Arch: "x86_64", CPUs: 2},
+		Processes: []Process{{Name: "server", PID: 100}},
+		Threads: []ThreadStats{
+			{Process: "server", PID: 100, TID: 100, Name: "spindle", UsrPct: 1, SysPct: 2, WaitPct: 0.5, CPU: 1, CswchPerSec: 10, Migrations: 2},
+			{Process: "server", PID: 100, TID: 103, Name: "carrier 0", UsrPct: 40, SysPct: 30, GuestPct: 0.25, WaitPct: 5, CPU: 0, CswchPerSec: 300, NvcswchPerSec: 4.5, Migrations: 1},
+		},
+	}
+	tests := []struct {
+		name         string
+		migrationsNA string
+		want         []string
+	}{
+		{"with migrations", "", []string{
+			"Linux 6.18.44 (vm) \t12/01/26 \t_x86_64_\t(2 CPU)",
+			"",
+			"# Time        UID      TGID       TID    %usr %system  %guest   %wait    %CPU   CPU   cswch/s nvcswch/s migrations  Command",
+			"14:41:53        0       100         -   41.00   32.00    0.25    5.50   73.00     1    310.00      4.50          3  spindle",
+			"14:41:53        0         -       100    1.00    2.00    0.00    0.50    3.00     1     10.00      0.00          2  |__spindle",
+			"14:41:53        0         -       103   40.00   30.00    0.25    5.00   70.00     0    300.00      4.50          1  |__carrier 0",
+			"",
+			"# spindle: 3.0s window ending at Time, 31 samples every 100ms, from /proc; processes: server (pid 100)",
+		}},
+		{"without migrations", "no sched", []string{
+			"Linux 6.18.44 (vm) \t12/01/26 \t_x86_64_\t(2 CPU)",
+			"",
+			"# Time        UID      TGID       TID    %usr %system  %guest   %wait    %CPU   CPU   cswch/s nvcswch/s migrations  Command",
+			"14:41:53        0       100         -   41.00   32.00    0.25    5.50   73.00     1    310.00      4.50        n/a  spindle",
+			"14:41:53        0         -       100    1.00    2.00    0.00    0.50    3.00     1     10.00      0.00        n/a  |__spindle",
+			"14:41:53        0         -       103   40.00   30.00    0.25    5.00   70.00     0    300.00      4.50        n/a  |__carrier 0",
+			"",
+			"# spindle: 3.0s window ending at Time, 31 samples every 100ms, from /proc; processes: server (pid 100)",
+			"# migrations: n/a (no sched)",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep.MigrationsNA = tt.migrationsNA
+			var b bytes.Buffer
+			if err := rep.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+			// A pidstat parser splits on white space and takes the command
+			// as the rest of the line: every data line has one value per
+			// header column.
+			header := strings.Fields(strings.TrimPrefix(got[2], "#"))
+			for _, line := range got[3:6] {
+				if f := strings.Fields(line); len(f) < len(header) {
+					t.Errorf("%q: %d fields, header has %d", line, len(f), len(header))
+				}
+			}
+		})
 	}
 }
