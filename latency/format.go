@@ -2,9 +2,9 @@ package latency
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 )
 
@@ -115,48 +115,32 @@ func WriteSpectrum(w io.Writer, h *Histogram) error {
 	return bw.Flush()
 }
 
-func writeSpectrum(w *bufio.Writer, h *Histogram) error {
-	fmt.Fprintf(w, "%12s %12s %12s %12s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)")
-	if h.TotalCount() > 0 {
-		for _, b := range h.CumulativeDistributionWithTicks(TicksPerHalfDistance) {
-			q := b.Quantile / 100
-			inv := 1 / (1 - q)
-			invs := fmt.Sprintf("%12.2f", inv)
-			if math.IsInf(inv, 1) {
-				invs = fmt.Sprintf("%12s", "inf") // as C's printf writes infinity
-			}
-			fmt.Fprintf(w, "%12.3f %12f %12d %s\n", float64(b.ValueAt)/ValueScale, q, b.Count, invs)
-		}
-	}
-	buckets, subBuckets := geometry(h)
-	_, err := fmt.Fprintf(w, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n#[Max     = %12.3f, Total count    = %12d]\n#[Buckets = %12d, SubBuckets     = %12d]\n",
-		h.Mean()/ValueScale, h.StdDev()/ValueScale, float64(h.Max())/ValueScale,
-		h.TotalCount(), buckets, subBuckets)
-	return err
-}
+// spectrumHeader is wrk2's header of the spectrum: hdrhistogram-go's
+// PercentilesPrint writes the same rows and footer under a tab-separated
+// header, which wrk2's parsers do not expect.
+var spectrumHeader = fmt.Sprintf("%12s %12s %12s %12s\n\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)")
 
-// geometry returns the bucket and sub-bucket counts of h, computed the way
-// the HdrHistogram implementations lay out their counts: sub-buckets are the
-// power of two that holds 2*10^digits values, and buckets double the covered
-// range from the sub-bucket count (shifted by the lowest value's magnitude)
-// until the highest trackable value is covered.
-func geometry(h *Histogram) (buckets, subBuckets int64) {
-	digits := h.SignificantFigures()
-	largest := 2 * math.Pow10(int(digits))
-	mag := int64(math.Ceil(math.Log2(largest)))
-	if mag < 1 {
-		mag = 1
+// writeSpectrum writes the spectrum through hdrhistogram-go's
+// PercentilesPrint (its rows, and its footer with the histogram's own
+// bucket geometry) under wrk2's header.
+func writeSpectrum(w *bufio.Writer, h *Histogram) error {
+	var b bytes.Buffer
+	if _, err := h.PercentilesPrint(&b, TicksPerHalfDistance, ValueScale); err != nil {
+		return err
 	}
-	subBuckets = int64(1) << mag
-	unitMag := int64(math.Floor(math.Log2(float64(max(h.LowestTrackableValue(), 1)))))
-	smallest := subBuckets << unitMag
-	buckets = 1
-	for smallest <= h.HighestTrackableValue() {
-		if smallest > math.MaxInt64/2 {
-			return buckets + 1, subBuckets
+	out := b.Bytes()
+	// Its header is one line and a blank one.
+	for range 2 {
+		if i := bytes.IndexByte(out, '\n'); i >= 0 {
+			out = out[i+1:]
 		}
-		smallest <<= 1
-		buckets++
 	}
-	return buckets, subBuckets
+	if h.TotalCount() == 0 {
+		// An empty histogram gets one row at value 0, which no request
+		// took: keep the footer only.
+		out = out[bytes.Index(out, []byte("#[")):]
+	}
+	w.WriteString(spectrumHeader)
+	_, err := w.Write(out)
+	return err
 }

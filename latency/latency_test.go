@@ -231,3 +231,16 @@ func TestDistributionEmpty(t *testing.T) {
 		t.Errorf("empty distribution:\n%s", out)
 	}
 }
+
+// TestSpectrumEmpty: an empty histogram's .hgrm has the header and the
+// footer, and no row at value 0 (which hdrhistogram-go's printer writes).
+func TestSpectrumEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSpectrum(&b, New()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[2], "#[Mean") || !strings.Contains(lines[3], "Total count    =            0") {
+		t.Errorf("empty spectrum:\n%s", b.String())
+	}
+}
