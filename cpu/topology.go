@@ -18,8 +18,10 @@ const DefaultSysRoot = "/sys"
 // cpuDir is the CPU subtree of sysfs, relative to its root.
 const cpuDir = "devices/system/cpu"
 
-// ErrNotSupported is wrapped by placements the topology cannot provide
-// (no SMT siblings, a single die); the message starts "skipped: topology".
+// ErrNotSupported is the sentinel for what this machine cannot do: wrapped
+// by placements the topology cannot provide (no SMT siblings, a single die;
+// the message starts "skipped: topology"), and, as wait.ErrNotSupported, by
+// wait strategies the CPU or kernel cannot run.
 var ErrNotSupported = errors.New("not supported")
 
 // Info describes one online logical CPU as sysfs reports it.

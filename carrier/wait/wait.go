@@ -9,13 +9,16 @@
 package wait
 
 import (
-	"errors"
 	"time"
+
+	"spindle/cpu"
 )
 
 // ErrNotSupported is wrapped by New when a strategy cannot run on this CPU or
-// kernel (for example tpause without WAITPKG); the message says why.
-var ErrNotSupported = errors.New("not supported")
+// kernel (for example tpause without WAITPKG); the message says why. It is
+// cpu.ErrNotSupported, the one sentinel for what this machine cannot do, so
+// errors.Is answers alike for a strategy and a placement.
+var ErrNotSupported = cpu.ErrNotSupported
 
 // Target is what a Strategy waits on.
 type Target interface {

@@ -2,6 +2,7 @@ package wait
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -295,5 +296,12 @@ func TestAdaptiveBlockedIdle(t *testing.T) {
 				t.Errorf("B moved: %v, want %v", moved, tc.wantB)
 			}
 		})
+	}
+}
+
+// TestErrNotSupportedIsCPUs: one sentinel for what the machine cannot do.
+func TestErrNotSupportedIsCPUs(t *testing.T) {
+	if !errors.Is(fmt.Errorf("tpause: %w", ErrNotSupported), cpu.ErrNotSupported) {
+		t.Error("wait.ErrNotSupported is not cpu.ErrNotSupported")
 	}
 }
