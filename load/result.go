@@ -8,7 +8,13 @@ import (
 	"time"
 
 	"spindle/latency"
+	"spindle/slo"
 )
+
+// SchemaVersion is Result's schema_version: raised when a field changes
+// meaning or goes away (adding one does not raise it). Results written before
+// versioning read as 0.
+const SchemaVersion = 1
 
 // Result is the outcome of a run, written by spindle load --json. Field
 // names are stable (snake_case); latencies are in microseconds.
@@ -18,9 +24,11 @@ import (
 // whose intended send time falls in the measured window (after the warm-up)
 // are counted; warm-up requests are counted in Warmup alone.
 type Result struct {
-	Config    Config    `json:"config"`
-	Start     time.Time `json:"start"`      // start of the run (warm-up included), UTC
-	DurationS float64   `json:"duration_s"` // measured window actually run, seconds
+	// SchemaVersion is SchemaVersion when written by this version.
+	SchemaVersion int       `json:"schema_version"`
+	Config        Config    `json:"config"`
+	Start         time.Time `json:"start"`      // start of the run (warm-up included), UTC
+	DurationS     float64   `json:"duration_s"` // measured window actually run, seconds
 	// Intended is the number of requests the run intended to send in the
 	// measured window: at a fixed rate, every scheduled send time before the
 	// end; closed loop, every request a connection began.
@@ -260,4 +268,25 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// SLOFigures returns the figures --slo thresholds are checked against:
+// corrected latency, the achieved rate, and as errors the failed requests
+// plus the responses that are neither 2xx nor 3xx, out of every request
+// that completed or failed.
+func (r *Result) SLOFigures() (slo.Figures, error) {
+	h, err := r.Corrected.Decode()
+	if err != nil {
+		return slo.Figures{}, err
+	}
+	return slo.Figures{
+		Latency: func(p float64) time.Duration {
+			return time.Duration(h.ValueAtPercentile(p)) * time.Microsecond
+		},
+		MeanLatency:  time.Duration(r.Corrected.MeanUs * float64(time.Microsecond)),
+		LatencyCount: r.Corrected.Count,
+		Requests:     r.Completed + r.Failed,
+		Errors:       r.Failed + r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx,
+		RPS:          r.AchievedRate,
+	}, nil
 }

@@ -197,6 +197,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		return nil, err
 	}
 	r := &Result{
+		SchemaVersion: SchemaVersion,
 		Config: Config{
 			URL: o.URL, Threads: o.Threads, Connections: o.Connections,
 			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Rate: o.Rate,

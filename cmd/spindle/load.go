@@ -14,6 +14,7 @@ import (
 
 	"spindle/internal/unix"
 	"spindle/load"
+	"spindle/slo"
 )
 
 func init() {
@@ -37,6 +38,7 @@ type loadConfig struct {
 	headers         stringsFlag
 	latency, uncorr bool
 	jsonPath, hgrm  string
+	slo             string
 }
 
 func loadFlags() (*flagSet, *loadConfig) {
@@ -73,7 +75,8 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
 	fs.Var(durationFlag{&c.warmup, time.Second}, "warmup", "warm-up before the measured duration: sent, not recorded")
-	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE`")
+	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
+	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
 	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
@@ -103,8 +106,18 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		o.Rate = c.rate.v
 	}
+	var thresholds []slo.Threshold
+	if c.slo != "" {
+		if thresholds, err = slo.Parse(c.slo); err != nil {
+			return badInput("load: --slo: %v", err)
+		}
+	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
+	}
+	jsonOut := stdout
+	if c.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
 	}
 	fmt.Fprintf(stdout, "Running %s test @ %s\n", durationWords(o.Duration), o.URL)
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
@@ -133,7 +146,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(c.jsonPath, append(b, '\n'), 0o644); err != nil {
+		b = append(b, '\n')
+		if c.jsonPath == "-" {
+			_, err = jsonOut.Write(b)
+		} else {
+			err = os.WriteFile(c.jsonPath, b, 0o644)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -141,6 +160,31 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := res.WriteHgrm(c.hgrm); err != nil {
 			return err
 		}
+	}
+	if thresholds != nil {
+		f, err := res.SLOFigures()
+		if err != nil {
+			return err
+		}
+		return checkSLO(stdout, "load", thresholds, f)
+	}
+	return nil
+}
+
+// checkSLO prints every threshold's outcome and returns an error that exits
+// 3 when any failed.
+func checkSLO(w io.Writer, cmd string, ts []slo.Threshold, f slo.Figures) error {
+	outcomes := slo.Check(ts, f)
+	fmt.Fprintln(w, "SLO:")
+	failed := 0
+	for _, o := range outcomes {
+		fmt.Fprintf(w, "  %s\n", o)
+		if !o.Pass {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return &sloError{fmt.Sprintf("%s: %d of %d slo thresholds failed", cmd, failed, len(outcomes))}
 	}
 	return nil
 }

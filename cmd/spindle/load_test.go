@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"spindle/latency"
 	"spindle/load"
 )
 
@@ -130,5 +132,58 @@ func TestSplitAttached(t *testing.T) {
 	want := "-t|2|-c|100|-d|10s|-R|20k|-H|X: y|--timeout|1s|-L|--|-t3"
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestLoadSLOExitStatus runs the built binary: a met objective exits 0, a
+// missed one 3 with every threshold printed, a malformed one 2 before any
+// load; --json - leaves stdout to the JSON alone.
+func TestLoadSLOExitStatus(t *testing.T) {
+	exe := spindleBinary(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	tests := []struct {
+		name     string
+		slo      string
+		code     int
+		outWants []string
+	}{
+		{"met", "p100<=1h,errors<=0,rps>=1", 0, []string{"pass  p100<=1h", "pass  errors<=0", "pass  rps>=1"}},
+		{"missed", "p50<=1h,rps>=1000000000", 3, []string{"pass  p50<=1h", "FAIL  rps>=1000000000"}},
+		{"malformed", "p99<=10", 2, nil},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(exe, "load", "-t1", "-c1", "-d", "200ms", "-R", "100", "--json", "-", "--slo", tt.slo, srv.URL+"/")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.code {
+			t.Errorf("%s: exit status %d, want %d; stderr:\n%s", tt.name, code, tt.code, stderr.String())
+		}
+		for _, w := range tt.outWants {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tt.name, w, stderr.String())
+			}
+		}
+		if tt.code == 2 {
+			if stdout.Len() > 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--slo") {
+				t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", tt.name, stderr.String(), stdout.String())
+			}
+			continue
+		}
+		var r load.Result
+		if err := latency.ReadJSON(&stdout, &r); err != nil {
+			t.Fatalf("%s: stdout is not the JSON result: %v", tt.name, err)
+		}
+		if r.SchemaVersion != load.SchemaVersion || r.Check() != nil || r.Completed == 0 {
+			t.Errorf("%s: result schema %d, check %v, completed %d", tt.name, r.SchemaVersion, r.Check(), r.Completed)
+		}
 	}
 }
