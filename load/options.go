@@ -1,4 +1,6 @@
 // Package load is spindle's HTTP/1.1 load generator: wrk2's equal or better.
+// It speaks HTTPS too (TLS 1.2 and 1.3 through crypto/tls, run as a
+// coroutine per connection on the same event loops: see tls.go).
 //
 // Each load thread is an event loop on its own locked OS thread with its own
 // epoll instance, optionally pinned to a CPU. Connections are spread over the
@@ -14,7 +16,9 @@
 package load
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -50,8 +54,7 @@ var (
 
 // Options configures a load run.
 type Options struct {
-	// URL is the target, http://host[:port]/path[?query]. https is not
-	// supported.
+	// URL is the target, http://host[:port]/path[?query] or https://...
 	URL string
 	// Threads is the number of load threads (event loops, OS threads).
 	Threads int
@@ -81,6 +84,19 @@ type Options struct {
 	// Spin is how long before an intended send time a thread polls instead
 	// of sleeping (0: never spin).
 	Spin time.Duration
+
+	// The TLS fields apply to https URLs only.
+
+	// Insecure skips the verification of the server's certificate chain
+	// and host name (self-signed certificates).
+	Insecure bool
+	// SNI is the server name sent in the handshake and verified against
+	// the certificate; empty: the URL's host (none is sent for an IP
+	// address, which is then verified against the certificate's IP SANs).
+	SNI string
+	// TLSMin and TLSMax bound the TLS version (tls.VersionTLS12 or
+	// tls.VersionTLS13); 0: DefaultTLSMin, DefaultTLSMax.
+	TLSMin, TLSMax uint16
 }
 
 // target is a parsed URL.
@@ -88,6 +104,8 @@ type target struct {
 	addr     netip.AddrPort
 	hostPort string // as written, for the Host header
 	path     string // request target: path and query
+	tls      bool   // https
+	sni      string // TLS server name (https only)
 }
 
 func badOptions(format string, args ...any) error {
@@ -120,29 +138,52 @@ func (o *Options) validate() (target, error) {
 	case o.Method != "" && strings.ContainsAny(o.Method, " \t\r\n"):
 		return target{}, badOptions("method %q is not a token", o.Method)
 	}
+	lo, hi := cmp.Or(o.TLSMin, DefaultTLSMin), cmp.Or(o.TLSMax, DefaultTLSMax)
+	for _, v := range []uint16{lo, hi} {
+		if v != tls.VersionTLS12 && v != tls.VersionTLS13 {
+			return target{}, badOptions("TLS version %#x is not supported (want TLS 1.2 or 1.3)", v)
+		}
+	}
+	if lo > hi {
+		return target{}, badOptions("TLS min %s is above TLS max %s", tlsVersionName(lo), tlsVersionName(hi))
+	}
+	if strings.ContainsAny(o.SNI, " \t\r\n/:") {
+		return target{}, badOptions("SNI %q is not a host name", o.SNI)
+	}
 	for _, h := range o.Headers {
 		name, _, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") {
 			return target{}, badOptions("header %q is not \"Name: value\"", h)
 		}
 	}
-	return parseTarget(o.URL)
+	t, err := parseTarget(o.URL)
+	if err != nil {
+		return t, err
+	}
+	if t.tls && o.SNI != "" {
+		t.sni = o.SNI
+	}
+	if !t.tls && (o.Insecure || o.SNI != "") {
+		return target{}, badOptions("%s: insecure and SNI apply to https URLs only", o.URL)
+	}
+	return t, nil
 }
 
-// parseTarget parses and resolves an http URL.
+// parseTarget parses and resolves an http or https URL.
 func parseTarget(raw string) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return target{}, badOptions("malformed URL %q: %v", raw, errors.Unwrap(err))
 	}
+	port := uint64(80)
 	switch u.Scheme {
 	case "http":
 	case "https":
-		return target{}, badOptions("%s: https is not supported (spindle load speaks plain HTTP/1.1)", raw)
+		port = 443
 	case "":
 		return target{}, badOptions("malformed URL %q: no scheme (want http://host[:port]/path)", raw)
 	default:
-		return target{}, badOptions("%s: scheme %q is not supported (want http)", raw, u.Scheme)
+		return target{}, badOptions("%s: scheme %q is not supported (want http or https)", raw, u.Scheme)
 	}
 	host := u.Hostname()
 	if host == "" {
@@ -151,7 +192,6 @@ func parseTarget(raw string) (target, error) {
 	if u.User != nil || u.Fragment != "" {
 		return target{}, badOptions("malformed URL %q: user info and fragments are not allowed", raw)
 	}
-	port := uint64(80)
 	if p := u.Port(); p != "" {
 		port, err = strconv.ParseUint(p, 10, 16)
 		if err != nil || port == 0 {
@@ -179,7 +219,11 @@ func parseTarget(raw string) (target, error) {
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return target{addr: netip.AddrPortFrom(ip.Unmap(), uint16(port)), hostPort: u.Host, path: path}, nil
+	t := target{addr: netip.AddrPortFrom(ip.Unmap(), uint16(port)), hostPort: u.Host, path: path, tls: u.Scheme == "https"}
+	if t.tls {
+		t.sni = host
+	}
+	return t, nil
 }
 
 // withDefaults fills unset fields that have a natural default.
@@ -187,6 +231,7 @@ func (o Options) withDefaults() Options {
 	if o.Method == "" {
 		o.Method = DefaultMethod
 	}
+	o.TLSMin, o.TLSMax = cmp.Or(o.TLSMin, DefaultTLSMin), cmp.Or(o.TLSMax, DefaultTLSMax)
 	return o
 }
 

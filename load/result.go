@@ -60,6 +60,30 @@ type Result struct {
 	// same closed loop, where a request is intended when it is sent.
 	Corrected   latency.Summary `json:"corrected"`
 	Uncorrected latency.Summary `json:"uncorrected"`
+	// TLS describes the TLS handshakes of an https run (absent for http).
+	TLS *TLSResult `json:"tls,omitempty"`
+}
+
+// TLSResult is the TLS part of an https run. Handshakes are counted over the
+// whole run, set-up and warm-up included (most connections shake hands
+// before the measured window), and their time is not part of any request's
+// uncorrected latency; a request that waited for its connection's handshake
+// has it in its corrected latency, as it would a connect.
+type TLSResult struct {
+	Min      string `json:"min_version"` // "1.2" or "1.3"
+	Max      string `json:"max_version"`
+	SNI      string `json:"sni"`      // the server name set with --sni; empty: the URL's host
+	Insecure bool   `json:"insecure"` // certificate verification skipped
+	// Handshakes counts completed handshakes; TLS12 and TLS13 split them
+	// by negotiated version.
+	Handshakes int64 `json:"handshakes"`
+	TLS12      int64 `json:"tls12"`
+	TLS13      int64 `json:"tls13"`
+	// HandshakeErrors counts handshakes that failed or timed out.
+	HandshakeErrors int64 `json:"handshake_errors"`
+	// Handshake is the distribution of handshake times, from TCP
+	// connected to handshake done, in µs.
+	Handshake latency.Summary `json:"handshake"`
 }
 
 // Config echoes the options of the run.
@@ -224,6 +248,16 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	if r.InFlight+r.NotSent > 0 {
 		ew.printf("  Unfinished: %d in flight, %d not sent (of %d intended)\n", r.InFlight, r.NotSent, r.Intended)
+	}
+	if t := r.TLS; t != nil {
+		ew.printf("  TLS handshakes: %d (1.2: %d, 1.3: %d), failed %d", t.Handshakes, t.TLS12, t.TLS13, t.HandshakeErrors)
+		if t.Handshake.Count > 0 {
+			ew.printf(", avg %s, p99 %s, max %s",
+				latency.FormatTimeUs(t.Handshake.MeanUs),
+				latency.FormatTimeUs(float64(t.Handshake.PercentilesUs[latency.PercentileKey(99)])),
+				latency.FormatTimeUs(float64(t.Handshake.MaxUs)))
+		}
+		ew.printf("\n")
 	}
 	ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
 	ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -37,7 +38,7 @@ func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := Probe(ctx, t.addr.String(), o.Timeout); err != nil {
+	if err := probe(ctx, o, t); err != nil {
 		return nil, err
 	}
 	return run(ctx, o, t, progress)
@@ -51,11 +52,29 @@ func Preflight(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return Probe(ctx, t.addr.String(), o.Timeout)
+	return probe(ctx, o, t)
+}
+
+// probe makes one connection to t and, for https, one TLS handshake.
+func probe(ctx context.Context, o Options, t target) error {
+	d := net.Dialer{Timeout: o.Timeout}
+	c, err := d.DialContext(ctx, "tcp", t.addr.String())
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	defer c.Close()
+	if t.tls {
+		return probeTLS(c, tlsConfig(o, t), o.Timeout)
+	}
+	return nil
 }
 
 func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Result, error) {
 	req := buildRequest(o, t)
+	var tlsConf *tls.Config
+	if t.tls {
+		tlsConf = tlsConfig(o, t)
+	}
 
 	base := time.Now()
 	clock := func() int64 { return int64(time.Since(base)) }
@@ -71,7 +90,7 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		workers[i] = &worker{
 			id: i, closed: o.Rate == 0, req: req, head: o.Method == "HEAD",
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
-			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1,
+			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1, tlsConf: tlsConf,
 		}
 	}
 
@@ -229,6 +248,11 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		r.TransferRate = float64(r.BytesRead) / r.DurationS
 	}
 	r.ThreadReqPerSec = summarizeRates(rates)
+	if workers[0].tlsConf != nil {
+		if r.TLS, err = collectTLS(o, workers); err != nil {
+			return nil, err
+		}
+	}
 	if r.Corrected, err = latency.Summarize(corrected); err != nil {
 		return nil, err
 	}
@@ -246,4 +270,25 @@ func (o Options) String() string {
 	}
 	return strings.Join([]string{o.URL, fmt.Sprintf("%d threads", o.Threads),
 		fmt.Sprintf("%d connections", o.Connections), o.Duration.String(), mode}, ", ")
+}
+
+// collectTLS merges the threads' handshake figures.
+func collectTLS(o Options, workers []*worker) (*TLSResult, error) {
+	hs := make([]*latency.Histogram, 0, len(workers))
+	r := &TLSResult{Min: tlsVersionName(o.TLSMin), Max: tlsVersionName(o.TLSMax), SNI: o.SNI, Insecure: o.Insecure}
+	for _, w := range workers {
+		hs = append(hs, w.hs.hist)
+		r.HandshakeErrors += w.hs.failed
+		r.TLS12 += w.hs.versions[0]
+		r.TLS13 += w.hs.versions[1]
+	}
+	h, err := latency.Merge(hs...)
+	if err != nil {
+		return nil, err
+	}
+	r.Handshakes = h.TotalCount()
+	if r.Handshake, err = latency.Summarize(h); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -39,10 +39,11 @@ type loadConfig struct {
 	latency, uncorr bool
 	jsonPath, hgrm  string
 	slo             string
+	tlsMin, tlsMax  string
 }
 
 func loadFlags() (*flagSet, *loadConfig) {
-	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL and prints wrk2's report. With -R the
+	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL (http or https) and prints wrk2's report. With -R the
 requests follow a fixed schedule and latency is corrected for coordinated
 omission; without it the load is closed loop at maximum throughput, like wrk.
 Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
@@ -80,6 +81,12 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
+	for _, n := range []string{"k", "insecure"} {
+		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
+	}
+	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
+	fs.StringVar(&c.tlsMin, "tls-min", "1.2", "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.StringVar(&c.tlsMax, "tls-max", "1.3", "https: highest TLS `VERSION` offered (1.2 or 1.3)")
 	return fs, c
 }
 
@@ -105,6 +112,15 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return badInput("load: --rate must be positive (got %s); omit it for closed-loop load", c.rate.raw)
 		}
 		o.Rate = c.rate.v
+	}
+	for _, v := range []struct {
+		name string
+		s    string
+		dst  *uint16
+	}{{"tls-min", c.tlsMin, &o.TLSMin}, {"tls-max", c.tlsMax, &o.TLSMax}} {
+		if *v.dst, err = load.ParseTLSVersion(v.s); err != nil {
+			return badInput("load: --%s: %v", v.name, err)
+		}
 	}
 	var thresholds []slo.Threshold
 	if c.slo != "" {

@@ -20,6 +20,8 @@ import (
 func TestLoadBadInput(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer tlsSrv.Close()
 	closed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	deadURL := closed.URL
 	closed.Close()
@@ -31,7 +33,12 @@ func TestLoadBadInput(t *testing.T) {
 		{"no URL", []string{"load"}, "exactly one URL"},
 		{"two URLs", []string{"load", srv.URL, srv.URL}, "exactly one URL"},
 		{"malformed URL", []string{"load", "http://[::1"}, "malformed"},
-		{"https", []string{"load", "https://127.0.0.1/"}, "https is not supported"},
+		{"https unreachable", []string{"load", "https" + deadURL[len("http"):]}, "unreachable"},
+		{"https self-signed", []string{"load", tlsSrv.URL}, "--insecure"},
+		{"tls version", []string{"load", "--tls-min", "1.1", "-k", tlsSrv.URL}, "--tls-min"},
+		{"tls min above max", []string{"load", "--tls-min", "1.3", "--tls-max", "1.2", "-k", tlsSrv.URL}, "above"},
+		{"insecure on http", []string{"load", "-k", srv.URL}, "https URLs only"},
+		{"bad slo", []string{"load", "--slo", "p99<10", srv.URL}, "--slo"},
 		{"rate zero", []string{"load", "-R", "0", srv.URL}, "rate must be positive"},
 		{"rate negative", []string{"load", "--rate=-5", srv.URL}, "rate must be positive"},
 		{"rate not a number", []string{"load", "-R", "fast", srv.URL}, "not a number"},
@@ -184,6 +191,41 @@ func TestLoadSLOExitStatus(t *testing.T) {
 		}
 		if r.SchemaVersion != load.SchemaVersion || r.Check() != nil || r.Completed == 0 {
 			t.Errorf("%s: result schema %d, check %v, completed %d", tt.name, r.SchemaVersion, r.Check(), r.Completed)
+		}
+	}
+}
+
+// TestLoadHTTPS runs load against net/http's TLS server (which speaks
+// HTTP/2 too: the client must get HTTP/1.1 through ALPN) at both versions.
+func TestLoadHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 1 {
+			http.Error(w, "want HTTP/1.1", http.StatusHTTPVersionNotSupported)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for _, v := range []string{"1.2", "1.3"} {
+		var out bytes.Buffer
+		path := filepath.Join(t.TempDir(), "load.json")
+		err := run(context.Background(), []string{"load", "-t1", "-c2", "-d", "300ms", "-k", "--tls-min", v, "--tls-max", v,
+			"--json", path, srv.URL + "/"}, &out, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "  TLS handshakes: 2 (") {
+			t.Errorf("TLS %s: report lacks the handshake line:\n%s", v, out.String())
+		}
+		r, err := load.ReadResult(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Completed == 0 || r.ByStatus.C2xx != r.Completed || r.TLS == nil || !r.TLS.Insecure ||
+			r.TLS.Min != v || r.TLS.Handshakes != 2 || (v == "1.3") != (r.TLS.TLS13 == 2) {
+			t.Errorf("TLS %s: completed %d (2xx %d), tls %+v", v, r.Completed, r.ByStatus.C2xx, r.TLS)
 		}
 	}
 }
