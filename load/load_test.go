@@ -224,7 +224,7 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{"malformed URL", func(o *Options) { o.URL = "http://[::1" }, "malformed"},
 		{"no scheme", func(o *Options) { o.URL = "//127.0.0.1:80/" }, "scheme"},
-		{"https", func(o *Options) { o.URL = "https://127.0.0.1/" }, "https is not supported"},
+		{"https bad port", func(o *Options) { o.URL = "https://127.0.0.1:0/" }, "port"},
 		{"ftp", func(o *Options) { o.URL = "ftp://127.0.0.1/" }, "not supported"},
 		{"bad port", func(o *Options) { o.URL = "http://127.0.0.1:99999/" }, "port"},
 		{"threads", func(o *Options) { o.Threads = 0 }, "threads"},
@@ -299,6 +299,9 @@ func TestHotPathAllocations(t *testing.T) {
 }
 
 func testHotPathAllocations(t *testing.T, scheme string) {
+	if raceEnabled && scheme == "https" {
+		t.Skip("under the race detector crypto/tls allocates more per record; the bound is checked without -race")
+	}
 	mode := modeOK
 	if scheme == "https" {
 		mode = modeTLS

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"spindle/cpu"
+	"spindle/latency"
 )
 
 // Defaults, reused as the spindle load flag defaults (wrk2's where it has one).
@@ -42,6 +43,9 @@ const (
 	// stops sleeping in epoll and polls instead, to send on time despite
 	// the kernel's wake-up latency.
 	DefaultSpin = 0 * time.Microsecond
+	// DefaultInterval is the length of an interval histogram (HdrHistogram
+	// interval logs are conventionally per second).
+	DefaultInterval = time.Second
 )
 
 // Errors callers test with errors.Is.
@@ -84,6 +88,17 @@ type Options struct {
 	// Spin is how long before an intended send time a thread polls instead
 	// of sleeping (0: never spin).
 	Spin time.Duration
+
+	// IntervalSink, if not nil, receives the corrected latencies of every
+	// Interval of the measured window (the last one may be shorter),
+	// merged over the threads, in order, from one goroutine, while the run
+	// goes on: the histogram (latency.NewNs: nanoseconds) of the requests
+	// that completed in the interval, empty when none did. It is valid
+	// only during the call. An error the sink returns stops the calls and
+	// is returned by Run at the end (the run itself goes on).
+	IntervalSink func(start, end time.Time, h *latency.Histogram) error
+	// Interval is the length of IntervalSink's intervals; 0: DefaultInterval.
+	Interval time.Duration
 
 	// The TLS fields apply to https URLs only.
 
@@ -133,6 +148,8 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("rate must be positive (got %g)", o.Rate)
 	case o.Timeout <= 0:
 		return target{}, badOptions("timeout must be positive (got %s)", o.Timeout)
+	case o.Interval < 0 || (o.Interval > 0 && o.Interval < time.Millisecond):
+		return target{}, badOptions("interval must be at least 1ms (got %s)", o.Interval)
 	case o.Spin < 0:
 		return target{}, badOptions("spin must not be negative (got %s)", o.Spin)
 	case o.Method != "" && strings.ContainsAny(o.Method, " \t\r\n"):
@@ -231,6 +248,7 @@ func (o Options) withDefaults() Options {
 	if o.Method == "" {
 		o.Method = DefaultMethod
 	}
+	o.Interval = cmp.Or(o.Interval, DefaultInterval)
 	o.TLSMin, o.TLSMax = cmp.Or(o.TLSMin, DefaultTLSMin), cmp.Or(o.TLSMax, DefaultTLSMax)
 	return o
 }

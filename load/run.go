@@ -31,7 +31,8 @@ const ProgressInterval = 250 * time.Millisecond
 // first connection to the target fails, in both cases before any request is
 // sent. progress, if not nil, is called every ProgressInterval from one
 // goroutine. Cancelling ctx ends the run early; the result covers the time
-// run.
+// run. When Options.IntervalSink fails, Run returns the result and the
+// sink's error.
 func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, error) {
 	o = o.withDefaults()
 	t, err := o.validate()
@@ -78,6 +79,10 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 
 	base := time.Now()
 	clock := func() int64 { return int64(time.Since(base)) }
+	var ivLen int64
+	if o.IntervalSink != nil {
+		ivLen = int64(o.Interval)
+	}
 	workers := make([]*worker, o.Threads)
 	for i := range workers {
 		n := o.Connections / o.Threads
@@ -92,6 +97,7 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
 			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1, tlsConf: tlsConf,
 		}
+		workers[i].iv.length = ivLen
 	}
 
 	// Each worker sets up on its own thread, then waits for the common
@@ -138,6 +144,11 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		}
 	}
 	startTime := base.Add(time.Duration(t0))
+	var ivc *intervalCollector
+	if ivLen > 0 {
+		ivc = &intervalCollector{sink: o.IntervalSink, base: base, length: ivLen, measureAt: measureAt,
+			pending: map[int64][]*latency.Histogram{}}
+	}
 	for range workers {
 		start <- t0
 	}
@@ -158,6 +169,9 @@ loop:
 			<-finished
 			break loop
 		case <-tick.C:
+			if ivc != nil {
+				ivc.collect(workers, false, end)
+			}
 			if progress == nil {
 				continue
 			}
@@ -176,7 +190,16 @@ loop:
 			progress(p)
 		}
 	}
-	return collect(o, startTime, measureAt, workers)
+	res, err := collect(o, startTime, measureAt, workers)
+	if ivc != nil && err == nil {
+		var stopped int64
+		for _, w := range workers {
+			stopped = max(stopped, w.stoppedAt)
+		}
+		ivc.collect(workers, true, min(stopped, end))
+		err = ivc.err // the result stands: the sink failed, not the run
+	}
+	return res, err
 }
 
 // Probe makes one connection to addr ("host:port") and closes it, so that an

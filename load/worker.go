@@ -163,6 +163,8 @@ type worker struct {
 	stoppedAt   int64
 	err         error
 
+	iv intervals // interval histograms (Options.IntervalSink)
+
 	tlsConf *tls.Config // https: the client configuration; nil for http
 	tlsBuf  []byte      // the sessions' decryption buffer, shared (see tlsSession.rbuf)
 	hs      tlsCounts
@@ -243,6 +245,7 @@ func (w *worker) run(t0 int64, stop *atomic.Bool) {
 	now := w.now()
 	w.rateAt = max(t0, w.measureAt)
 	w.nextHouse = now + int64(housekeeping)
+	w.iv.start(w.measureAt, w.end)
 	for i := range w.conns {
 		c := &w.conns[i]
 		if w.closed {
@@ -608,6 +611,10 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 		w.rateCount++
 		latency.Record(w.corrected, now-c.intended)
 		latency.Record(w.uncorrected, now-c.sentAt)
+		if w.iv.length > 0 {
+			w.iv.rotate(now)
+			latency.RecordNs(w.iv.h, now-c.intended)
+		}
 	}
 	if keep && c.state == csReading {
 		c.state = csReady
@@ -703,6 +710,9 @@ func (w *worker) fire(now int64) {
 // request rate.
 func (w *worker) housekeep(now int64) {
 	w.nextHouse = now + int64(housekeeping)
+	if w.iv.length > 0 {
+		w.iv.rotate(now) // an interval without completions is logged too
+	}
 	for i := range w.conns {
 		c := &w.conns[i]
 		switch {
@@ -743,6 +753,7 @@ func (w *worker) finish(end int64) {
 		_ = unix.Close(w.ep)
 		w.ep = -1
 	}
+	w.iv.finish(end)
 }
 
 // The timer heap: a binary min-heap on when, without container/heap's

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"spindle/internal/unix"
+	"spindle/latency"
 	"spindle/load"
 	"spindle/slo"
 )
@@ -40,6 +42,8 @@ type loadConfig struct {
 	jsonPath, hgrm  string
 	slo             string
 	tlsMin, tlsMax  string
+	hlog            string
+	hlogInterval    time.Duration
 }
 
 func loadFlags() (*flagSet, *loadConfig) {
@@ -50,7 +54,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
 	c.threads.whole, c.conns.whole = true, true
-	c.duration, c.timeout = load.DefaultDuration, load.DefaultTimeout
+	c.duration, c.timeout, c.hlogInterval = load.DefaultDuration, load.DefaultTimeout, load.DefaultInterval
 	for _, n := range []string{"t", "threads"} {
 		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
 	}
@@ -79,6 +83,8 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
 	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
 	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
+	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
+	fs.Var(durationFlag{&c.hlogInterval, time.Second}, "hlog-interval", "interval of --hlog")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
 	for _, n := range []string{"k", "insecure"} {
@@ -90,7 +96,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	return fs, c
 }
 
-func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retErr error) {
 	fs, c := loadFlags()
 	pos, err := fs.parse(splitAttached(args), stdout)
 	if err != nil {
@@ -128,8 +134,26 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return badInput("load: --slo: %v", err)
 		}
 	}
+	if c.hlog != "" {
+		o.Interval = c.hlogInterval
+	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
+	}
+	if c.hlog != "" {
+		f, err := os.Create(c.hlog)
+		if err != nil {
+			return badInput("load: --hlog: %v", err)
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		hlog := latency.NewIntervalLog(bw)
+		o.IntervalSink = func(start, end time.Time, h *latency.Histogram) error {
+			if err := hlog.Write(start, end, h); err != nil {
+				return err
+			}
+			return bw.Flush() // a reader (tail -f, a dashboard) sees each interval as it ends
+		}
 	}
 	jsonOut := stdout
 	if c.jsonPath == "-" { // stdout carries the JSON alone
@@ -151,8 +175,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if errors.Is(err, load.ErrBadOptions) || errors.Is(err, load.ErrUnreachable) {
 		return asBadInput(err)
 	}
-	if err != nil {
+	if res == nil {
 		return err
+	}
+	if sinkErr := err; sinkErr != nil { // the --hlog sink failed: the result stands, the run fails (exit 1)
+		defer func() { retErr = fmt.Errorf("load: --hlog %s: %w", c.hlog, sinkErr) }()
 	}
 	if err := res.WriteText(stdout, c.latency || c.uncorr, c.uncorr); err != nil {
 		return err

@@ -229,3 +229,51 @@ func TestLoadHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadHlog: --hlog writes an interval log that hdrhistogram-go's reader
+// reads back, one interval per --hlog-interval, holding every corrected
+// latency of the run.
+func TestLoadHlog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	hlog, jsonPath := filepath.Join(dir, "load.hlog"), filepath.Join(dir, "load.json")
+	err := run(context.Background(), []string{"load", "-t2", "-c2", "-d", "400ms", "-R", "500", "--hlog", hlog,
+		"--hlog-interval", "100ms", "--json", jsonPath, srv.URL}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ivs, err := latency.ReadIntervalLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.ReadResult(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, iv := range ivs {
+		total += iv.Histogram.TotalCount()
+	}
+	if len(ivs) != 4 || total != r.Corrected.Count {
+		t.Errorf("%d intervals holding %d latencies; want 4 holding the run's %d", len(ivs), total, r.Corrected.Count)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hlog", filepath.Join(dir, "no", "such", "dir", "x.hlog")}, "--hlog"},
+		{[]string{"--hlog", hlog, "--hlog-interval", "10us"}, "interval"},
+	} {
+		err := run(context.Background(), append(append([]string{"load", "-d", "100ms"}, tt.args...), srv.URL), io.Discard, io.Discard)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want bad input mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}
