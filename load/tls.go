@@ -65,8 +65,14 @@ type tlsSession struct {
 // input: the ClientHello is then in s.out.
 // rbuf (tlsReadSize bytes) may be shared by sessions run on one thread.
 func newTLSSession(cfg *tls.Config, rbuf []byte) *tlsSession {
+	return newSession(func(c net.Conn) *tls.Conn { return tls.Client(c, cfg) }, rbuf)
+}
+
+// newSession is newTLSSession with the tls.Conn made by side (tls.Client;
+// tls.Server for the tests' in-memory servers).
+func newSession(side func(net.Conn) *tls.Conn, rbuf []byte) *tlsSession {
 	s := &tlsSession{rbuf: rbuf}
-	s.tc = tls.Client(memConn{s}, cfg)
+	s.tc = side(memConn{s})
 	s.next, s.stop = iter.Pull(s.body)
 	s.next()
 	return s

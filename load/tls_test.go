@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"iter"
 	"math/big"
 	"net"
 	"strings"
@@ -366,4 +367,88 @@ func FuzzTLSRecordBoundary(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sessionPair is a client and a server session shaking hands in memory, on
+// one goroutine: each one's output is the other's input.
+func sessionPair(tb testing.TB, version uint16) (client, server *tlsSession) {
+	cert, err := testCert()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	scfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: version, MaxVersion: version}
+	client = newTLSSession(&tls.Config{InsecureSkipVerify: true}, make([]byte, tlsReadSize))
+	server = newSession(func(c net.Conn) *tls.Conn { return tls.Server(c, scfg) }, make([]byte, tlsReadSize))
+	for i := 0; !(client.done && server.done); i++ {
+		if i > 10 || client.err != nil || server.err != nil {
+			tb.Fatalf("handshake: client %v, server %v after %d flights", client.err, server.err, i)
+		}
+		pump(client, server)
+		pump(server, client)
+	}
+	return client, server
+}
+
+// pump moves what from has written to to.
+func pump(from, to *tlsSession) {
+	if len(from.out) > 0 {
+		to.feed(from.out)
+		from.out = from.out[:0]
+	}
+}
+
+// BenchmarkTLSExchange is one request and one response through a client
+// and a server session (both sides' record encryption and decryption, one
+// coroutine resume on each side), next to BenchmarkCoroutineResume, the
+// cost of one resume: what running crypto/tls as a coroutine adds per record
+// read. The
+// figures are for the lead's quiet machine (see docs/load.md).
+func BenchmarkTLSExchange(b *testing.B) {
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		b.Run("TLS"+tlsVersionName(v), func(b *testing.B) {
+			client, server := sessionPair(b, v)
+			req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 480\r\n\r\n" + strings.Repeat("x", 480))
+			b.ReportAllocs()
+			for b.Loop() {
+				client.write(req)
+				pump(client, server)
+				if len(server.take()) != len(req) {
+					b.Fatal("request lost")
+				}
+				server.write(resp)
+				pump(server, client)
+				if len(client.take()) != len(resp) {
+					b.Fatal("response lost")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCoroutineResume(b *testing.B) {
+	s := &tlsSession{}
+	next, stop := iter.Pull(func(yield func(struct{}) bool) {
+		for yield(struct{}{}) {
+			s.in = s.in[:0]
+		}
+	})
+	defer stop()
+	b.ReportAllocs()
+	for b.Loop() {
+		next()
+	}
+}
+
+func TestSessionPair(t *testing.T) {
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		client, server := sessionPair(t, v)
+		client.write([]byte("ping"))
+		pump(client, server)
+		if got := string(server.take()); got != "ping" {
+			t.Errorf("TLS %s: server got %q", tlsVersionName(v), got)
+		}
+		client.close()
+		server.close()
+	}
 }
