@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"spindle/internal/leakcheck"
 )
 
 // testCert is a self-signed ECDSA certificate for 127.0.0.1 and
@@ -84,6 +86,7 @@ func TestHTTPS(t *testing.T) {
 				name = "TLS" + tlsVersionName(v) + "/fixed"
 			}
 			t.Run(name, func(t *testing.T) {
+				leakcheck.Register(t, 2*time.Second) // no session coroutine left behind
 				srv := startTLSServer(t, v, answerOK)
 				const conns = 3
 				r, err := Run(context.Background(), Options{
@@ -134,6 +137,7 @@ func TestHTTPS(t *testing.T) {
 // TestHTTPSReconnects: a server that closes after every response makes
 // every request shake hands again; every request is still accounted for.
 func TestHTTPSReconnects(t *testing.T) {
+	leakcheck.Register(t, 2*time.Second)
 	srv := startTLSServer(t, tls.VersionTLS13, func(_ int64, w io.Writer) bool {
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
 		return false
@@ -332,17 +336,39 @@ func TestSessionSplits(t *testing.T) {
 }
 
 // FuzzTLSRecordBoundary feeds a session a real server's ciphertext at
-// arbitrary split points, or arbitrary bytes after a real handshake: it must
-// end with the exact plaintext or an error, never panic or hang.
+// arbitrary split points, or arbitrary bytes after a real handshake, or
+// arbitrary bytes as the server's first flight (ver%4 >= 2): it must end
+// with the exact plaintext or an error, never panic or hang.
 func FuzzTLSRecordBoundary(f *testing.F) {
 	f.Add(byte(13), []byte{1}, []byte(nil))
 	f.Add(byte(12), []byte{7, 0, 200}, []byte(nil))
 	f.Add(byte(13), []byte(nil), []byte("\x17\x03\x03\x00\x05hello"))
 	f.Add(byte(12), []byte{2}, []byte("\x15\x03\x03\x00\x02\x02\x28"))
+	f.Add(byte(2), []byte{3}, []byte("\x16\x03\x03\x00\x04\x02\x00\x00\x00"))
+	f.Add(byte(3), []byte{1}, []byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, ver byte, splits, garbage []byte) {
 		v := uint16(tls.VersionTLS12)
 		if ver%2 == 1 {
 			v = tls.VersionTLS13
+		}
+		if ver%4 >= 2 { // garbage instead of the server's handshake
+			s := newTLSSession(&tls.Config{InsecureSkipVerify: true}, make([]byte, tlsReadSize))
+			defer s.close()
+			for si := 0; len(garbage) > 0; si++ {
+				n := len(garbage)
+				if len(splits) > 0 {
+					n = min(n, 1+int(splits[si%len(splits)]))
+				}
+				s.feed(garbage[:n])
+				garbage = garbage[n:]
+				if len(s.take()) != 0 {
+					t.Fatal("plaintext before a handshake")
+				}
+			}
+			if s.done {
+				t.Fatal("a handshake completed with bytes that no server sent")
+			}
+			return
 		}
 		const resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
 		p := startPipeServer(t, v, resp)
@@ -450,5 +476,44 @@ func TestSessionPair(t *testing.T) {
 		}
 		client.close()
 		server.close()
+	}
+}
+
+// TestHTTPSServerNotTLS: an https URL whose server answers in plain text.
+// The run (past the probe, which would refuse it) fails every request as a
+// connect error, counts the failed handshakes, and accounts for everything.
+func TestHTTPSServerNotTLS(t *testing.T) {
+	leakcheck.Register(t, 2*time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+			c.Close()
+		}
+	}()
+	o := Options{URL: "https://" + ln.Addr().String() + "/", Threads: 1, Connections: 2,
+		Duration: 200 * time.Millisecond, Rate: 100, Timeout: time.Second, Insecure: true}.withDefaults()
+	tg, err := o.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(context.Background(), o, tg); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("probe: %v, want ErrUnreachable", err)
+	}
+	r, err := run(context.Background(), o, tg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Completed != 0 || r.Errors.Connect == 0 || r.Errors.Connect != r.Failed || r.TLS.HandshakeErrors == 0 || r.TLS.Handshakes != 0 {
+		t.Errorf("completed %d, errors %+v, tls %+v: want connect errors only", r.Completed, r.Errors, r.TLS)
 	}
 }
