@@ -109,6 +109,9 @@ type Options struct {
 	// the certificate; empty: the URL's host (none is sent for an IP
 	// address, which is then verified against the certificate's IP SANs).
 	SNI string
+	// TLSResume lets reconnections resume an earlier session (session
+	// tickets, a cache shared by the threads) instead of a full handshake.
+	TLSResume bool
 	// TLSMin and TLSMax bound the TLS version (tls.VersionTLS12 or
 	// tls.VersionTLS13); 0: DefaultTLSMin, DefaultTLSMax.
 	TLSMin, TLSMax uint16
@@ -162,7 +165,7 @@ func (o *Options) validate() (target, error) {
 		}
 	}
 	if lo > hi {
-		return target{}, badOptions("TLS min %s is above TLS max %s", tlsVersionName(lo), tlsVersionName(hi))
+		return target{}, badOptions("TLS min %s is above TLS max %s", TLSVersionName(lo), TLSVersionName(hi))
 	}
 	if strings.ContainsAny(o.SNI, " \t\r\n/:") {
 		return target{}, badOptions("SNI %q is not a host name", o.SNI)

@@ -74,11 +74,14 @@ type TLSResult struct {
 	Max      string `json:"max_version"`
 	SNI      string `json:"sni"`      // the server name set with --sni; empty: the URL's host
 	Insecure bool   `json:"insecure"` // certificate verification skipped
+	Resume   bool   `json:"resume"`   // session resumption enabled
 	// Handshakes counts completed handshakes; TLS12 and TLS13 split them
 	// by negotiated version.
 	Handshakes int64 `json:"handshakes"`
 	TLS12      int64 `json:"tls12"`
 	TLS13      int64 `json:"tls13"`
+	// Resumed counts the completed handshakes that resumed a session.
+	Resumed int64 `json:"resumed"`
 	// HandshakeErrors counts handshakes that failed or timed out.
 	HandshakeErrors int64 `json:"handshake_errors"`
 	// Handshake is the distribution of handshake times, from TCP
@@ -250,7 +253,7 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 		ew.printf("  Unfinished: %d in flight, %d not sent (of %d intended)\n", r.InFlight, r.NotSent, r.Intended)
 	}
 	if t := r.TLS; t != nil {
-		ew.printf("  TLS handshakes: %d (1.2: %d, 1.3: %d), failed %d", t.Handshakes, t.TLS12, t.TLS13, t.HandshakeErrors)
+		ew.printf("  TLS handshakes: %d (1.2: %d, 1.3: %d, resumed %d), failed %d", t.Handshakes, t.TLS12, t.TLS13, t.Resumed, t.HandshakeErrors)
 		if t.Handshake.Count > 0 {
 			ew.printf(", avg %s, p99 %s, max %s",
 				latency.FormatTimeUs(t.Handshake.MeanUs),

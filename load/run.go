@@ -298,12 +298,13 @@ func (o Options) String() string {
 // collectTLS merges the threads' handshake figures.
 func collectTLS(o Options, workers []*worker) (*TLSResult, error) {
 	hs := make([]*latency.Histogram, 0, len(workers))
-	r := &TLSResult{Min: tlsVersionName(o.TLSMin), Max: tlsVersionName(o.TLSMax), SNI: o.SNI, Insecure: o.Insecure}
+	r := &TLSResult{Min: TLSVersionName(o.TLSMin), Max: TLSVersionName(o.TLSMax), SNI: o.SNI, Insecure: o.Insecure, Resume: o.TLSResume}
 	for _, w := range workers {
 		hs = append(hs, w.hs.hist)
 		r.HandshakeErrors += w.hs.failed
 		r.TLS12 += w.hs.versions[0]
 		r.TLS13 += w.hs.versions[1]
+		r.Resumed += w.hs.resumed
 	}
 	h, err := latency.Merge(hs...)
 	if err != nil {

@@ -131,10 +131,18 @@ func (s *tlsSession) close() {
 
 // version is the negotiated TLS version (0 before the handshake).
 func (s *tlsSession) version() uint16 {
+	v, _ := s.handshake()
+	return v
+}
+
+// handshake returns the negotiated TLS version and whether the session was
+// resumed (0, false before the handshake).
+func (s *tlsSession) handshake() (version uint16, resumed bool) {
 	if !s.done {
-		return 0
+		return 0, false
 	}
-	return s.tc.ConnectionState().Version
+	cs := s.tc.ConnectionState()
+	return cs.Version, cs.DidResume
 }
 
 // memConn is the session's transport: Read takes what feed gave, yielding to
@@ -173,8 +181,9 @@ type memAddr struct{}
 func (memAddr) Network() string { return "memory" }
 func (memAddr) String() string  { return "tls-session" }
 
-// tlsVersionName names a TLS version as the flags and reports write it.
-func tlsVersionName(v uint16) string {
+// TLSVersionName names a TLS version as the flags and reports write it
+// ("1.3"); ParseTLSVersion reads it back.
+func TLSVersionName(v uint16) string {
 	switch v {
 	case tls.VersionTLS10:
 		return "1.0"
@@ -201,7 +210,7 @@ func ParseTLSVersion(s string) (uint16, error) {
 
 // tlsConfig builds the client configuration of o for target t.
 func tlsConfig(o Options, t target) *tls.Config {
-	return &tls.Config{
+	cfg := &tls.Config{
 		ServerName:         t.sni,
 		InsecureSkipVerify: o.Insecure,
 		MinVersion:         o.TLSMin,
@@ -210,6 +219,11 @@ func tlsConfig(o Options, t target) *tls.Config {
 		// (net/http's does) picks the protocol this generator speaks.
 		NextProtos: []string{"http/1.1"},
 	}
+	if o.TLSResume {
+		// One ticket per connection is what reconnections can use.
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(o.Connections)
+	}
+	return cfg
 }
 
 // probeTLS makes one TLS handshake over conn, so that a certificate the

@@ -81,9 +81,9 @@ func (s *tlsServer) url() string { return "https://" + s.ln.Addr().String() + "/
 func TestHTTPS(t *testing.T) {
 	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
 		for _, rate := range []float64{0, 300} {
-			name := "TLS" + tlsVersionName(v) + "/closed"
+			name := "TLS" + TLSVersionName(v) + "/closed"
 			if rate > 0 {
-				name = "TLS" + tlsVersionName(v) + "/fixed"
+				name = "TLS" + TLSVersionName(v) + "/fixed"
 			}
 			t.Run(name, func(t *testing.T) {
 				leakcheck.Register(t, 2*time.Second) // no session coroutine left behind
@@ -136,22 +136,31 @@ func TestHTTPS(t *testing.T) {
 
 // TestHTTPSReconnects: a server that closes after every response makes
 // every request shake hands again; every request is still accounted for.
+// With TLSResume the reconnections resume the sessions.
 func TestHTTPSReconnects(t *testing.T) {
 	leakcheck.Register(t, 2*time.Second)
-	srv := startTLSServer(t, tls.VersionTLS13, func(_ int64, w io.Writer) bool {
-		io.WriteString(w, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
-		return false
-	})
-	r, err := Run(context.Background(), Options{
-		URL: srv.url(), Threads: 1, Connections: 2, Duration: 300 * time.Millisecond,
-		Rate: 100, Timeout: time.Second, Insecure: true,
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAccounting(t, r)
-	if r.Completed < 10 || r.TLS.Handshakes < r.Completed {
-		t.Errorf("completed %d with %d handshakes: want a handshake per request", r.Completed, r.TLS.Handshakes)
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		srv := startTLSServer(t, v, func(_ int64, w io.Writer) bool {
+			io.WriteString(w, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+			return false
+		})
+		for _, resume := range []bool{false, true} {
+			r, err := Run(context.Background(), Options{
+				URL: srv.url(), Threads: 1, Connections: 2, Duration: 300 * time.Millisecond,
+				Rate: 100, Timeout: time.Second, Insecure: true, TLSResume: resume,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAccounting(t, r)
+			if r.Completed < 10 || r.TLS.Handshakes < r.Completed {
+				t.Errorf("TLS %s: completed %d with %d handshakes: want a handshake per request", TLSVersionName(v), r.Completed, r.TLS.Handshakes)
+			}
+			// Every reconnection after a connection's first can resume.
+			if resume && r.TLS.Resumed < r.TLS.Handshakes-int64(r.Config.Connections) || !resume && r.TLS.Resumed != 0 {
+				t.Errorf("TLS %s, resume %v: %d of %d handshakes resumed", TLSVersionName(v), resume, r.TLS.Resumed, r.TLS.Handshakes)
+			}
+		}
 	}
 }
 
@@ -322,7 +331,7 @@ func TestSessionSplits(t *testing.T) {
 			s := newTLSSession(&tls.Config{InsecureSkipVerify: true}, make([]byte, tlsReadSize))
 			got, err := exchange(t, p, s, "GET / HTTP/1.1\r\n\r\n", len(resp), splits)
 			if err != nil || got != resp {
-				t.Errorf("TLS %s, splits %v: got %q, %v", tlsVersionName(v), splits, got, err)
+				t.Errorf("TLS %s, splits %v: got %q, %v", TLSVersionName(v), splits, got, err)
 			}
 			if s.version() != v {
 				t.Errorf("negotiated %#x, want %#x", s.version(), v)
@@ -376,7 +385,7 @@ func FuzzTLSRecordBoundary(f *testing.F) {
 		defer s.close()
 		got, err := exchange(t, p, s, "GET / HTTP/1.1\r\n\r\n", len(resp), splits)
 		if err != nil || got != resp {
-			t.Fatalf("TLS %s, splits %v: got %q, %v", tlsVersionName(v), splits, got, err)
+			t.Fatalf("TLS %s, splits %v: got %q, %v", TLSVersionName(v), splits, got, err)
 		}
 		// Arbitrary bytes after the exchange: plaintext or an error, and
 		// once the session has an error it stays ended.
@@ -431,7 +440,7 @@ func pump(from, to *tlsSession) {
 // figures are for the lead's quiet machine (see docs/load.md).
 func BenchmarkTLSExchange(b *testing.B) {
 	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
-		b.Run("TLS"+tlsVersionName(v), func(b *testing.B) {
+		b.Run("TLS"+TLSVersionName(v), func(b *testing.B) {
 			client, server := sessionPair(b, v)
 			req := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 			resp := []byte("HTTP/1.1 200 OK\r\nContent-Length: 480\r\n\r\n" + strings.Repeat("x", 480))
@@ -472,7 +481,7 @@ func TestSessionPair(t *testing.T) {
 		client.write([]byte("ping"))
 		pump(client, server)
 		if got := string(server.take()); got != "ping" {
-			t.Errorf("TLS %s: server got %q", tlsVersionName(v), got)
+			t.Errorf("TLS %s: server got %q", TLSVersionName(v), got)
 		}
 		client.close()
 		server.close()

@@ -177,6 +177,7 @@ type tlsCounts struct {
 	hist     *latency.Histogram // handshake times, from TCP connected to handshake done
 	failed   int64              // handshakes that failed (refused, timed out, closed)
 	versions [2]int64           // completed handshakes: TLS 1.2, TLS 1.3
+	resumed  int64              // completed handshakes that resumed a session
 }
 
 func (w *worker) now() int64 { return w.clock() }
@@ -562,10 +563,14 @@ func (w *worker) decrypt(c *conn, data []byte, now int64) (plain []byte, ok bool
 		return nil, true
 	}
 	latency.Record(w.hs.hist, now-c.hsAt)
-	if s.version() == tls.VersionTLS13 {
+	version, resumed := s.handshake()
+	if version == tls.VersionTLS13 {
 		w.hs.versions[1]++
 	} else {
 		w.hs.versions[0]++
+	}
+	if resumed {
+		w.hs.resumed++
 	}
 	c.state = csReady
 	if c.hasReq {

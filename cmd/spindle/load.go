@@ -90,9 +90,10 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	for _, n := range []string{"k", "insecure"} {
 		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
 	}
+	fs.BoolVar(&c.opts.TLSResume, "tls-resume", false, "https: resume sessions on reconnection instead of full handshakes")
 	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
-	fs.StringVar(&c.tlsMin, "tls-min", "1.2", "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
-	fs.StringVar(&c.tlsMax, "tls-max", "1.3", "https: highest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.StringVar(&c.tlsMin, "tls-min", load.TLSVersionName(load.DefaultTLSMin), "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.StringVar(&c.tlsMax, "tls-max", load.TLSVersionName(load.DefaultTLSMax), "https: highest TLS `VERSION` offered (1.2 or 1.3)")
 	return fs, c
 }
 
