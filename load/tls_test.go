@@ -14,8 +14,11 @@ import (
 	"iter"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,5 +527,43 @@ func TestHTTPSServerNotTLS(t *testing.T) {
 	checkAccounting(t, r)
 	if r.Completed != 0 || r.Errors.Connect == 0 || r.Errors.Connect != r.Failed || r.TLS.HandshakeErrors == 0 || r.TLS.Handshakes != 0 {
 		t.Errorf("completed %d, errors %+v, tls %+v: want connect errors only", r.Completed, r.Errors, r.TLS)
+	}
+}
+
+// TestHTTPSLargeMessages: requests larger than the socket buffers (loopback
+// sends at most about 4 MiB to a peer that is not reading: the encrypted
+// request is written across EPOLLOUT wake-ups) and responses of many
+// records, more than one read buffer each.
+func TestHTTPSLargeMessages(t *testing.T) {
+	const reqBody, respBody = 8 << 20, 300 << 10
+	var bodies atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond) // let the client fill the socket
+		n, _ := io.Copy(io.Discard, r.Body)
+		if n != reqBody {
+			http.Error(w, "short body", http.StatusBadRequest)
+			return
+		}
+		bodies.Add(1)
+		w.Write(bytes.Repeat([]byte("x"), respBody))
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	r, err := Run(context.Background(), Options{
+		URL: srv.URL + "/", Threads: 1, Connections: 2, Duration: 500 * time.Millisecond,
+		Timeout: 2 * time.Second, Insecure: true, Method: "POST", Body: strings.Repeat("b", reqBody),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Completed == 0 || r.ByStatus.C2xx != r.Completed || r.Failed != 0 || r.TLS.Handshakes != 2 {
+		t.Errorf("completed %d (2xx %d), failed %d %+v, handshakes %d", r.Completed, r.ByStatus.C2xx, r.Failed, r.Errors, r.TLS.Handshakes)
+	}
+	if bodies.Load() < r.Completed {
+		t.Errorf("the server read %d whole request bodies for %d responses", bodies.Load(), r.Completed)
+	}
+	if r.BytesRead < r.Completed*respBody {
+		t.Errorf("read %d plaintext bytes for %d responses of %d", r.BytesRead, r.Completed, respBody)
 	}
 }

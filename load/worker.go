@@ -441,9 +441,7 @@ func (w *worker) send(c *conn, now int64) {
 
 func (w *worker) write(c *conn, now int64) {
 	if c.tls != nil {
-		if w.flushTLS(c, now) && len(c.tls.out) == 0 {
-			c.state = csReading
-		}
+		w.flushTLS(c, now)
 		return
 	}
 	for c.written < len(w.req) {
@@ -579,8 +577,8 @@ func (w *worker) decrypt(c *conn, data []byte, now int64) (plain []byte, ok bool
 	return s.take(), c.fd >= 0
 }
 
-// flushTLS writes the ciphertext c's session produced. It reports false
-// when c failed.
+// flushTLS writes the ciphertext c's session produced; once all is written,
+// a request being written has been. It reports false when c failed.
 func (w *worker) flushTLS(c *conn, now int64) bool {
 	s := c.tls
 	for c.written < len(s.out) {
@@ -600,6 +598,9 @@ func (w *worker) flushTLS(c *conn, now int64) bool {
 		c.written += n
 	}
 	s.out, c.written = s.out[:0], 0
+	if c.state == csWriting {
+		c.state = csReading
+	}
 	w.setOut(c, false)
 	return true
 }
