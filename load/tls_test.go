@@ -549,8 +549,12 @@ func TestHTTPSLargeMessages(t *testing.T) {
 	}))
 	srv.StartTLS()
 	defer srv.Close()
+	d := 500 * time.Millisecond
+	if raceEnabled {
+		d = 4 * time.Second // 8 MiB through an instrumented net/http server takes a while
+	}
 	r, err := Run(context.Background(), Options{
-		URL: srv.URL + "/", Threads: 1, Connections: 2, Duration: 500 * time.Millisecond,
+		URL: srv.URL + "/", Threads: 1, Connections: 2, Duration: d,
 		Timeout: 2 * time.Second, Insecure: true, Method: "POST", Body: strings.Repeat("b", reqBody),
 	}, nil)
 	if err != nil {
