@@ -60,6 +60,9 @@ type Result struct {
 	// same closed loop, where a request is intended when it is sent.
 	Corrected   latency.Summary `json:"corrected"`
 	Uncorrected latency.Summary `json:"uncorrected"`
+	// SLO holds the outcomes of spindle load --slo, checked at the end
+	// (absent without --slo).
+	SLO []slo.Outcome `json:"slo,omitempty"`
 	// TLS describes the TLS handshakes of an https run (absent for http).
 	TLS *TLSResult `json:"tls,omitempty"`
 }

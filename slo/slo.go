@@ -36,22 +36,23 @@ const (
 )
 
 // Threshold is one parsed objective.
+// Its JSON form (in a JSON summary's outcomes) names every field.
 type Threshold struct {
 	// Text is the threshold as written, spaces removed ("p99<=10ms").
-	Text string
+	Text string `json:"threshold"`
 	// Kind is one of Percentile, Mean, RPS, Errors.
-	Kind string
+	Kind string `json:"kind"`
 	// Percentile is the latency percentile (0 < p <= 100) of a Percentile threshold.
-	Percentile float64
+	Percentile float64 `json:"percentile,omitempty"`
 	// Op is the comparison: "<=", "<", ">=" or ">".
-	Op string
+	Op string `json:"op"`
 	// Duration is the bound of a latency threshold.
-	Duration time.Duration
+	Duration time.Duration `json:"duration_ns,omitempty"`
 	// Value is the bound of an rps threshold, or of an errors threshold:
 	// a count, or a fraction of the requests (0.001 for 0.1%) when Ratio.
-	Value float64
+	Value float64 `json:"value,omitempty"`
 	// Ratio marks an errors bound written as a percentage.
-	Ratio bool
+	Ratio bool `json:"ratio,omitempty"`
 }
 
 // Parse parses a comma-separated list of thresholds. An empty list is an
@@ -187,10 +188,10 @@ type Figures struct {
 type Outcome struct {
 	Threshold
 	// Pass reports whether the figure met the threshold.
-	Pass bool
+	Pass bool `json:"pass"`
 	// Measured is the figure, formatted with its unit ("3.2ms", "0.05%",
 	// "18234.1").
-	Measured string
+	Measured string `json:"measured"`
 }
 
 // Check compares f with every threshold, in order.

@@ -1,7 +1,10 @@
 package slo
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +196,31 @@ func FuzzParse(f *testing.F) {
 		}
 		Check(ts, Figures{Latency: func(float64) time.Duration { return time.Millisecond }, LatencyCount: 1, Requests: 1})
 	})
+}
+
+func TestOutcomeJSON(t *testing.T) {
+	ts, err := Parse("p99.9<=50ms,errors<=0.1%,rps>=20k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Check(ts, Figures{Latency: func(float64) time.Duration { return time.Millisecond }, LatencyCount: 1, Requests: 10, RPS: 5})
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // thresholds read "p99<=10ms", not "p99\u003c=10ms"
+	if err := enc.Encode(want); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	if !strings.Contains(string(b), `{"threshold":"p99.9<=50ms","kind":"percentile","percentile":99.9,"op":"<=","duration_ns":50000000,"pass":true,"measured":"1ms"}`) {
+		t.Errorf("JSON: %s", b)
+	}
+	var got []Outcome
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip: %+v, want %+v", got, want)
+	}
 }

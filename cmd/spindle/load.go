@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,15 +183,25 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if sinkErr := err; sinkErr != nil { // the --hlog sink failed: the result stands, the run fails (exit 1)
 		defer func() { retErr = fmt.Errorf("load: --hlog %s: %w", c.hlog, sinkErr) }()
 	}
+	if thresholds != nil { // checked now, so that the JSON has the outcomes too
+		f, err := res.SLOFigures()
+		if err != nil {
+			return err
+		}
+		res.SLO = slo.Check(thresholds, f)
+	}
 	if err := res.WriteText(stdout, c.latency || c.uncorr, c.uncorr); err != nil {
 		return err
 	}
 	if c.jsonPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // --slo thresholds read "p99<=10ms", not "p99\u003c=10ms"
+		if err := enc.Encode(res); err != nil {
 			return err
 		}
-		b = append(b, '\n')
+		b := buf.Bytes()
 		if c.jsonPath == "-" {
 			_, err = jsonOut.Write(b)
 		} else {
@@ -205,20 +216,15 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 			return err
 		}
 	}
-	if thresholds != nil {
-		f, err := res.SLOFigures()
-		if err != nil {
-			return err
-		}
-		return checkSLO(stdout, "load", thresholds, f)
+	if res.SLO != nil {
+		return reportSLO(stdout, "load", res.SLO)
 	}
 	return nil
 }
 
-// checkSLO prints every threshold's outcome and returns an error that exits
+// reportSLO prints every threshold's outcome and returns an error that exits
 // 3 when any failed.
-func checkSLO(w io.Writer, cmd string, ts []slo.Threshold, f slo.Figures) error {
-	outcomes := slo.Check(ts, f)
+func reportSLO(w io.Writer, cmd string, outcomes []slo.Outcome) error {
 	fmt.Fprintln(w, "SLO:")
 	failed := 0
 	for _, o := range outcomes {

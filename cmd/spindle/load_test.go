@@ -15,6 +15,7 @@ import (
 
 	"spindle/latency"
 	"spindle/load"
+	"spindle/slo"
 )
 
 func TestLoadBadInput(t *testing.T) {
@@ -191,6 +192,9 @@ func TestLoadSLOExitStatus(t *testing.T) {
 		}
 		if r.SchemaVersion != load.SchemaVersion || r.Check() != nil || r.Completed == 0 {
 			t.Errorf("%s: result schema %d, check %v, completed %d", tt.name, r.SchemaVersion, r.Check(), r.Completed)
+		}
+		if len(r.SLO) != len(tt.outWants) || slo.Passed(r.SLO) != (tt.code == 0) || r.SLO[0].Text != strings.Split(tt.slo, ",")[0] {
+			t.Errorf("%s: slo outcomes in the JSON: %+v", tt.name, r.SLO)
 		}
 	}
 }
