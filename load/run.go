@@ -58,10 +58,9 @@ func Preflight(ctx context.Context, o Options) error {
 
 // probe makes one connection to t and, for https, one TLS handshake.
 func probe(ctx context.Context, o Options, t target) error {
-	d := net.Dialer{Timeout: o.Timeout}
-	c, err := d.DialContext(ctx, "tcp", t.addr.String())
+	c, err := dial(ctx, t.addr.String(), o.Timeout)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return err
 	}
 	defer c.Close()
 	if t.tls {
@@ -205,12 +204,21 @@ loop:
 // Probe makes one connection to addr ("host:port") and closes it, so that an
 // unreachable target is reported before any load.
 func Probe(ctx context.Context, addr string, timeout time.Duration) error {
+	c, err := dial(ctx, addr, timeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// dial connects to addr, failing with ErrUnreachable.
+func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	return c.Close()
+	return c, nil
 }
 
 // collect merges the threads' results.
