@@ -73,7 +73,8 @@ type Options struct {
 	// loop (each connection sends its next request as soon as the previous
 	// response arrives).
 	Rate float64
-	// Timeout bounds a request (from its send) and a connect.
+	// Timeout bounds a request (from its send) and a connect (for https,
+	// the connect and the TLS handshake together).
 	Timeout time.Duration
 	// Method is the request method ("GET", "POST", "HEAD", ...).
 	Method string
