@@ -1,4 +1,6 @@
 // Package load is spindle's HTTP/1.1 load generator: wrk2's equal or better.
+// It speaks HTTPS too (TLS 1.2 and 1.3 through crypto/tls, run as a
+// coroutine per connection on the same event loops: see tls.go).
 //
 // Each load thread is an event loop on its own locked OS thread with its own
 // epoll instance, optionally pinned to a CPU. Connections are spread over the
@@ -14,7 +16,9 @@
 package load
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +29,7 @@ import (
 	"time"
 
 	"spindle/cpu"
+	"spindle/latency"
 )
 
 // Defaults, reused as the spindle load flag defaults (wrk2's where it has one).
@@ -38,6 +43,9 @@ const (
 	// stops sleeping in epoll and polls instead, to send on time despite
 	// the kernel's wake-up latency.
 	DefaultSpin = 0 * time.Microsecond
+	// DefaultInterval is the length of an interval histogram (HdrHistogram
+	// interval logs are conventionally per second).
+	DefaultInterval = time.Second
 )
 
 // Errors callers test with errors.Is.
@@ -50,8 +58,7 @@ var (
 
 // Options configures a load run.
 type Options struct {
-	// URL is the target, http://host[:port]/path[?query]. https is not
-	// supported.
+	// URL is the target, http://host[:port]/path[?query] or https://...
 	URL string
 	// Threads is the number of load threads (event loops, OS threads).
 	Threads int
@@ -66,7 +73,8 @@ type Options struct {
 	// loop (each connection sends its next request as soon as the previous
 	// response arrives).
 	Rate float64
-	// Timeout bounds a request (from its send) and a connect.
+	// Timeout bounds a request (from its send) and a connect (for https,
+	// the connect and the TLS handshake together).
 	Timeout time.Duration
 	// Method is the request method ("GET", "POST", "HEAD", ...).
 	Method string
@@ -81,6 +89,33 @@ type Options struct {
 	// Spin is how long before an intended send time a thread polls instead
 	// of sleeping (0: never spin).
 	Spin time.Duration
+
+	// IntervalSink, if not nil, receives the corrected latencies of every
+	// Interval of the measured window (the last one may be shorter),
+	// merged over the threads, in order, from one goroutine, while the run
+	// goes on: the histogram (latency.NewNs: nanoseconds) of the requests
+	// that completed in the interval, empty when none did. It is valid
+	// only during the call. An error the sink returns stops the calls and
+	// is returned by Run at the end (the run itself goes on).
+	IntervalSink func(start, end time.Time, h *latency.Histogram) error
+	// Interval is the length of IntervalSink's intervals; 0: DefaultInterval.
+	Interval time.Duration
+
+	// The TLS fields apply to https URLs only.
+
+	// Insecure skips the verification of the server's certificate chain
+	// and host name (self-signed certificates).
+	Insecure bool
+	// SNI is the server name sent in the handshake and verified against
+	// the certificate; empty: the URL's host (none is sent for an IP
+	// address, which is then verified against the certificate's IP SANs).
+	SNI string
+	// TLSResume lets reconnections resume an earlier session (session
+	// tickets, a cache shared by the threads) instead of a full handshake.
+	TLSResume bool
+	// TLSMin and TLSMax bound the TLS version (tls.VersionTLS12 or
+	// tls.VersionTLS13); 0: DefaultTLSMin, DefaultTLSMax.
+	TLSMin, TLSMax uint16
 }
 
 // target is a parsed URL.
@@ -88,6 +123,8 @@ type target struct {
 	addr     netip.AddrPort
 	hostPort string // as written, for the Host header
 	path     string // request target: path and query
+	tls      bool   // https
+	sni      string // TLS server name (https only)
 }
 
 func badOptions(format string, args ...any) error {
@@ -115,10 +152,24 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("rate must be positive (got %g)", o.Rate)
 	case o.Timeout <= 0:
 		return target{}, badOptions("timeout must be positive (got %s)", o.Timeout)
+	case o.Interval < 0 || (o.Interval > 0 && o.Interval < time.Millisecond):
+		return target{}, badOptions("interval must be at least 1ms (got %s)", o.Interval)
 	case o.Spin < 0:
 		return target{}, badOptions("spin must not be negative (got %s)", o.Spin)
 	case o.Method != "" && strings.ContainsAny(o.Method, " \t\r\n"):
 		return target{}, badOptions("method %q is not a token", o.Method)
+	}
+	lo, hi := cmp.Or(o.TLSMin, DefaultTLSMin), cmp.Or(o.TLSMax, DefaultTLSMax)
+	for _, v := range []uint16{lo, hi} {
+		if v != tls.VersionTLS12 && v != tls.VersionTLS13 {
+			return target{}, badOptions("TLS version %#x is not supported (want TLS 1.2 or 1.3)", v)
+		}
+	}
+	if lo > hi {
+		return target{}, badOptions("TLS min %s is above TLS max %s", TLSVersionName(lo), TLSVersionName(hi))
+	}
+	if strings.ContainsAny(o.SNI, " \t\r\n/:") {
+		return target{}, badOptions("SNI %q is not a host name", o.SNI)
 	}
 	for _, h := range o.Headers {
 		name, _, ok := strings.Cut(h, ":")
@@ -126,23 +177,34 @@ func (o *Options) validate() (target, error) {
 			return target{}, badOptions("header %q is not \"Name: value\"", h)
 		}
 	}
-	return parseTarget(o.URL)
+	t, err := parseTarget(o.URL)
+	if err != nil {
+		return t, err
+	}
+	if t.tls && o.SNI != "" {
+		t.sni = o.SNI
+	}
+	if !t.tls && (o.Insecure || o.SNI != "") {
+		return target{}, badOptions("%s: insecure and SNI apply to https URLs only", o.URL)
+	}
+	return t, nil
 }
 
-// parseTarget parses and resolves an http URL.
+// parseTarget parses and resolves an http or https URL.
 func parseTarget(raw string) (target, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return target{}, badOptions("malformed URL %q: %v", raw, errors.Unwrap(err))
 	}
+	port := uint64(80)
 	switch u.Scheme {
 	case "http":
 	case "https":
-		return target{}, badOptions("%s: https is not supported (spindle load speaks plain HTTP/1.1)", raw)
+		port = 443
 	case "":
 		return target{}, badOptions("malformed URL %q: no scheme (want http://host[:port]/path)", raw)
 	default:
-		return target{}, badOptions("%s: scheme %q is not supported (want http)", raw, u.Scheme)
+		return target{}, badOptions("%s: scheme %q is not supported (want http or https)", raw, u.Scheme)
 	}
 	host := u.Hostname()
 	if host == "" {
@@ -151,7 +213,6 @@ func parseTarget(raw string) (target, error) {
 	if u.User != nil || u.Fragment != "" {
 		return target{}, badOptions("malformed URL %q: user info and fragments are not allowed", raw)
 	}
-	port := uint64(80)
 	if p := u.Port(); p != "" {
 		port, err = strconv.ParseUint(p, 10, 16)
 		if err != nil || port == 0 {
@@ -179,7 +240,11 @@ func parseTarget(raw string) (target, error) {
 	if u.RawQuery != "" {
 		path += "?" + u.RawQuery
 	}
-	return target{addr: netip.AddrPortFrom(ip.Unmap(), uint16(port)), hostPort: u.Host, path: path}, nil
+	t := target{addr: netip.AddrPortFrom(ip.Unmap(), uint16(port)), hostPort: u.Host, path: path, tls: u.Scheme == "https"}
+	if t.tls {
+		t.sni = host
+	}
+	return t, nil
 }
 
 // withDefaults fills unset fields that have a natural default.
@@ -187,6 +252,8 @@ func (o Options) withDefaults() Options {
 	if o.Method == "" {
 		o.Method = DefaultMethod
 	}
+	o.Interval = cmp.Or(o.Interval, DefaultInterval)
+	o.TLSMin, o.TLSMax = cmp.Or(o.TLSMin, DefaultTLSMin), cmp.Or(o.TLSMax, DefaultTLSMax)
 	return o
 }
 

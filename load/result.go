@@ -8,7 +8,13 @@ import (
 	"time"
 
 	"spindle/latency"
+	"spindle/slo"
 )
+
+// SchemaVersion is Result's schema_version: raised when a field changes
+// meaning or goes away (adding one does not raise it). Results written before
+// versioning read as 0.
+const SchemaVersion = 1
 
 // Result is the outcome of a run, written by spindle load --json. Field
 // names are stable (snake_case); latencies are in microseconds.
@@ -18,9 +24,11 @@ import (
 // whose intended send time falls in the measured window (after the warm-up)
 // are counted; warm-up requests are counted in Warmup alone.
 type Result struct {
-	Config    Config    `json:"config"`
-	Start     time.Time `json:"start"`      // start of the run (warm-up included), UTC
-	DurationS float64   `json:"duration_s"` // measured window actually run, seconds
+	// SchemaVersion is SchemaVersion when written by this version.
+	SchemaVersion int       `json:"schema_version"`
+	Config        Config    `json:"config"`
+	Start         time.Time `json:"start"`      // start of the run (warm-up included), UTC
+	DurationS     float64   `json:"duration_s"` // measured window actually run, seconds
 	// Intended is the number of requests the run intended to send in the
 	// measured window: at a fixed rate, every scheduled send time before the
 	// end; closed loop, every request a connection began.
@@ -52,6 +60,36 @@ type Result struct {
 	// same closed loop, where a request is intended when it is sent.
 	Corrected   latency.Summary `json:"corrected"`
 	Uncorrected latency.Summary `json:"uncorrected"`
+	// SLO holds the outcomes of spindle load --slo, checked at the end
+	// (absent without --slo).
+	SLO []slo.Outcome `json:"slo,omitempty"`
+	// TLS describes the TLS handshakes of an https run (absent for http).
+	TLS *TLSResult `json:"tls,omitempty"`
+}
+
+// TLSResult is the TLS part of an https run. Handshakes are counted over the
+// whole run, set-up and warm-up included (most connections shake hands
+// before the measured window), and their time is not part of any request's
+// uncorrected latency; a request that waited for its connection's handshake
+// has it in its corrected latency, as it would a connect.
+type TLSResult struct {
+	Min      string `json:"min_version"` // "1.2" or "1.3"
+	Max      string `json:"max_version"`
+	SNI      string `json:"sni"`      // the server name set with --sni; empty: the URL's host
+	Insecure bool   `json:"insecure"` // certificate verification skipped
+	Resume   bool   `json:"resume"`   // session resumption enabled
+	// Handshakes counts completed handshakes; TLS12 and TLS13 split them
+	// by negotiated version.
+	Handshakes int64 `json:"handshakes"`
+	TLS12      int64 `json:"tls12"`
+	TLS13      int64 `json:"tls13"`
+	// Resumed counts the completed handshakes that resumed a session.
+	Resumed int64 `json:"resumed"`
+	// HandshakeErrors counts handshakes that failed or timed out.
+	HandshakeErrors int64 `json:"handshake_errors"`
+	// Handshake is the distribution of handshake times, from TCP
+	// connected to handshake done, in µs.
+	Handshake latency.Summary `json:"handshake"`
 }
 
 // Config echoes the options of the run.
@@ -217,6 +255,16 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	if r.InFlight+r.NotSent > 0 {
 		ew.printf("  Unfinished: %d in flight, %d not sent (of %d intended)\n", r.InFlight, r.NotSent, r.Intended)
 	}
+	if t := r.TLS; t != nil {
+		ew.printf("  TLS handshakes: %d (1.2: %d, 1.3: %d, resumed %d), failed %d", t.Handshakes, t.TLS12, t.TLS13, t.Resumed, t.HandshakeErrors)
+		if t.Handshake.Count > 0 {
+			ew.printf(", avg %s, p99 %s, max %s",
+				latency.FormatTimeUs(t.Handshake.MeanUs),
+				latency.FormatTimeUs(float64(t.Handshake.PercentilesUs[latency.PercentileKey(99)])),
+				latency.FormatTimeUs(float64(t.Handshake.MaxUs)))
+		}
+		ew.printf("\n")
+	}
 	ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
 	ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))
 	return ew.err
@@ -260,4 +308,25 @@ func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, args...)
 	}
+}
+
+// SLOFigures returns the figures --slo thresholds are checked against:
+// corrected latency, the achieved rate, and as errors the failed requests
+// plus the responses that are neither 2xx nor 3xx, out of every request
+// that completed or failed.
+func (r *Result) SLOFigures() (slo.Figures, error) {
+	h, err := r.Corrected.Decode()
+	if err != nil {
+		return slo.Figures{}, err
+	}
+	return slo.Figures{
+		Latency: func(p float64) time.Duration {
+			return time.Duration(h.ValueAtPercentile(p)) * time.Microsecond
+		},
+		MeanLatency:  time.Duration(r.Corrected.MeanUs * float64(time.Microsecond)),
+		LatencyCount: r.Corrected.Count,
+		Requests:     r.Completed + r.Failed,
+		Errors:       r.Failed + r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx,
+		RPS:          r.AchievedRate,
+	}, nil
 }

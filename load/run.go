@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -30,14 +31,15 @@ const ProgressInterval = 250 * time.Millisecond
 // first connection to the target fails, in both cases before any request is
 // sent. progress, if not nil, is called every ProgressInterval from one
 // goroutine. Cancelling ctx ends the run early; the result covers the time
-// run.
+// run. When Options.IntervalSink fails, Run returns the result and the
+// sink's error.
 func Run(ctx context.Context, o Options, progress func(Progress)) (*Result, error) {
 	o = o.withDefaults()
 	t, err := o.validate()
 	if err != nil {
 		return nil, err
 	}
-	if err := Probe(ctx, t.addr.String(), o.Timeout); err != nil {
+	if err := probe(ctx, o, t); err != nil {
 		return nil, err
 	}
 	return run(ctx, o, t, progress)
@@ -51,14 +53,35 @@ func Preflight(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return Probe(ctx, t.addr.String(), o.Timeout)
+	return probe(ctx, o, t)
+}
+
+// probe makes one connection to t and, for https, one TLS handshake.
+func probe(ctx context.Context, o Options, t target) error {
+	c, err := dial(ctx, t.addr.String(), o.Timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if t.tls {
+		return probeTLS(c, tlsConfig(o, t), o.Timeout)
+	}
+	return nil
 }
 
 func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Result, error) {
 	req := buildRequest(o, t)
+	var tlsConf *tls.Config
+	if t.tls {
+		tlsConf = tlsConfig(o, t)
+	}
 
 	base := time.Now()
 	clock := func() int64 { return int64(time.Since(base)) }
+	var ivLen int64
+	if o.IntervalSink != nil {
+		ivLen = int64(o.Interval)
+	}
 	workers := make([]*worker, o.Threads)
 	for i := range workers {
 		n := o.Connections / o.Threads
@@ -71,8 +94,9 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		workers[i] = &worker{
 			id: i, closed: o.Rate == 0, req: req, head: o.Method == "HEAD",
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
-			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1,
+			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1, tlsConf: tlsConf,
 		}
+		workers[i].iv.length = ivLen
 	}
 
 	// Each worker sets up on its own thread, then waits for the common
@@ -119,6 +143,11 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		}
 	}
 	startTime := base.Add(time.Duration(t0))
+	var ivc *intervalCollector
+	if ivLen > 0 {
+		ivc = &intervalCollector{sink: o.IntervalSink, base: base, length: ivLen, measureAt: measureAt,
+			pending: map[int64][]*latency.Histogram{}}
+	}
 	for range workers {
 		start <- t0
 	}
@@ -139,6 +168,9 @@ loop:
 			<-finished
 			break loop
 		case <-tick.C:
+			if ivc != nil {
+				ivc.collect(workers, false, end)
+			}
 			if progress == nil {
 				continue
 			}
@@ -157,18 +189,36 @@ loop:
 			progress(p)
 		}
 	}
-	return collect(o, startTime, measureAt, workers)
+	res, err := collect(o, startTime, measureAt, workers)
+	if ivc != nil && err == nil {
+		var stopped int64
+		for _, w := range workers {
+			stopped = max(stopped, w.stoppedAt)
+		}
+		ivc.collect(workers, true, min(stopped, end))
+		err = ivc.err // the result stands: the sink failed, not the run
+	}
+	return res, err
 }
 
 // Probe makes one connection to addr ("host:port") and closes it, so that an
 // unreachable target is reported before any load.
 func Probe(ctx context.Context, addr string, timeout time.Duration) error {
+	c, err := dial(ctx, addr, timeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// dial connects to addr, failing with ErrUnreachable.
+func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	return c.Close()
+	return c, nil
 }
 
 // collect merges the threads' results.
@@ -197,6 +247,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		return nil, err
 	}
 	r := &Result{
+		SchemaVersion: SchemaVersion,
 		Config: Config{
 			URL: o.URL, Threads: o.Threads, Connections: o.Connections,
 			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Rate: o.Rate,
@@ -228,6 +279,11 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		r.TransferRate = float64(r.BytesRead) / r.DurationS
 	}
 	r.ThreadReqPerSec = summarizeRates(rates)
+	if workers[0].tlsConf != nil {
+		if r.TLS, err = collectTLS(o, workers); err != nil {
+			return nil, err
+		}
+	}
 	if r.Corrected, err = latency.Summarize(corrected); err != nil {
 		return nil, err
 	}
@@ -245,4 +301,26 @@ func (o Options) String() string {
 	}
 	return strings.Join([]string{o.URL, fmt.Sprintf("%d threads", o.Threads),
 		fmt.Sprintf("%d connections", o.Connections), o.Duration.String(), mode}, ", ")
+}
+
+// collectTLS merges the threads' handshake figures.
+func collectTLS(o Options, workers []*worker) (*TLSResult, error) {
+	hs := make([]*latency.Histogram, 0, len(workers))
+	r := &TLSResult{Min: TLSVersionName(o.TLSMin), Max: TLSVersionName(o.TLSMax), SNI: o.SNI, Insecure: o.Insecure, Resume: o.TLSResume}
+	for _, w := range workers {
+		hs = append(hs, w.hs.hist)
+		r.HandshakeErrors += w.hs.failed
+		r.TLS12 += w.hs.versions[0]
+		r.TLS13 += w.hs.versions[1]
+		r.Resumed += w.hs.resumed
+	}
+	h, err := latency.Merge(hs...)
+	if err != nil {
+		return nil, err
+	}
+	r.Handshakes = h.TotalCount()
+	if r.Handshake, err = latency.Summarize(h); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,11 @@ func startServer(t testing.TB, answer func(n int64, w io.Writer) bool) *testServ
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, ln, answer)
+}
+
+// serveOn serves on ln (a TLS listener for the https tests).
+func serveOn(t testing.TB, ln net.Listener, answer func(n int64, w io.Writer) bool) *testServer {
 	s := &testServer{ln: ln, answer: answer, conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go s.serve()
@@ -133,6 +139,7 @@ const (
 	modeOK    = "ok"    // answer at once
 	mode1ms   = "1ms"   // answer each request 1 ms after it arrived
 	modeStall = "stall" // answer at once, except one 500 ms stall 1 s after the first request
+	modeTLS   = "tls"   // answer at once, over TLS 1.3 with a self-signed certificate
 )
 
 func helperServerMain(mode string) {
@@ -142,6 +149,14 @@ func helperServerMain(mode string) {
 		return
 	}
 	fmt.Println(ln.Addr().String())
+	if mode == modeTLS {
+		cert, err := testCert()
+		if err != nil {
+			fmt.Println("error", err)
+			return
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
 	var first time.Time
 	var once sync.Once
 	for {

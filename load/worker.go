@@ -1,8 +1,10 @@
 package load
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -50,11 +52,12 @@ const (
 
 // connection states.
 const (
-	csIdle       uint8 = iota // no socket
-	csConnecting              // non-blocking connect in progress
-	csReady                   // connected, no request on the wire
-	csWriting                 // request partly written
-	csReading                 // request written, response pending
+	csIdle        uint8 = iota // no socket
+	csConnecting               // non-blocking connect in progress
+	csHandshaking              // connected, TLS handshake in progress
+	csReady                    // connected, no request on the wire
+	csWriting                  // request partly written
+	csReading                  // request written, response pending
 )
 
 // counts are one thread's tallies of the measured window.
@@ -108,7 +111,9 @@ type conn struct {
 	hasReq   bool // a request is current (begun, outcome pending)
 	measured bool // the current request counts (intended in the window)
 	parser   responseParser
-	written  int
+	written  int         // bytes of the request (TLS: of tls.out) written
+	tls      *tlsSession // https: the connection's TLS client
+	hsAt     int64       // ns: when the TLS handshake began
 	sched    schedule
 	next     int64 // fixed rate: index of the next request to begin
 	intended int64 // ns: current request's intended send time
@@ -157,6 +162,22 @@ type worker struct {
 	nextYield   int64
 	stoppedAt   int64
 	err         error
+
+	iv intervals // interval histograms (Options.IntervalSink)
+
+	tlsConf *tls.Config // https: the client configuration; nil for http
+	tlsBuf  []byte      // the sessions' decryption buffer, shared (see tlsSession.rbuf)
+	hs      tlsCounts
+}
+
+// tlsCounts are one thread's TLS handshake figures, over the whole run
+// (set-up and warm-up included: most handshakes happen before the measured
+// window).
+type tlsCounts struct {
+	hist     *latency.Histogram // handshake times, from TCP connected to handshake done
+	failed   int64              // handshakes that failed (refused, timed out, closed)
+	versions [2]int64           // completed handshakes: TLS 1.2, TLS 1.3
+	resumed  int64              // completed handshakes that resumed a session
 }
 
 func (w *worker) now() int64 { return w.clock() }
@@ -182,7 +203,7 @@ func (w *worker) setup() error {
 	w.events = make([]unix.EpollEvent, maxEvents)
 	w.buf = make([]byte, readBufSize)
 	w.timers = make([]timer, 0, len(w.conns))
-	w.corrected, w.uncorrected = latency.New(), latency.New()
+	w.corrected, w.uncorrected, w.hs.hist = latency.New(), latency.New(), latency.New()
 	w.pwait2 = true
 	if _, err := unix.EpollPwait2(ep, w.events, 0); errors.Is(err, unix.ENOSYS) {
 		w.pwait2 = false
@@ -200,7 +221,10 @@ func (w *worker) setup() error {
 		w.handle(w.lastN, now)
 	}
 	for i := range w.conns { // still connecting: give up quietly, retry lazily
-		if c := &w.conns[i]; c.state == csConnecting {
+		if c := &w.conns[i]; c.state == csConnecting || c.state == csHandshaking {
+			if c.state == csHandshaking {
+				w.hs.failed++
+			}
 			w.closeConn(c)
 		}
 	}
@@ -209,7 +233,7 @@ func (w *worker) setup() error {
 
 func (w *worker) connecting() bool {
 	for i := range w.conns {
-		if w.conns[i].state == csConnecting {
+		if s := w.conns[i].state; s == csConnecting || s == csHandshaking {
 			return true
 		}
 	}
@@ -222,6 +246,7 @@ func (w *worker) run(t0 int64, stop *atomic.Bool) {
 	now := w.now()
 	w.rateAt = max(t0, w.measureAt)
 	w.nextHouse = now + int64(housekeeping)
+	w.iv.start(w.measureAt, w.end)
 	for i := range w.conns {
 		c := &w.conns[i]
 		if w.closed {
@@ -308,6 +333,10 @@ func (w *worker) handle(n int, now int64) {
 				w.fail(c, failConnect, now)
 				continue
 			}
+			if w.tlsConf != nil {
+				w.startTLS(c, now)
+				continue
+			}
 			c.state = csReady
 			w.setOut(c, false)
 			if c.hasReq {
@@ -320,6 +349,13 @@ func (w *worker) handle(n int, now int64) {
 				w.write(c, now)
 			}
 		default:
+			if c.tls != nil && e&unix.EPOLLOUT != 0 && len(c.tls.out) > 0 {
+				// TLS output that did not fit the socket: handshake
+				// messages, a post-handshake reply.
+				if !w.flushTLS(c, now) {
+					continue
+				}
+			}
 			w.readable(c, now)
 		}
 	}
@@ -385,17 +421,29 @@ func (w *worker) begin(c *conn, intended, now int64) {
 
 func (w *worker) send(c *conn, now int64) {
 	c.sentAt = now
-	c.written = 0
 	c.parser.reset(w.head)
 	c.state = csWriting
 	w.live.sent.Add(1)
 	if c.measured {
 		w.c.sent++
 	}
+	if c.tls != nil {
+		// Appended to what the session may still have to send.
+		if err := c.tls.write(w.req); err != nil {
+			w.fail(c, failWrite, now)
+			return
+		}
+	} else {
+		c.written = 0
+	}
 	w.write(c, now)
 }
 
 func (w *worker) write(c *conn, now int64) {
+	if c.tls != nil {
+		w.flushTLS(c, now)
+		return
+	}
 	for c.written < len(w.req) {
 		n, err := unix.WriteNB(c.fd, w.req[c.written:])
 		if err == unix.EAGAIN || err == unix.EINTR {
@@ -412,7 +460,8 @@ func (w *worker) write(c *conn, now int64) {
 	w.setOut(c, false)
 }
 
-// readable reads what the socket has and feeds the response parser.
+// readable reads what the socket has and feeds the response parser
+// (through the TLS session for https).
 func (w *worker) readable(c *conn, now int64) {
 	for {
 		n, err := unix.ReadNB(c.fd, w.buf)
@@ -420,36 +469,140 @@ func (w *worker) readable(c *conn, now int64) {
 			return
 		}
 		if err != nil || n == 0 { // reset or EOF
-			switch {
-			case c.state != csReading && c.state != csWriting:
-				w.closeConn(c) // closed while idle: reconnect when needed
-			case err == nil && c.parser.eof():
-				w.complete(c, now, false) // body delimited by close
-			default:
-				w.fail(c, failRead, now)
+			w.ended(c, err == nil, now)
+			return
+		}
+		data := w.buf[:n]
+		if c.tls != nil {
+			var ok bool
+			if data, ok = w.decrypt(c, data, now); !ok {
+				return
 			}
+		}
+		if len(data) > 0 && !w.consume(c, data, now) {
 			return
 		}
-		if c.measured {
-			w.c.bytesRead += int64(n)
-		}
-		if c.state != csReading && c.state != csWriting {
-			w.closeConn(c) // unsolicited bytes: the stream is out of step
-			return
-		}
-		used, perr := c.parser.feed(w.buf[:n])
-		if perr != nil {
-			w.fail(c, failParse, now)
-			return
-		}
-		if c.parser.done() {
-			w.complete(c, now, c.parser.keepAliveAfter() && used == n)
+		if c.tls != nil && c.tls.err != nil { // close_notify or a bad record after the data
+			w.ended(c, errors.Is(c.tls.err, io.EOF), now)
 			return
 		}
 		if n < len(w.buf) {
 			return // level-triggered: the rest raises another event
 		}
 	}
+}
+
+// consume feeds response bytes to the parser. It reports whether c still
+// waits for more of the response.
+func (w *worker) consume(c *conn, data []byte, now int64) bool {
+	if c.measured {
+		w.c.bytesRead += int64(len(data))
+	}
+	if c.state != csReading && c.state != csWriting {
+		w.closeConn(c) // unsolicited bytes: the stream is out of step
+		return false
+	}
+	used, perr := c.parser.feed(data)
+	if perr != nil {
+		w.fail(c, failParse, now)
+		return false
+	}
+	if c.parser.done() {
+		w.complete(c, now, c.parser.keepAliveAfter() && used == len(data))
+		return false
+	}
+	return true
+}
+
+// ended handles the end of c's stream: clean (EOF, TLS close_notify) or not.
+func (w *worker) ended(c *conn, clean bool, now int64) {
+	switch {
+	case c.state == csHandshaking:
+		w.fail(c, failConnect, now)
+	case c.state != csReading && c.state != csWriting:
+		w.closeConn(c) // closed while idle: reconnect when needed
+	case clean && c.parser.eof():
+		w.complete(c, now, false) // body delimited by close
+	default:
+		w.fail(c, failRead, now)
+	}
+}
+
+// startTLS begins the TLS handshake on c, just connected.
+func (w *worker) startTLS(c *conn, now int64) {
+	c.state = csHandshaking
+	c.hsAt = now
+	c.written = 0
+	if w.tlsBuf == nil {
+		w.tlsBuf = make([]byte, tlsReadSize)
+	}
+	c.tls = newTLSSession(w.tlsConf, w.tlsBuf)
+	w.flushTLS(c, now)
+}
+
+// decrypt gives ciphertext to c's TLS session, sends what the session
+// answers, completes the handshake, and returns the plaintext the data
+// carried. ok is false when c failed.
+func (w *worker) decrypt(c *conn, data []byte, now int64) (plain []byte, ok bool) {
+	s := c.tls
+	handshaking := c.state == csHandshaking
+	s.feed(data)
+	if len(s.out) > 0 && !w.flushTLS(c, now) {
+		return nil, false
+	}
+	if !handshaking {
+		return s.take(), true
+	}
+	if !s.done {
+		if s.err != nil {
+			w.fail(c, failConnect, now)
+			return nil, false
+		}
+		return nil, true
+	}
+	latency.Record(w.hs.hist, now-c.hsAt)
+	version, resumed := s.handshake()
+	if version == tls.VersionTLS13 {
+		w.hs.versions[1]++
+	} else {
+		w.hs.versions[0]++
+	}
+	if resumed {
+		w.hs.resumed++
+	}
+	c.state = csReady
+	if c.hasReq {
+		w.send(c, now)
+	}
+	return s.take(), c.fd >= 0
+}
+
+// flushTLS writes the ciphertext c's session produced; once all is written,
+// a request being written has been. It reports false when c failed.
+func (w *worker) flushTLS(c *conn, now int64) bool {
+	s := c.tls
+	for c.written < len(s.out) {
+		n, err := unix.WriteNB(c.fd, s.out[c.written:])
+		if err == unix.EAGAIN || err == unix.EINTR {
+			w.setOut(c, true)
+			return true
+		}
+		if err != nil {
+			kind := failWrite
+			if c.state == csHandshaking {
+				kind = failConnect
+			}
+			w.fail(c, kind, now)
+			return false
+		}
+		c.written += n
+	}
+	s.out, c.written = s.out[:0], 0
+	if c.state == csWriting {
+		c.state = csReading
+	}
+	w.setOut(c, false)
+	return true
 }
 
 // complete records a finished response and moves c on.
@@ -464,6 +617,10 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 		w.rateCount++
 		latency.Record(w.corrected, now-c.intended)
 		latency.Record(w.uncorrected, now-c.sentAt)
+		if w.iv.length > 0 {
+			w.iv.rotate(now)
+			latency.RecordNs(w.iv.h, now-c.intended)
+		}
 	}
 	if keep && c.state == csReading {
 		c.state = csReady
@@ -478,6 +635,9 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 func (w *worker) fail(c *conn, kind int, now int64) {
 	if kind == failConnect {
 		c.retryAt = now + int64(connectBackoff)
+		if c.state == csHandshaking {
+			w.hs.failed++
+		}
 	}
 	w.closeConn(c)
 	if !c.hasReq {
@@ -494,6 +654,10 @@ func (w *worker) closeConn(c *conn) {
 	if c.fd >= 0 {
 		_ = unix.Close(c.fd) // also removes it from the epoll set
 		c.fd = -1
+	}
+	if c.tls != nil {
+		c.tls.close()
+		c.tls = nil
 	}
 	c.state = csIdle
 	c.wantOut = false
@@ -552,10 +716,13 @@ func (w *worker) fire(now int64) {
 // request rate.
 func (w *worker) housekeep(now int64) {
 	w.nextHouse = now + int64(housekeeping)
+	if w.iv.length > 0 {
+		w.iv.rotate(now) // an interval without completions is logged too
+	}
 	for i := range w.conns {
 		c := &w.conns[i]
 		switch {
-		case c.state == csConnecting && now-c.connAt > w.timeout:
+		case (c.state == csConnecting || c.state == csHandshaking) && now-c.connAt > w.timeout:
 			w.fail(c, failConnect, now)
 		case (c.state == csWriting || c.state == csReading) && now-c.sentAt > w.timeout:
 			w.fail(c, failTimeout, now)
@@ -592,6 +759,7 @@ func (w *worker) finish(end int64) {
 		_ = unix.Close(w.ep)
 		w.ep = -1
 	}
+	w.iv.finish(end)
 }
 
 // The timer heap: a binary min-heap on when, without container/heap's

@@ -19,7 +19,15 @@ var (
 	errBadInput = errors.New("bad input")
 	// errHelp is returned after -h printed the usage: the process exits 0.
 	errHelp = errors.New("help requested")
+	// errSLOFailed marks a run that met not every --slo threshold: the
+	// process exits 3.
+	errSLOFailed = errors.New("slo failed")
 )
+
+type sloError struct{ msg string }
+
+func (e *sloError) Error() string        { return e.msg }
+func (e *sloError) Is(target error) bool { return target == errSLOFailed }
 
 // badInput formats a one-line error that exits with status 2.
 func badInput(format string, args ...any) error {

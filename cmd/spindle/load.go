@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +15,9 @@ import (
 	"time"
 
 	"spindle/internal/unix"
+	"spindle/latency"
 	"spindle/load"
+	"spindle/slo"
 )
 
 func init() {
@@ -37,17 +41,21 @@ type loadConfig struct {
 	headers         stringsFlag
 	latency, uncorr bool
 	jsonPath, hgrm  string
+	slo             string
+	tlsMin, tlsMax  string
+	hlog            string
+	hlogInterval    time.Duration
 }
 
 func loadFlags() (*flagSet, *loadConfig) {
-	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL and prints wrk2's report. With -R the
+	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL (http or https) and prints wrk2's report. With -R the
 requests follow a fixed schedule and latency is corrected for coordinated
 omission; without it the load is closed loop at maximum throughput, like wrk.
 Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
 	c.threads.whole, c.conns.whole = true, true
-	c.duration, c.timeout = load.DefaultDuration, load.DefaultTimeout
+	c.duration, c.timeout, c.hlogInterval = load.DefaultDuration, load.DefaultTimeout, load.DefaultInterval
 	for _, n := range []string{"t", "threads"} {
 		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
 	}
@@ -73,14 +81,24 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
 	fs.Var(durationFlag{&c.warmup, time.Second}, "warmup", "warm-up before the measured duration: sent, not recorded")
-	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE`")
+	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
+	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
 	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
+	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
+	fs.Var(durationFlag{&c.hlogInterval, time.Second}, "hlog-interval", "interval of --hlog")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
+	for _, n := range []string{"k", "insecure"} {
+		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
+	}
+	fs.BoolVar(&c.opts.TLSResume, "tls-resume", false, "https: resume sessions on reconnection instead of full handshakes")
+	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
+	fs.StringVar(&c.tlsMin, "tls-min", load.TLSVersionName(load.DefaultTLSMin), "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.StringVar(&c.tlsMax, "tls-max", load.TLSVersionName(load.DefaultTLSMax), "https: highest TLS `VERSION` offered (1.2 or 1.3)")
 	return fs, c
 }
 
-func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retErr error) {
 	fs, c := loadFlags()
 	pos, err := fs.parse(splitAttached(args), stdout)
 	if err != nil {
@@ -103,8 +121,45 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		o.Rate = c.rate.v
 	}
+	for _, v := range []struct {
+		name string
+		s    string
+		dst  *uint16
+	}{{"tls-min", c.tlsMin, &o.TLSMin}, {"tls-max", c.tlsMax, &o.TLSMax}} {
+		if *v.dst, err = load.ParseTLSVersion(v.s); err != nil {
+			return badInput("load: --%s: %v", v.name, err)
+		}
+	}
+	var thresholds []slo.Threshold
+	if c.slo != "" {
+		if thresholds, err = slo.Parse(c.slo); err != nil {
+			return badInput("load: --slo: %v", err)
+		}
+	}
+	if c.hlog != "" {
+		o.Interval = c.hlogInterval
+	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
+	}
+	if c.hlog != "" {
+		f, err := os.Create(c.hlog)
+		if err != nil {
+			return badInput("load: --hlog: %v", err)
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		hlog := latency.NewIntervalLog(bw)
+		o.IntervalSink = func(start, end time.Time, h *latency.Histogram) error {
+			if err := hlog.Write(start, end, h); err != nil {
+				return err
+			}
+			return bw.Flush() // a reader (tail -f, a dashboard) sees each interval as it ends
+		}
+	}
+	jsonOut := stdout
+	if c.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
 	}
 	fmt.Fprintf(stdout, "Running %s test @ %s\n", durationWords(o.Duration), o.URL)
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
@@ -122,18 +177,37 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if errors.Is(err, load.ErrBadOptions) || errors.Is(err, load.ErrUnreachable) {
 		return asBadInput(err)
 	}
-	if err != nil {
+	if res == nil {
 		return err
+	}
+	if sinkErr := err; sinkErr != nil { // the --hlog sink failed: the result stands, the run fails (exit 1)
+		defer func() { retErr = fmt.Errorf("load: --hlog %s: %w", c.hlog, sinkErr) }()
+	}
+	if thresholds != nil { // checked now, so that the JSON has the outcomes too
+		f, err := res.SLOFigures()
+		if err != nil {
+			return err
+		}
+		res.SLO = slo.Check(thresholds, f)
 	}
 	if err := res.WriteText(stdout, c.latency || c.uncorr, c.uncorr); err != nil {
 		return err
 	}
 	if c.jsonPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // --slo thresholds read "p99<=10ms", not "p99\u003c=10ms"
+		if err := enc.Encode(res); err != nil {
 			return err
 		}
-		if err := os.WriteFile(c.jsonPath, append(b, '\n'), 0o644); err != nil {
+		b := buf.Bytes()
+		if c.jsonPath == "-" {
+			_, err = jsonOut.Write(b)
+		} else {
+			err = os.WriteFile(c.jsonPath, b, 0o644)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -141,6 +215,26 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := res.WriteHgrm(c.hgrm); err != nil {
 			return err
 		}
+	}
+	if res.SLO != nil {
+		return reportSLO(stdout, "load", res.SLO)
+	}
+	return nil
+}
+
+// reportSLO prints every threshold's outcome and returns an error that exits
+// 3 when any failed.
+func reportSLO(w io.Writer, cmd string, outcomes []slo.Outcome) error {
+	fmt.Fprintln(w, "SLO:")
+	failed := 0
+	for _, o := range outcomes {
+		fmt.Fprintf(w, "  %s\n", o)
+		if !o.Pass {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return &sloError{fmt.Sprintf("%s: %d of %d slo thresholds failed", cmd, failed, len(outcomes))}
 	}
 	return nil
 }

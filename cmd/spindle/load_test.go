@@ -8,16 +8,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"spindle/latency"
 	"spindle/load"
+	"spindle/slo"
 )
 
 func TestLoadBadInput(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer tlsSrv.Close()
 	closed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	deadURL := closed.URL
 	closed.Close()
@@ -29,7 +34,12 @@ func TestLoadBadInput(t *testing.T) {
 		{"no URL", []string{"load"}, "exactly one URL"},
 		{"two URLs", []string{"load", srv.URL, srv.URL}, "exactly one URL"},
 		{"malformed URL", []string{"load", "http://[::1"}, "malformed"},
-		{"https", []string{"load", "https://127.0.0.1/"}, "https is not supported"},
+		{"https unreachable", []string{"load", "https" + deadURL[len("http"):]}, "unreachable"},
+		{"https self-signed", []string{"load", tlsSrv.URL}, "--insecure"},
+		{"tls version", []string{"load", "--tls-min", "1.1", "-k", tlsSrv.URL}, "--tls-min"},
+		{"tls min above max", []string{"load", "--tls-min", "1.3", "--tls-max", "1.2", "-k", tlsSrv.URL}, "above"},
+		{"insecure on http", []string{"load", "-k", srv.URL}, "https URLs only"},
+		{"bad slo", []string{"load", "--slo", "p99<10", srv.URL}, "--slo"},
 		{"rate zero", []string{"load", "-R", "0", srv.URL}, "rate must be positive"},
 		{"rate negative", []string{"load", "--rate=-5", srv.URL}, "rate must be positive"},
 		{"rate not a number", []string{"load", "-R", "fast", srv.URL}, "not a number"},
@@ -130,5 +140,144 @@ func TestSplitAttached(t *testing.T) {
 	want := "-t|2|-c|100|-d|10s|-R|20k|-H|X: y|--timeout|1s|-L|--|-t3"
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestLoadSLOExitStatus runs the built binary: a met objective exits 0, a
+// missed one 3 with every threshold printed, a malformed one 2 before any
+// load; --json - leaves stdout to the JSON alone.
+func TestLoadSLOExitStatus(t *testing.T) {
+	exe := spindleBinary(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	tests := []struct {
+		name     string
+		slo      string
+		code     int
+		outWants []string
+	}{
+		{"met", "p100<=1h,errors<=0,rps>=1", 0, []string{"pass  p100<=1h", "pass  errors<=0", "pass  rps>=1"}},
+		{"missed", "p50<=1h,rps>=1000000000", 3, []string{"pass  p50<=1h", "FAIL  rps>=1000000000"}},
+		{"malformed", "p99<=10", 2, nil},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(exe, "load", "-t1", "-c1", "-d", "200ms", "-R", "100", "--json", "-", "--slo", tt.slo, srv.URL+"/")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.code {
+			t.Errorf("%s: exit status %d, want %d; stderr:\n%s", tt.name, code, tt.code, stderr.String())
+		}
+		for _, w := range tt.outWants {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tt.name, w, stderr.String())
+			}
+		}
+		if tt.code == 2 {
+			if stdout.Len() > 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--slo") {
+				t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", tt.name, stderr.String(), stdout.String())
+			}
+			continue
+		}
+		var r load.Result
+		if err := latency.ReadJSON(&stdout, &r); err != nil {
+			t.Fatalf("%s: stdout is not the JSON result: %v", tt.name, err)
+		}
+		if r.SchemaVersion != load.SchemaVersion || r.Check() != nil || r.Completed == 0 {
+			t.Errorf("%s: result schema %d, check %v, completed %d", tt.name, r.SchemaVersion, r.Check(), r.Completed)
+		}
+		if len(r.SLO) != len(tt.outWants) || slo.Passed(r.SLO) != (tt.code == 0) || r.SLO[0].Text != strings.Split(tt.slo, ",")[0] {
+			t.Errorf("%s: slo outcomes in the JSON: %+v", tt.name, r.SLO)
+		}
+	}
+}
+
+// TestLoadHTTPS runs load against net/http's TLS server (which speaks
+// HTTP/2 too: the client must get HTTP/1.1 through ALPN) at both versions.
+func TestLoadHTTPS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 1 {
+			http.Error(w, "want HTTP/1.1", http.StatusHTTPVersionNotSupported)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	for _, v := range []string{"1.2", "1.3"} {
+		var out bytes.Buffer
+		path := filepath.Join(t.TempDir(), "load.json")
+		err := run(context.Background(), []string{"load", "-t1", "-c2", "-d", "300ms", "-k", "--tls-min", v, "--tls-max", v,
+			"--json", path, srv.URL + "/"}, &out, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "  TLS handshakes: 2 (") {
+			t.Errorf("TLS %s: report lacks the handshake line:\n%s", v, out.String())
+		}
+		r, err := load.ReadResult(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Completed == 0 || r.ByStatus.C2xx != r.Completed || r.TLS == nil || !r.TLS.Insecure ||
+			r.TLS.Min != v || r.TLS.Handshakes != 2 || (v == "1.3") != (r.TLS.TLS13 == 2) {
+			t.Errorf("TLS %s: completed %d (2xx %d), tls %+v", v, r.Completed, r.ByStatus.C2xx, r.TLS)
+		}
+	}
+}
+
+// TestLoadHlog: --hlog writes an interval log that hdrhistogram-go's reader
+// reads back, one interval per --hlog-interval, holding every corrected
+// latency of the run.
+func TestLoadHlog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	hlog, jsonPath := filepath.Join(dir, "load.hlog"), filepath.Join(dir, "load.json")
+	err := run(context.Background(), []string{"load", "-t2", "-c2", "-d", "400ms", "-R", "500", "--hlog", hlog,
+		"--hlog-interval", "100ms", "--json", jsonPath, srv.URL}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ivs, err := latency.ReadIntervalLog(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.ReadResult(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, iv := range ivs {
+		total += iv.Histogram.TotalCount()
+	}
+	if len(ivs) != 4 || total != r.Corrected.Count {
+		t.Errorf("%d intervals holding %d latencies; want 4 holding the run's %d", len(ivs), total, r.Corrected.Count)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hlog", filepath.Join(dir, "no", "such", "dir", "x.hlog")}, "--hlog"},
+		{[]string{"--hlog", hlog, "--hlog-interval", "10us"}, "interval"},
+	} {
+		err := run(context.Background(), append(append([]string{"load", "-d", "100ms"}, tt.args...), srv.URL), io.Discard, io.Discard)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want bad input mentioning %q", tt.args, err, tt.want)
+		}
 	}
 }

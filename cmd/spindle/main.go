@@ -22,7 +22,8 @@ func main() {
 }
 
 // exitCode prints err (one line) and maps it to the process exit status:
-// 0 success, 2 bad input (usage, flags, unreachable targets), 1 other failures.
+// 0 success, 2 bad input (usage, flags, unreachable targets), 3 an --slo
+// threshold failed, 1 other failures.
 func exitCode(err error, stderr *os.File) int {
 	if err == nil || errors.Is(err, errHelp) {
 		return 0
@@ -30,6 +31,9 @@ func exitCode(err error, stderr *os.File) int {
 	fmt.Fprintf(stderr, "spindle: %v\n", err)
 	if errors.Is(err, errBadInput) {
 		return 2
+	}
+	if errors.Is(err, errSLOFailed) {
+		return 3
 	}
 	return 1
 }

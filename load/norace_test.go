@@ -1,0 +1,6 @@
+//go:build !race
+
+package load
+
+// raceEnabled reports a -race build, where some allocation counts differ.
+const raceEnabled = false
