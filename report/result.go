@@ -26,6 +26,11 @@ import (
 // SummaryFile is the name of the summary in a result directory.
 const SummaryFile = "summary.json"
 
+// Unfinished is the Reason of the summary.json a run writes before it
+// starts anything, replaced when the run ends: a directory that still
+// says it is one whose run was killed (or is still going).
+const Unfinished = "unfinished: the run never recorded its end (the bench process was killed, or is still running)"
+
 // Summary is summary.json: one run of one configuration.
 type Summary struct {
 	// Complete is false when the run failed or was interrupted; Reason

@@ -152,6 +152,32 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
+// TestReportListsUnfinished reports on a directory whose bench was killed
+// (its summary.json still the marker written at the start): the run is
+// listed as incomplete, on the terminal and in report.md, not skipped.
+func TestReportListsUnfinished(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "killed")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := report.Summary{Name: "carrier", Phase: "fixed", Mode: "carrier", Reason: report.Unfinished, Started: time.Now().UTC()}
+	if err := report.WriteJSON(filepath.Join(dir, report.SummaryFile), marker); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"report", root}, &stdout, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "incomplete: "+dir+" (carrier): "+report.Unfinished) {
+		t.Errorf("stdout does not list the unfinished run:\n%s", stdout.String())
+	}
+	md, err := os.ReadFile(filepath.Join(root, report.File))
+	if err != nil || !strings.Contains(string(md), "`killed` (carrier): "+report.Unfinished) {
+		t.Errorf("report.md does not list the unfinished run: %v\n%s", err, md)
+	}
+}
+
 func TestDurationFlag(t *testing.T) {
 	var d time.Duration
 	f := durationFlag{&d, time.Millisecond}

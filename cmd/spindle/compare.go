@@ -134,8 +134,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return runErr
 }
 
-// printHeadlines prints each configuration's headline figures and the
-// findings' verdicts.
+// printHeadlines prints each configuration's headline figures, the
+// findings' verdicts and the incomplete runs (left out of the figures).
 func printHeadlines(w io.Writer, rep *report.Report) {
 	for _, g := range rep.Groups {
 		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms\n", g.Phase, g.Name,
@@ -143,5 +143,8 @@ func printHeadlines(w io.Writer, rep *report.Report) {
 	}
 	for i, f := range rep.Findings() {
 		fmt.Fprintf(w, "finding %d: %s\n", i+1, f.Verdict)
+	}
+	for _, r := range rep.Incomplete {
+		fmt.Fprintf(w, "incomplete: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Summary.Reason)
 	}
 }
