@@ -10,8 +10,12 @@ import (
 	"strings"
 )
 
-// File is the name of the report written by Write.
-const File = "report.md"
+// File is the name of the report written by Write; FindingsFile, beside
+// it, holds the findings as JSON (a list of Finding).
+const (
+	File         = "report.md"
+	FindingsFile = "findings.json"
+)
 
 // Options configures Write.
 type Options struct {
@@ -37,6 +41,9 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	}
 	var b bytes.Buffer
 	if err := rep.WriteMarkdown(&b, opt, plots); err != nil {
+		return nil, err
+	}
+	if err := WriteJSON(filepath.Join(dir, FindingsFile), rep.Findings()); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, File), b.Bytes(), 0o644); err != nil {
@@ -90,13 +97,16 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
 			"load in one configuration's median): the figures below are noisy and the verdicts may not hold on a quiet machine.\n\n", busy)
 	}
-	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A claim is confirmed or refuted "+
-		"only where the rounds support the difference: the medians differ by at least %.0f%% and every round agrees "+
-		"(each round's ratio of the two configurations on the same side of 1; without paired rounds, min–max ranges "+
-		"that do not overlap). Otherwise it is inconclusive, with the ratio of the medians and both ranges.\n\n", 100*MinEffect)
-	b.WriteString("| # | claim (study) | verdict | figures here |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A part of a claim (one figure of two "+
+		"configurations) is confirmed or refuted only where the rounds agree on the difference: each round's ratio of the "+
+		"two configurations on the same side of 1 (without paired rounds, min–max ranges that do not overlap). Otherwise "+
+		"it is inconclusive. A difference the rounds agree on but smaller than the figure's run-to-run spread (how far "+
+		"one configuration's median moves between two comparisons on an unchanged machine) is **weak**: another "+
+		"comparison may show the opposite. A claim takes the verdict of the part that decides it (a firm refutation, "+
+		"else an inconclusive part, else a weak one). The verdicts are also in %s.\n\n", FindingsFile)
+	b.WriteString("| # | claim (study) | verdict | parts | figures here |\n|---|---|---|---|---|\n")
 	for i, f := range r.Findings() {
-		fmt.Fprintf(&b, "| %d | %s | **%s** | %s |\n", i+1, cell(f.Claim), f.Verdict, cell(f.Figures))
+		fmt.Fprintf(&b, "| %d | %s | **%s** | %s | %s |\n", i+1, cell(f.Claim), cell(f.Grade()), cell(f.partList()), cell(f.Figures))
 	}
 	b.WriteString("\n")
 
@@ -232,6 +242,22 @@ func sources(gs []*Group) string {
 		return "no source"
 	}
 	return strings.Join(ss, " and ")
+}
+
+// partList renders the parts' verdicts of a claim of several parts:
+// "context switches/s refuted, CPUs confirmed (weak)"; "" for one part.
+func (f Finding) partList() string {
+	if len(f.Parts) < 2 {
+		return ""
+	}
+	ps := make([]string, len(f.Parts))
+	for i, p := range f.Parts {
+		ps[i] = p.Name + " " + p.Verdict
+		if p.Weak {
+			ps[i] += " (weak)"
+		}
+	}
+	return strings.Join(ps, ", ")
 }
 
 // cell escapes a table cell.

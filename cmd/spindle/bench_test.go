@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"spindle/bench"
+	"spindle/latency"
 	"spindle/report"
 )
 
@@ -127,6 +128,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--only", "nope"}, "no configuration"},
 		{[]string{"report"}, "result directory"},
 		{[]string{"report", t.TempDir()}, "no summary.json"},
+		{[]string{"report", "--spread", "../../report/testdata/compare"}, "two result directories"},
+		{[]string{"report", "--spread", "../../report/testdata/compare", t.TempDir()}, "no summary.json"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -147,8 +150,19 @@ func TestReportCommand(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), "## Findings") {
 		t.Errorf("report.md: %v\n%s", err, data)
 	}
-	if !strings.Contains(stdout.String(), "finding 1: ") {
+	// The terminal summary gives each claim's text under its verdict.
+	if !strings.Contains(stdout.String(), "finding 1: not measurable here\n    At 70% load the unpinned carrier's p50") {
 		t.Errorf("stdout:\n%s", stdout.String())
+	}
+	var fs []report.Finding
+	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fs); err != nil || len(fs) == 0 {
+		t.Errorf("%s: %v", report.FindingsFile, err)
+	}
+	stdout.Reset()
+	tdata := "../../report/testdata/"
+	if err := run(context.Background(), []string{"report", "--spread", tdata + "compare", tdata + "dev2vcpu"}, &stdout, &stdout); err != nil ||
+		!strings.Contains(stdout.String(), "context switches/s") {
+		t.Errorf("report --spread: %v\n%s", err, stdout.String())
 	}
 }
 

@@ -142,7 +142,7 @@ func printHeadlines(w io.Writer, rep *report.Report) {
 			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"))
 	}
 	for i, f := range rep.Findings() {
-		fmt.Fprintf(w, "finding %d: %s\n", i+1, f.Verdict)
+		fmt.Fprintf(w, "finding %d: %s\n    %s\n", i+1, f.Grade(), f.Claim)
 	}
 	for _, r := range rep.Incomplete {
 		fmt.Fprintf(w, "incomplete: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Summary.Reason)
