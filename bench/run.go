@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	}
 	r.sum = report.Summary{
 		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,
-		ServerCPUs: cfg.ServerCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
+		ServerCPUs: cfg.ServerCPUs.String(), LoadCPUs: cfg.LoadCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
 	}
 	// The directory is marked incomplete until the run finishes: should
 	// this process be killed (kill -9 leaves no chance to write anything
@@ -401,6 +401,9 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 				return ctx.Err()
 			}
 			r.sum.Server = report.FromThreads(rep, "server")
+			if f := report.FromThreads(rep, "load"); f.Threads > 0 { // none when it exited before the window
+				r.sum.Load = f
+			}
 			if err := writeFile(r.path(ThreadsText), rep.WriteText); err != nil {
 				na("threads", err)
 			}

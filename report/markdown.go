@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,19 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 		}
 		fmt.Fprintf(&b, "## %s\n\n", r.phaseTitle(phase))
+		if phase == "fixed" {
+			fmt.Fprintf(&b, "Load factor: the fixed rate over the configuration's own median max throughput; above %.2f a "+
+				"configuration runs near saturation, where queueing grows steeply.\n\n", NearSaturation)
+			b.WriteString("| configuration | load factor |\n|---|---|\n")
+			for _, g := range gs {
+				lf := r.LoadFactor(g)
+				if lf == "" {
+					lf = "n/a (no max-throughput run)"
+				}
+				fmt.Fprintf(&b, "| %s | %s |\n", g.Name, lf)
+			}
+			b.WriteString("\n")
+		}
 		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC | other load (CPUs) |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range gs {
@@ -184,6 +198,14 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		b.WriteString("\n")
 	}
 
+	if len(r.LeftOut) > 0 {
+		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +
+			"machine, a load generator with CPU to spare): left out of every figure and verdict above.\n\n")
+		for _, res := range r.LeftOut {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", filepath.Base(res.Dir), res.Summary.Name, res.Why)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Incomplete) > 0 {
 		b.WriteString("## Incomplete runs\n\nLeft out of every figure above.\n\n")
 		for _, res := range r.Incomplete {
@@ -213,10 +235,30 @@ func (r *Report) busiest() float64 {
 
 // runs renders complete runs, with the incomplete ones if any.
 func runs(g *Group) string {
-	if g.Incomplete > 0 {
-		return fmt.Sprintf("%d (+%d incomplete)", g.Runs, g.Incomplete)
+	var more []string
+	if g.LeftOut > 0 {
+		more = append(more, fmt.Sprintf("+%d left out", g.LeftOut))
 	}
-	return fmt.Sprint(g.Runs)
+	if g.Incomplete > 0 {
+		more = append(more, fmt.Sprintf("+%d incomplete", g.Incomplete))
+	}
+	if len(more) == 0 {
+		return fmt.Sprint(g.Runs)
+	}
+	return fmt.Sprintf("%d (%s)", g.Runs, strings.Join(more, ", "))
+}
+
+// LoadFactor renders a fixed-rate group's load factor, the rate over its
+// own max throughput: "0.72", "0.91 (near saturation)"; "" when unknown.
+func (r *Report) LoadFactor(g *Group) string {
+	f := r.loadFactor(g)
+	if math.IsNaN(f) {
+		return ""
+	}
+	if f > NearSaturation {
+		return fmt.Sprintf("%.2f (near saturation)", f)
+	}
+	return fmt.Sprintf("%.2f", f)
 }
 
 // naReason is why a group lacks an observer's figures.

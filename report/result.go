@@ -43,10 +43,12 @@ type Summary struct {
 	Name  string `json:"name"`
 	Phase string `json:"phase,omitempty"`
 	Round int    `json:"round,omitempty"`
-	// Mode, Threads, ServerCPUs, Rate are copied from config.json.
+	// Mode, Threads, ServerCPUs, LoadCPUs, Rate are copied from
+	// config.json.
 	Mode       string `json:"mode"`
 	Threads    int    `json:"threads"`
 	ServerCPUs string `json:"server_cpuset"`
+	LoadCPUs   string `json:"load_cpuset,omitempty"`
 	// Rate is the fixed rate asked for, req/s; 0 means max throughput.
 	Rate int `json:"rate"`
 	// Started and Finished bound the whole run.
@@ -75,6 +77,10 @@ type Summary struct {
 	// Server summarizes the server's threads from /proc; nil with the
 	// reason in NA["threads"] when not sampled.
 	Server *ThreadFigures `json:"server,omitempty"`
+	// Load summarizes the load generator's threads the same way, for the
+	// check that it was not itself the bottleneck (see Check); nil when
+	// not sampled.
+	Load *ThreadFigures `json:"load,omitempty"`
 	// Carrier sums the carriers' telemetry over the observers' window; nil
 	// for nethttp or with the reason in NA["carrier"].
 	Carrier *CarrierFigures `json:"carrier,omitempty"`

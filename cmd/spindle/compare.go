@@ -134,15 +134,24 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return runErr
 }
 
-// printHeadlines prints each configuration's headline figures, the
-// findings' verdicts and the incomplete runs (left out of the figures).
+// printHeadlines prints each configuration's headline figures (with its
+// load factor at the fixed rate), the findings' verdicts with each claim's
+// text, and the runs left out of the figures: those that failed a check
+// and the incomplete ones.
 func printHeadlines(w io.Writer, rep *report.Report) {
 	for _, g := range rep.Groups {
-		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms\n", g.Phase, g.Name,
-			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"))
+		lf := ""
+		if f := rep.LoadFactor(g); f != "" {
+			lf = "  load factor " + f
+		}
+		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms%s\n", g.Phase, g.Name,
+			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"), lf)
 	}
 	for i, f := range rep.Findings() {
 		fmt.Fprintf(w, "finding %d: %s\n    %s\n", i+1, f.Grade(), f.Claim)
+	}
+	for _, r := range rep.LeftOut {
+		fmt.Fprintf(w, "left out: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Why)
 	}
 	for _, r := range rep.Incomplete {
 		fmt.Fprintf(w, "incomplete: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Summary.Reason)
