@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -527,4 +528,35 @@ func alive(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestRunPlanSweepFake runs one configuration over two rounds with the
+// fixed phase and an explicit rate: the rate phases follow the max
+// phase's rounds, interleaved round by round, each at its rate.
+func TestRunPlanSweepFake(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	p, err := ComparePlan(CompareOptions{CPUs: cpu.Set{0}, Rounds: 2, Only: []string{"carrier"}, Rates: []int{123},
+		Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Phases {
+		for j := range p.Phases[i].Configs {
+			p.Phases[i].Configs[j].PerfStat = false
+		}
+	}
+	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: t.TempDir(), Run: opt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s/r%d@%d", r.Summary.Phase, r.Summary.Round, r.Summary.Rate))
+	}
+	// The fake load reports 1000 requests over 300ms at max: 70% of 3333.
+	want := []string{"max/r1@0", "max/r2@0", "fixed/r1@2333", "rate-123/r1@123", "fixed/r2@2333", "rate-123/r2@123"}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
 }

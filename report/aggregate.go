@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"spindle/latency"
 	"spindle/observe"
@@ -102,6 +103,9 @@ type Report struct {
 	LeftOut []LeftOut
 	// Results is how many directories were read.
 	Results int
+	// SLOP99 is the latency objective of the capacity figures (Curves);
+	// 0 means DefaultSLOP99.
+	SLOP99 time.Duration
 }
 
 // phaseRank orders phases in reports.

@@ -20,6 +20,7 @@ func TestCheck(t *testing.T) {
 		{"max throughput has no rate to achieve", func(s *Summary) { s.Rate, s.Throughput = 0, 10 }, ""},
 		{"fell behind the rate", func(s *Summary) { s.Throughput = 754 }, "achieved 754 of 1000 req/s (75%, under 95%)"},
 		{"at 95% of the rate", func(s *Summary) { s.Throughput = 950 }, ""},
+		{"a sweep point past saturation", func(s *Summary) { s.Phase, s.Throughput = "sweep-110", 754 }, ""},
 		{"errors", func(s *Summary) { s.Errors = 100 }, "100 errors in 3100 requests"},
 		{"few errors", func(s *Summary) { s.Errors = 3 }, ""},
 		{"busy machine", func(s *Summary) { s.OtherCPUs = other(0.96) }, "other load on the machine 0.96 CPUs"},

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"spindle/cpu"
 )
@@ -71,7 +72,7 @@ const (
 // are the study's at 70% load, so they use the "fixed" phase; the
 // throughput claim uses "max".
 func (r *Report) Findings() []Finding {
-	return []Finding{
+	fs := []Finding{
 		r.claimUnpinnedWorse(),
 		r.claimPinningFixes(),
 		r.claimFewerSwitches(),
@@ -79,6 +80,21 @@ func (r *Report) Findings() []Finding {
 		r.claimBaselineThreads(),
 		r.claimMaxThroughput(),
 	}
+	// With a latency–load sweep, the capacity at the objective is a
+	// finding of its own.
+	if f, ok := r.claimCapacity(r.SLO()); ok {
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// SLO is the latency objective of the capacity figures (SLOP99 or
+// DefaultSLOP99).
+func (r *Report) SLO() time.Duration {
+	if r.SLOP99 > 0 {
+		return r.SLOP99
+	}
+	return DefaultSLOP99
 }
 
 // need returns the groups of names in phase, or a finding saying which is

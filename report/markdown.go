@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // File is the name of the report written by Write; FindingsFile, beside
@@ -25,6 +26,9 @@ type Options struct {
 	// Preamble is Markdown printed under the title (the layout, the
 	// command that ran); may be empty.
 	Preamble string
+	// SLOP99 is the latency objective of a sweep's capacity figures; 0
+	// means DefaultSLOP99.
+	SLOP99 time.Duration
 }
 
 // Write builds the report of results into dir: report.md and its PNG plots.
@@ -34,6 +38,7 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.SLOP99 = opt.SLOP99
 	plots := func(name string, draw func(path string) error) string {
 		if err := draw(filepath.Join(dir, name)); err != nil {
 			return fmt.Sprintf("_(%s not drawn: %v)_\n", name, err)
@@ -114,6 +119,9 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	r.writeRatios(&b)
 
 	for _, phase := range r.Phases() {
+		if isSweep(phase) {
+			continue // in the latency–load section
+		}
 		var gs []*Group
 		for _, g := range r.Groups {
 			if g.Phase == phase {
@@ -186,17 +194,19 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		}))
 		if phase == "max" {
 			b.WriteString(plot("throughput.png", func(path string) error {
-				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, "Max throughput", "requests/s", path)
+				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, 0, "Max throughput", "requests/s", path)
 			}))
 		}
 		b.WriteString(plot("cpu-"+tag+".png", func(path string) error {
-			return barPlot(gs, func(g *Group) Stat { return g.CPUs }, "CPUs utilized by the server: "+r.phaseTitle(phase), "CPUs", path)
+			return barPlot(gs, func(g *Group) Stat { return g.CPUs }, 2, "CPUs utilized by the server: "+r.phaseTitle(phase), "CPUs", path)
 		}))
 		b.WriteString(plot("cswitch-"+tag+".png", func(path string) error {
-			return barPlot(gs, func(g *Group) Stat { return g.ContextSwitches }, "Server context switches: "+r.phaseTitle(phase), "per second", path)
+			return barPlot(gs, func(g *Group) Stat { return g.ContextSwitches }, 0, "Server context switches: "+r.phaseTitle(phase), "per second", path)
 		}))
 		b.WriteString("\n")
 	}
+
+	r.writeCurves(&b, plot)
 
 	if len(r.LeftOut) > 0 {
 		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +
@@ -342,5 +352,37 @@ func (r *Report) writeRatios(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio("max", n, maxBase, throughput),
 			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), cpus(n))
 	}
+	b.WriteString("\n")
+}
+
+// writeCurves writes the latency–load section of a sweep: each
+// configuration's points, its capacity at the objective, and the plot.
+func (r *Report) writeCurves(b *strings.Builder, plot func(name string, draw func(path string) error) string) {
+	slo := r.SLO()
+	cs := r.Curves(slo)
+	if len(cs) == 0 {
+		return
+	}
+	b.WriteString("## Latency against load\n\nEach configuration at each offered rate of the sweep (the fixed phase included), " +
+		"median (min–max) over rounds; the load factor is the rate over the configuration's own max throughput.\n\n")
+	b.WriteString("| configuration | offered req/s | achieved req/s | p50 ms | p99 ms | load factor |\n|---|---|---|---|---|---|\n")
+	for _, c := range cs {
+		for _, p := range c.Points {
+			lf := r.LoadFactor(p.group)
+			if lf == "" {
+				lf = "n/a"
+			}
+			fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s |\n", c.Name, p.Rate, p.Throughput.Format(0, ""),
+				p.P50.Format(2, "no latency"), p.P99.Format(2, "no latency"), lf)
+		}
+	}
+	fmt.Fprintf(b, "\nCapacity at %s: the highest offered rate at which p99 stays under the objective there and at every "+
+		"lower rate, per round, median (min–max); 0 when even the lowest rate misses it.\n\n", sloLabel(slo))
+	b.WriteString("| configuration | capacity req/s |\n|---|---|\n")
+	for _, c := range cs {
+		fmt.Fprintf(b, "| %s | %s |\n", c.Name, c.Capacity.Format(0, "no complete round"))
+	}
+	b.WriteString("\n")
+	b.WriteString(plot("latency-load.png", func(path string) error { return curvePlot(cs, slo, path) }))
 	b.WriteString("\n")
 }

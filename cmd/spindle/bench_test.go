@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"image/png"
 	"net"
 	"os"
 	"os/exec"
@@ -236,6 +237,69 @@ func TestCompareEndToEnd(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, png)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestCompareSweepEndToEnd runs a tiny real sweep: nethttp and carrier,
+// one round, every share of the reference max; then checks plan.json's
+// rates, findings.json and every plot the report shows.
+func TestCompareSweepEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	dir := filepath.Join(t.TempDir(), "sweep")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, exe, "compare", "--only", "nethttp,carrier", "--rounds", "1", "--sweep",
+		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50", "--output-dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("spindle compare --sweep: %v\n%s", err, out)
+	}
+	var p bench.Plan
+	if err := latency.ReadJSONFile(filepath.Join(dir, bench.PlanFile), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Phases) != 1+len(bench.SweepShares) {
+		t.Fatalf("plan has %d phases, want max and %d sweep points", len(p.Phases), len(bench.SweepShares))
+	}
+	for _, ph := range p.Phases[1:] {
+		if ph.Configs[0].Rate <= 0 || ph.Share <= 0 {
+			t.Errorf("sweep phase %s: share %v rate %d", ph.Name, ph.Share, ph.Configs[0].Rate)
+		}
+	}
+	var fs []report.Finding
+	if err := latency.ReadJSONFile(filepath.Join(dir, report.FindingsFile), &fs); err != nil || len(fs) < 6 {
+		t.Errorf("%s: %v, %d findings", report.FindingsFile, err, len(fs))
+	}
+	md, err := os.ReadFile(filepath.Join(dir, report.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs may be left out on a busy machine (other load), and the curve
+	// with them; whatever the report shows must exist and decode.
+	shown := 0
+	for _, line := range strings.Split(string(md), "\n") {
+		if i := strings.Index(line, "]("); strings.HasPrefix(line, "![") && i > 0 {
+			name := strings.TrimSuffix(line[i+2:], ")")
+			f, err := os.Open(filepath.Join(dir, name))
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if _, err := png.Decode(f); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			f.Close()
+			shown++
+		}
+	}
+	if shown == 0 {
+		t.Errorf("report.md shows no plot:\n%s", md)
+	}
+	if strings.Contains(string(md), "## Latency against load") != strings.Contains(string(md), "latency-load.png") {
+		t.Errorf("the latency–load section and its plot disagree:\n%s", md)
+	}
+	if !strings.Contains(string(out), "finding 1: ") {
+		t.Errorf("no findings on the terminal:\n%s", out)
 	}
 }
 

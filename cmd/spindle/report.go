@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"spindle/bench"
 	"spindle/latency"
@@ -24,6 +25,7 @@ func init() {
 type reportArgs struct {
 	outDir, title string
 	spread        bool
+	slo           time.Duration
 }
 
 func reportFlags() (*flagSet, *reportArgs) {
@@ -32,6 +34,8 @@ func reportFlags() (*flagSet, *reportArgs) {
 		"report.md with tables, the study's findings and PNG plots.")
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
+	a.slo = report.DefaultSLOP99
+	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of a sweep's capacity figures (a number is ms)")
 	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
 		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
 	return fs, a
@@ -45,6 +49,9 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) == 0 {
 		return badInput("report needs at least one result directory")
+	}
+	if a.slo <= 0 {
+		return badInput("--slo-p99 %v: must be positive", a.slo)
 	}
 	if a.spread {
 		if len(pos) != 2 {
@@ -78,7 +85,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(planDirs)})
+	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(planDirs), SLOP99: a.slo})
 	if err != nil {
 		return err
 	}
