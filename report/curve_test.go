@@ -161,3 +161,54 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs (run with -update after checking):\n%s", path, got)
 	}
 }
+
+// TestLatencyCurvesData golden-tests the data behind the percentile plots
+// of the fixture's fixed phase: the median curve at the labelled
+// percentiles, which must agree with the tables (the median over rounds
+// of each round's percentile).
+func TestLatencyCurvesData(t *testing.T) {
+	rep, err := Build(loadAll(t, filepath.Join("testdata", "compare")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, g := range rep.Groups {
+		if g.Phase != "fixed" {
+			continue
+		}
+		rounds, med, err := latencyCurves(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s: %d rounds;", g.Name, len(rounds))
+		for _, tk := range percentileTicks[1:4] { // 50%, 90%, 99%: the nearest point
+			near := med[0]
+			for _, xy := range med {
+				if math.Abs(math.Log(xy.X/tk.Value)) < math.Abs(math.Log(near.X/tk.Value)) {
+					near = xy
+				}
+			}
+			fmt.Fprintf(&b, " %s %.3f", tk.Label, near.Y)
+			if tk.Label == "99%" && math.Abs(near.Y/g.P99.Median-1) > 0.01 {
+				t.Errorf("%s: the plot's median p99 %.3f ms disagrees with the table's %.3f", g.Name, near.Y, g.P99.Median)
+			}
+		}
+		b.WriteString("\n")
+	}
+	golden(t, "latency-curves.golden.txt", b.String())
+}
+
+func TestValueTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range valueTicks(0.4, 120) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0.5 1 2 5 10 20 50 100" {
+		t.Errorf("labelled ticks over 0.4–120: %s", got)
+	}
+	if logAxis(1, 9) || !logAxis(1, 11) || logAxis(0, 100) {
+		t.Error("logAxis: a log axis only past a decade of positive values")
+	}
+}
