@@ -50,8 +50,8 @@ const DefaultOverhead = 1500 * time.Millisecond
 // phase's configurations interleaved over rounds (round 1: A B C, round
 // 2: A B C...). The "max" phase runs first, all its rounds; then every
 // phase with a Share gets its rate, Share of the reference max (the
-// lowest configuration's median max throughput: the "fixed" phase's is
-// FixedRateShare), and the phases after "max" run interleaved too: round
+// lowest configuration's median max throughput over the runs that pass
+// report.Check: the "fixed" phase's is FixedRateShare), and the phases after "max" run interleaved too: round
 // 1 runs every configuration at every rate, then round 2... so that a
 // drift of the machine spreads over the rates instead of shifting one.
 // A run that fails is recorded incomplete and the plan goes on; a port
@@ -68,7 +68,8 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 	for i := range p.Phases {
 		p.Phases[i].Configs = slices.Clone(p.Phases[i].Configs)
 	}
-	pr := &planRun{p: &p, o: o, start: time.Now(), total: p.Runs(), maxTP: map[string][]float64{}}
+	pr := &planRun{p: &p, o: o, start: time.Now(), total: p.Runs(),
+		maxTP: map[string][]float64{}, maxAll: map[string][]float64{}}
 	var rest []int // the phases after "max"
 	for pi, ph := range p.Phases {
 		if ph.Name != "max" {
@@ -84,11 +85,7 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 			}
 		}
 	}
-	medians := map[string]float64{}
-	for name, v := range pr.maxTP {
-		medians[name] = report.Median(v)
-	}
-	ref := ReferenceMax(medians)
+	ref := reference(pr.maxTP, pr.maxAll)
 	for _, pi := range rest {
 		ph := &p.Phases[pi]
 		if ph.Share <= 0 {
@@ -129,7 +126,9 @@ type planRun struct {
 	done    int
 	results []report.Result
 	failed  []string
-	maxTP   map[string][]float64 // max phase throughput by configuration
+	// maxTP is the max phase's throughput by configuration, of the runs
+	// that pass report.Check; maxAll of every complete run.
+	maxTP, maxAll map[string][]float64
 }
 
 // phase runs round of phase pi: every configuration once. A run that
@@ -173,8 +172,28 @@ func (pr *planRun) phase(ctx context.Context, pi, round int) error {
 			continue
 		}
 		if ph.Name == "max" {
-			pr.maxTP[cfg.Name] = append(pr.maxTP[cfg.Name], sum.Throughput)
+			pr.maxAll[cfg.Name] = append(pr.maxAll[cfg.Name], sum.Throughput)
+			if report.Check(sum) == "" {
+				pr.maxTP[cfg.Name] = append(pr.maxTP[cfg.Name], sum.Throughput)
+			}
 		}
 	}
 	return nil
+}
+
+// reference is the reference max throughput of the rate phases, from the
+// max runs that pass the report's checks (pass, by configuration), as the
+// report's load factors are; from every complete one (all) when none
+// passes, so that a busy machine still gets its rates (and the report
+// leaves its runs out, saying why).
+func reference(pass, all map[string][]float64) float64 {
+	tp := pass
+	if len(tp) == 0 {
+		tp = all
+	}
+	medians := map[string]float64{}
+	for name, v := range tp {
+		medians[name] = report.Median(v)
+	}
+	return ReferenceMax(medians)
 }

@@ -253,3 +253,22 @@ func TestComparePlanSweep(t *testing.T) {
 		t.Error("rate 0 accepted")
 	}
 }
+
+func TestReference(t *testing.T) {
+	all := map[string][]float64{"nethttp": {1000, 3000, 900}, "carrier": {5000, 5200}}
+	tests := []struct {
+		name string
+		pass map[string][]float64
+		want float64
+	}{
+		// nethttp's runs at 1000 and 900 failed a check: its median of
+		// the one that passed is the reference.
+		{"checked runs", map[string][]float64{"nethttp": {3000}, "carrier": {5000, 5200}}, 3000},
+		{"none passed: every complete run", nil, 1000},
+	}
+	for _, tt := range tests {
+		if got := reference(tt.pass, all); got != tt.want {
+			t.Errorf("%s: reference = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

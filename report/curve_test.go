@@ -212,3 +212,23 @@ func TestValueTicks(t *testing.T) {
 		t.Error("logAxis: a log axis only past a decade of positive values")
 	}
 }
+
+func TestBarPlotEqualBars(t *testing.T) {
+	g := func(name string, s Stat) *Group { return &Group{Name: name, CPUs: s} }
+	equal := []*Group{g("a", st(1, 1, 1, 3)), g("b", st(1, 1, 1, 3))}
+	path := filepath.Join(t.TempDir(), "cpu.png")
+	err := barPlot(equal, func(g *Group) Stat { return g.CPUs }, 2, "t", "CPUs", path)
+	if err == nil || !strings.Contains(err.Error(), "every configuration has 1.00, nothing to compare") {
+		t.Errorf("equal bars: %v", err)
+	}
+	// Equal medians with ranges still inform (the ranges differ).
+	ranged := []*Group{g("a", st(1, 0.9, 1.2, 3)), g("b", st(1, 1, 1, 3))}
+	if err := barPlot(ranged, func(g *Group) Stat { return g.CPUs }, 2, "t", "CPUs", path); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path)
+	bs := bars(ranged, func(g *Group) Stat { return g.CPUs }, 2)
+	if len(bs) != 2 || bs[0].label != "1.00 (0.90–1.20)" || bs[1].label != "1.00" {
+		t.Errorf("bar labels %+v", bs)
+	}
+}
