@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +128,9 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
 		{[]string{"compare", "--rounds", "0"}, "rounds"},
 		{[]string{"compare", "--only", "nope"}, "no configuration"},
+		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
+		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
+		{[]string{"report", "--slo-p99", "-1", "../../report/testdata/compare"}, "--slo-p99"},
 		{[]string{"report"}, "result directory"},
 		{[]string{"report", t.TempDir()}, "no summary.json"},
 		{[]string{"report", "--spread", "../../report/testdata/compare"}, "two result directories"},
@@ -434,4 +438,49 @@ func TestPlanDescriptionNested(t *testing.T) {
 	if got := planDescription(append([]string{root}, ancestors(run, root)...)); got != "layout from the plan" {
 		t.Errorf("nested plan description = %q", got)
 	}
+}
+
+func TestParseRates(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+		bad  bool
+	}{
+		{"", nil, false},
+		{"1000", []int{1000}, false},
+		{"1000, 5000,20000", []int{1000, 5000, 20000}, false},
+		{"0", nil, true},
+		{"-5", nil, true},
+		{"1000,", nil, true},
+		{"1k", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseRates(tt.in)
+		if (err != nil) != tt.bad || !slices.Equal(got, tt.want) {
+			t.Errorf("parseRates(%q) = %v, %v", tt.in, got, err)
+		}
+		if err != nil && !errors.Is(err, errBadInput) {
+			t.Errorf("parseRates(%q): %v is not bad input", tt.in, err)
+		}
+	}
+}
+
+func FuzzParseRates(f *testing.F) {
+	for _, s := range []string{"", "1000", "1,2,3", " 7 ,8", "0", "-1", "x", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rates, err := parseRates(s)
+		if err != nil {
+			if rates != nil || !errors.Is(err, errBadInput) {
+				t.Fatalf("parseRates(%q) = %v, %v", s, rates, err)
+			}
+			return
+		}
+		for _, r := range rates {
+			if r <= 0 {
+				t.Fatalf("parseRates(%q) accepted %d", s, r)
+			}
+		}
+	})
 }
