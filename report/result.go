@@ -1,10 +1,14 @@
 // Package report reads benchmark result directories (written by package
-// bench) and turns them into report.md: tables of throughput, latency, CPU
-// and context switches per configuration, the scheduler study's findings
-// marked confirmed, refuted, inconclusive (the rounds do not support the
-// difference; see decide) or not measurable here with the figures, and PNG
-// plots (gonum.org/v1/plot) of latency percentile distributions on the
-// HdrHistogram log axis, max throughput, CPUs utilized and context switches.
+// bench) and turns them into report.md and findings.json: tables of
+// throughput, latency, CPU and context switches per configuration; the
+// scheduler study's findings marked confirmed, refuted, inconclusive (the
+// rounds do not support the difference; see decide) or not measurable
+// here, weak where a difference is under its run-to-run spread, with a
+// verdict per part and the figures; runs that fail a check (Check) listed
+// and left out; a sweep's latency–load curves and capacity at a latency
+// objective (Curves); and PNG plots (gonum.org/v1/plot) of latency
+// percentile distributions on the HdrHistogram log axis, latency against
+// load, max throughput, CPUs utilized and context switches.
 //
 // summary.json (type Summary) is the contract between the two packages: it
 // holds every figure a report needs, so a report is rebuilt from result

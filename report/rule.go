@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// figure is one figure a claim compares, with its run-to-run spread.
+// metric is one figure a claim compares, with its run-to-run spread.
 type metric struct {
 	name string // as named in the finding
 	prec int    // decimals
@@ -29,8 +29,8 @@ type metric struct {
 // noise). It is minSpread for relative figures; for %wait it is the
 // shift issue 12 recorded between two quick comparisons on the 2-vCPU
 // development machine (nethttp 7.3 then 2.7 points); for active threads,
-// one thread, the figure's resolution. docs/PERFORMANCE.md ("Run-to-run
-// spread") has the measurement of every figure and the command that
+// one thread, the figure's resolution. docs/PERFORMANCE.md ("Findings that
+// hold up") has the measurement of every figure and the command that
 // repeats it on a quiet machine ("spindle report --spread DIR1 DIR2").
 var (
 	figP50      = metric{name: "p50", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.P50 }}
