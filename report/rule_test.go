@@ -158,3 +158,21 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func TestAgreement(t *testing.T) {
+	f := func(v string, weak bool) Finding { return Finding{Verdict: v, Weak: weak} }
+	tests := []struct {
+		a, b Finding
+		want string
+	}{
+		{f(Confirmed, false), f(Confirmed, true), "same"},
+		{f(Confirmed, true), f(Refuted, true), "differs, one not firm"},      // issue 12's claim 5 now
+		{f(Inconclusive, false), f(Refuted, false), "differs, one not firm"}, // issue 12's claim 3
+		{f(Confirmed, false), f(Refuted, false), "differs"},
+	}
+	for _, tt := range tests {
+		if got := Agreement(tt.a, tt.b); got != tt.want {
+			t.Errorf("Agreement(%+v, %+v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -80,3 +80,19 @@ func WriteSpread(w io.Writer, rows []SpreadRow) error {
 	}
 	return nil
 }
+
+// Agreement says whether two comparisons' findings of one claim agree, the
+// issue-12 test of a rule: "same" (the same verdict), "differs, one not firm"
+// (different verdicts, one of them weak, inconclusive or not measurable:
+// the report did say the evidence was not firm), or "differs" (two firm verdicts
+// disagree: the rule failed on this machine).
+func Agreement(a, b Finding) string {
+	switch {
+	case a.Verdict == b.Verdict:
+		return "same"
+	case a.Weak || b.Weak || a.Verdict == Inconclusive || b.Verdict == Inconclusive ||
+		a.Verdict == NotMeasurable || b.Verdict == NotMeasurable:
+		return "differs, one not firm"
+	}
+	return "differs"
+}

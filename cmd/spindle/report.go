@@ -155,5 +155,12 @@ func printSpread(rootA, rootB string, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "run-to-run spread of each figure's median between %s and %s\n", rootA, rootB)
-	return report.WriteSpread(w, report.Spread(a, b))
+	if err := report.WriteSpread(w, report.Spread(a, b)); err != nil {
+		return err
+	}
+	fa, fb := a.Findings(), b.Findings()
+	for i := range min(len(fa), len(fb)) {
+		fmt.Fprintf(w, "finding %d: %s / %s: %s\n", i+1, fa[i].Grade(), fb[i].Grade(), report.Agreement(fa[i], fb[i]))
+	}
+	return nil
 }
