@@ -48,10 +48,15 @@ const DefaultOverhead = 1500 * time.Millisecond
 
 // RunPlan runs a compare plan and records it in Dir/plan.json: each
 // phase's configurations interleaved over rounds (round 1: A B C, round
-// 2: A B C...). After the "max" phase, the "fixed" phase's rate is set to FixedRateShare of the lowest median max
-// throughput. A run that fails is recorded incomplete and the plan goes
-// on; a port conflict or ctx ending stops it. It returns every result so
-// far and an error wrapping ErrIncomplete if any run was incomplete.
+// 2: A B C...). The "max" phase runs first, all its rounds; then every
+// phase with a Share gets its rate, Share of the reference max (the
+// lowest configuration's median max throughput over the runs that pass
+// report.Check: the "fixed" phase's is FixedRateShare), and the phases after "max" run interleaved too: round
+// 1 runs every configuration at every rate, then round 2... so that a
+// drift of the machine spreads over the rates instead of shifting one.
+// A run that fails is recorded incomplete and the plan goes on; a port
+// conflict or ctx ending stops it. It returns every result so far and an
+// error wrapping ErrIncomplete if any run was incomplete.
 func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, error) {
 	if o.Overhead <= 0 {
 		o.Overhead = DefaultOverhead
@@ -60,73 +65,135 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	p.Phases = slices.Clone(p.Phases)
-	start := time.Now()
-	total := p.Runs()
-	var results []report.Result
-	var failed []string
-	done := 0
-	maxTP := map[string][]float64{}
+	for i := range p.Phases {
+		p.Phases[i].Configs = slices.Clone(p.Phases[i].Configs)
+	}
+	pr := &planRun{p: &p, o: o, start: time.Now(), total: p.Runs(),
+		maxTP: map[string][]float64{}, maxAll: map[string][]float64{}}
+	var rest []int // the phases after "max"
 	for pi, ph := range p.Phases {
-		configs := slices.Clone(ph.Configs)
-		if ph.Name == "fixed" {
-			medians := map[string]float64{}
-			for name, v := range maxTP {
-				medians[name] = report.Median(v)
-			}
-			rate := RateFor(medians)
-			if rate == 0 {
-				return results, fmt.Errorf("%w: no max-throughput run completed, so there is no fixed rate", ErrIncomplete)
-			}
-			for i := range configs {
-				configs[i].Rate = rate
-			}
-			p.Phases[pi].Configs = configs
+		if ph.Name != "max" {
+			rest = append(rest, pi)
+			continue
 		}
 		if err := report.WriteJSON(filepath.Join(o.Dir, PlanFile), p); err != nil {
-			return results, err
+			return pr.results, err
 		}
 		for round := 1; round <= p.Rounds; round++ {
-			for i, cfg := range configs {
-				done++
-				runStart := time.Now()
-				// Remaining time: the measured mean run time once there is
-				// one, else the estimate, for this run and those after it.
-				perRun := cfg.Warmup + cfg.Duration + o.Overhead
-				if done > 1 {
-					perRun = time.Since(start) / time.Duration(done-1)
-				}
-				opt := o.Run
-				opt.Phase, opt.Round = ph.Name, round
-				opt.Dir = filepath.Join(o.Dir, ph.Name, fmt.Sprintf("r%d-%02d-%s", round, i+1, cfg.Name))
-				if o.Progress != nil {
-					pr := Progress{Run: done, Runs: total, Config: cfg.Name, Phase: ph.Name, Round: round}
-					opt.Progress = func(step string) {
-						pr.Step = step
-						pr.Elapsed = time.Since(start)
-						pr.Remaining = max(0, perRun*time.Duration(total-done+1)-time.Since(runStart))
-						o.Progress(pr)
-					}
-				}
-				sum, err := Run(ctx, cfg, opt)
-				results = append(results, report.Result{Dir: opt.Dir, Summary: sum})
-				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, ErrPortBusy) || !errors.Is(err, ErrIncomplete) {
-						return results, err
-					}
-					failed = append(failed, fmt.Sprintf("%s %s round %d: %v", ph.Name, cfg.Name, round, err))
-					if o.Failed != nil {
-						o.Failed(results[len(results)-1], err)
-					}
-					continue
-				}
-				if ph.Name == "max" {
-					maxTP[cfg.Name] = append(maxTP[cfg.Name], sum.Throughput)
-				}
+			if err := pr.phase(ctx, pi, round); err != nil {
+				return pr.results, err
 			}
 		}
 	}
-	if len(failed) > 0 {
-		return results, fmt.Errorf("%w: %d of %d runs: %s", ErrIncomplete, len(failed), total, failed[0])
+	ref := reference(pr.maxTP, pr.maxAll)
+	for _, pi := range rest {
+		ph := &p.Phases[pi]
+		if ph.Share <= 0 {
+			continue
+		}
+		rate := int(ref * ph.Share)
+		if rate == 0 {
+			return pr.results, fmt.Errorf("%w: no max-throughput run completed, so there is no fixed rate (phase %s)", ErrIncomplete, ph.Name)
+		}
+		for i := range ph.Configs {
+			ph.Configs[i].Rate = rate
+		}
 	}
-	return results, nil
+	if len(rest) > 0 {
+		if err := report.WriteJSON(filepath.Join(o.Dir, PlanFile), p); err != nil {
+			return pr.results, err
+		}
+	}
+	for round := 1; round <= p.Rounds; round++ {
+		for _, pi := range rest {
+			if err := pr.phase(ctx, pi, round); err != nil {
+				return pr.results, err
+			}
+		}
+	}
+	if len(pr.failed) > 0 {
+		return pr.results, fmt.Errorf("%w: %d of %d runs: %s", ErrIncomplete, len(pr.failed), pr.total, pr.failed[0])
+	}
+	return pr.results, nil
+}
+
+// planRun is the state of RunPlan.
+type planRun struct {
+	p       *Plan
+	o       RunPlanOptions
+	start   time.Time
+	total   int
+	done    int
+	results []report.Result
+	failed  []string
+	// maxTP is the max phase's throughput by configuration, of the runs
+	// that pass report.Check; maxAll of every complete run.
+	maxTP, maxAll map[string][]float64
+}
+
+// phase runs round of phase pi: every configuration once. A run that
+// fails is recorded; only ctx ending, a port conflict or an error that is
+// not a run's failure stops the plan.
+func (pr *planRun) phase(ctx context.Context, pi, round int) error {
+	ph := pr.p.Phases[pi]
+	o := pr.o
+	for i, cfg := range ph.Configs {
+		pr.done++
+		runStart := time.Now()
+		// Remaining time: the measured mean run time once there is one,
+		// else the estimate, for this run and those after it.
+		perRun := cfg.Warmup + cfg.Duration + o.Overhead
+		if pr.done > 1 {
+			perRun = time.Since(pr.start) / time.Duration(pr.done-1)
+		}
+		opt := o.Run
+		opt.Phase, opt.Round = ph.Name, round
+		opt.Dir = filepath.Join(o.Dir, ph.Name, fmt.Sprintf("r%d-%02d-%s", round, i+1, cfg.Name))
+		if o.Progress != nil {
+			p := Progress{Run: pr.done, Runs: pr.total, Config: cfg.Name, Phase: ph.Name, Round: round}
+			left := pr.total - pr.done + 1
+			opt.Progress = func(step string) {
+				p.Step = step
+				p.Elapsed = time.Since(pr.start)
+				p.Remaining = max(0, perRun*time.Duration(left)-time.Since(runStart))
+				o.Progress(p)
+			}
+		}
+		sum, err := Run(ctx, cfg, opt)
+		pr.results = append(pr.results, report.Result{Dir: opt.Dir, Summary: sum})
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrPortBusy) || !errors.Is(err, ErrIncomplete) {
+				return err
+			}
+			pr.failed = append(pr.failed, fmt.Sprintf("%s %s round %d: %v", ph.Name, cfg.Name, round, err))
+			if o.Failed != nil {
+				o.Failed(pr.results[len(pr.results)-1], err)
+			}
+			continue
+		}
+		if ph.Name == "max" {
+			pr.maxAll[cfg.Name] = append(pr.maxAll[cfg.Name], sum.Throughput)
+			if report.Check(sum) == "" {
+				pr.maxTP[cfg.Name] = append(pr.maxTP[cfg.Name], sum.Throughput)
+			}
+		}
+	}
+	return nil
+}
+
+// reference is the reference max throughput of the rate phases, from the
+// max runs that pass the report's checks (pass, by configuration), as the
+// report's load factors are; from every complete one (all) when none
+// passes, so that a busy machine still gets its rates (and the report
+// leaves its runs out, saying why).
+func reference(pass, all map[string][]float64) float64 {
+	tp := pass
+	if len(tp) == 0 {
+		tp = all
+	}
+	medians := map[string]float64{}
+	for name, v := range tp {
+		medians[name] = report.Median(v)
+	}
+	return ReferenceMax(medians)
 }

@@ -33,6 +33,9 @@ const fakeFailEnv = "BENCH_FAKE_FAIL"
 const fakeZeroEnv = "BENCH_FAKE_ZERO"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(fakeRunnerEnv); dir != "" {
+		os.Exit(fakeRunner(dir))
+	}
 	if os.Getenv(fakeEnv) == "1" {
 		os.Exit(fakeChild(os.Args[1], os.Args[2:]))
 	}

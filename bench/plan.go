@@ -7,6 +7,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,8 +284,14 @@ var Variants = []Variant{
 
 // Phase is one load level of a compare plan.
 type Phase struct {
-	// Name is "max" (max throughput) or "fixed" (a fixed rate).
+	// Name is "max" (max throughput), "fixed" (the study's fixed rate) or
+	// a point of a latency–load sweep: "sweep-PCT" (PCT% of the
+	// reference max) or "rate-N" (N req/s, from --rates).
 	Name string `json:"name"`
+	// Share, when positive, sets the phase's rate after the max phase:
+	// Share of the reference max throughput, the lowest configuration's
+	// median (ReferenceMax). The "fixed" phase's is FixedRateShare.
+	Share float64 `json:"share,omitempty"`
 	// Configs run in this order in every round.
 	Configs []Config `json:"configs"`
 }
@@ -315,7 +322,17 @@ type CompareOptions struct {
 	Only []string
 	// Warmup and Duration override the preset's when positive.
 	Warmup, Duration time.Duration
+	// Sweep adds a latency–load sweep: every configuration at each share
+	// of the reference max in SweepShares, interleaved over rounds.
+	Sweep bool
+	// Rates adds a sweep at these fixed rates, req/s.
+	Rates []int
 }
+
+// SweepShares are the offered rates of a sweep as shares of the reference
+// max throughput: from light load to past saturation (110%), denser near
+// the knee of the curve. The 70% point is the "fixed" phase itself.
+var SweepShares = []float64{0.10, 0.25, 0.50, FixedRateShare, 0.85, 1.00, 1.10}
 
 // ComparePlan builds the compare matrix: every variant the layout allows,
 // first at max throughput, then at a fixed rate (RateFor).
@@ -379,12 +396,28 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	if rounds <= 0 {
 		rounds = DefaultRounds
 	}
-	fixed := make([]Config, len(configs))
-	copy(fixed, configs)
-	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: []Phase{
-		{Name: "max", Configs: configs},
-		{Name: "fixed", Configs: fixed},
-	}}, nil
+	phases := []Phase{{Name: "max", Configs: configs}}
+	for _, sh := range SweepShares {
+		if sh != FixedRateShare && !o.Sweep {
+			continue
+		}
+		name := fmt.Sprintf("sweep-%03.0f", 100*sh)
+		if sh == FixedRateShare {
+			name = "fixed"
+		}
+		phases = append(phases, Phase{Name: name, Share: sh, Configs: slices.Clone(configs)})
+	}
+	for _, rate := range o.Rates {
+		if rate <= 0 {
+			return Plan{}, fmt.Errorf("rate %d: must be positive", rate)
+		}
+		cs := slices.Clone(configs)
+		for i := range cs {
+			cs[i].Rate = rate
+		}
+		phases = append(phases, Phase{Name: fmt.Sprintf("rate-%d", rate), Configs: cs})
+	}
+	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: phases}, nil
 }
 
 // describe is a plan's layout and settings in one paragraph.
@@ -414,13 +447,19 @@ func variantNames() string {
 // configurations' max throughputs (each the median over rounds), in whole
 // requests per second; 0 when none is positive.
 func RateFor(maxThroughput map[string]float64) int {
+	return int(ReferenceMax(maxThroughput) * FixedRateShare)
+}
+
+// ReferenceMax is the reference for rates given as shares: the lowest of
+// the configurations' max throughputs, req/s; 0 when none is positive.
+func ReferenceMax(maxThroughput map[string]float64) float64 {
 	lowest := 0.0
 	for _, v := range maxThroughput {
 		if v > 0 && (lowest == 0 || v < lowest) {
 			lowest = v
 		}
 	}
-	return int(lowest * FixedRateShare)
+	return lowest
 }
 
 // Runs returns the number of runs of the plan.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -219,6 +220,55 @@ func TestValidate(t *testing.T) {
 		f(&c)
 		if err := c.Validate(false); err == nil {
 			t.Errorf("bad config %d accepted: %+v", i, c)
+		}
+	}
+}
+
+func TestComparePlanSweep(t *testing.T) {
+	p, err := ComparePlan(CompareOptions{CPUs: cpus(2), Sweep: true, Rates: []int{500, 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ph := range p.Phases {
+		got = append(got, fmt.Sprintf("%s:%g:%d", ph.Name, ph.Share, ph.Configs[0].Rate))
+	}
+	want := []string{"max:0:0", "sweep-010:0.1:0", "sweep-025:0.25:0", "sweep-050:0.5:0", "fixed:0.7:0",
+		"sweep-085:0.85:0", "sweep-100:1:0", "sweep-110:1.1:0", "rate-500:0:500", "rate-2000:0:2000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sweep phases %v, want %v", got, want)
+	}
+	// Each phase has its own configurations: setting one phase's rate
+	// must not set another's.
+	p.Phases[1].Configs[0].Rate = 7
+	if p.Phases[2].Configs[0].Rate != 0 || p.Phases[0].Configs[0].Rate != 0 {
+		t.Error("sweep phases share their configurations")
+	}
+	// The sweep has its own estimate: 6 configurations x 10 phases x 3
+	// rounds of 5.5 s.
+	if est := p.Estimate(1500 * time.Millisecond); est != 6*10*3*5500*time.Millisecond {
+		t.Errorf("sweep estimate %v", est)
+	}
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Rates: []int{0}}); err == nil {
+		t.Error("rate 0 accepted")
+	}
+}
+
+func TestReference(t *testing.T) {
+	all := map[string][]float64{"nethttp": {1000, 3000, 900}, "carrier": {5000, 5200}}
+	tests := []struct {
+		name string
+		pass map[string][]float64
+		want float64
+	}{
+		// nethttp's runs at 1000 and 900 failed a check: its median of
+		// the one that passed is the reference.
+		{"checked runs", map[string][]float64{"nethttp": {3000}, "carrier": {5000, 5200}}, 3000},
+		{"none passed: every complete run", nil, 1000},
+	}
+	for _, tt := range tests {
+		if got := reference(tt.pass, all); got != tt.want {
+			t.Errorf("%s: reference = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -108,7 +108,15 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	}
 	r.sum = report.Summary{
 		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,
-		ServerCPUs: cfg.ServerCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
+		ServerCPUs: cfg.ServerCPUs.String(), LoadCPUs: cfg.LoadCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
+	}
+	// The directory is marked incomplete until the run finishes: should
+	// this process be killed (kill -9 leaves no chance to write anything
+	// later), "spindle report" still lists the run, as unfinished.
+	marker := r.sum
+	marker.Reason = report.Unfinished
+	if err := report.WriteJSON(filepath.Join(opt.Dir, report.SummaryFile), marker); err != nil {
+		return report.Summary{}, fmt.Errorf("result directory: %w", err)
 	}
 	err := r.run(ctx)
 	r.progress("stopping")
@@ -211,8 +219,10 @@ func (r *runner) run(ctx context.Context) error {
 		before, carrierErr = r.carrierSnapshot(ctx) // the window's start
 	}
 	cpu0, cpuErr := readCPU(r.opt.ProcRoot, r.ownPIDs())
-	obs := r.startObservers(ctx, obsWindow)
-	obsErr := obs.wait()
+	obsErr, err := r.observe(ctx, obsWindow)
+	if err != nil {
+		return err
+	}
 	if cpu1, err := readCPU(r.opt.ProcRoot, r.ownPIDs()); err == nil && cpuErr == nil {
 		if o := otherCPUs(cpu0, cpu1); !math.IsNaN(o) {
 			r.sum.OtherCPUs = &o
@@ -225,9 +235,6 @@ func (r *runner) run(ctx context.Context) error {
 		after, carrierErr = r.carrierSnapshot(ctx)
 	}
 	r.sum.ObserveWindow = obsWindow
-	if err := r.checkAlive(); err != nil {
-		return err
-	}
 	if obsErr != nil && ctx.Err() != nil {
 		return obsErr
 	}
@@ -251,33 +258,60 @@ func (r *runner) run(ctx context.Context) error {
 // sleepUntil waits until t or until the load generator exits (exited is
 // then true); a child failing or ctx ending is an error.
 func (r *runner) sleepUntil(ctx context.Context, t time.Time) (exited bool, err error) {
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-r.server.done:
-		return false, r.server.failure()
-	case <-r.mock.done:
-		return false, r.mock.failure()
-	case <-r.load.done:
-		if r.load.err != nil {
-			return true, r.load.failure()
+	timer, cancel := context.WithDeadline(context.Background(), t)
+	defer cancel()
+	return r.watch(ctx, timer.Done(), true)
+}
+
+// watch waits until ready is closed while watching every child: a child
+// failing (the mock or the server exiting at all, the load generator
+// exiting with an error) or ctx ending is an error at once. With
+// loadEnds, the load generator exiting cleanly ends the wait too (exited
+// is then true); without, the wait goes on until ready.
+func (r *runner) watch(ctx context.Context, ready <-chan struct{}, loadEnds bool) (exited bool, err error) {
+	loadDone := r.load.done
+	for {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-r.server.done:
+			return false, r.server.failure()
+		case <-r.mock.done:
+			return false, r.mock.failure()
+		case <-loadDone:
+			if r.load.err != nil {
+				return true, r.load.failure()
+			}
+			if loadEnds {
+				return true, nil
+			}
+			exited, loadDone = true, nil // a nil channel is never ready
+		case <-ready:
+			return exited, nil
 		}
-		return true, nil
-	case <-time.After(time.Until(t)):
-		return false, nil
 	}
 }
 
-func (r *runner) checkAlive() error {
-	for _, c := range []*child{r.server, r.mock} {
-		if c.exited() {
-			return c.failure()
-		}
+// observe runs the observers over window while watching the children: a
+// child that fails in the window stops the observers and ends the run at
+// once, not when the window would have ended. obsErr is what the
+// observers returned (only ctx ending makes one); err is a child's
+// failure or ctx ending.
+func (r *runner) observe(ctx context.Context, window time.Duration) (obsErr, err error) {
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs := r.startObservers(octx, window)
+	done := make(chan struct{})
+	go func() {
+		obsErr = obs.wait()
+		close(done)
+	}()
+	if _, err = r.watch(ctx, done, false); err != nil {
+		cancel()
+		<-done // the observers write into the summary: wait for them to stop
+		return nil, err
 	}
-	if r.load.exited() && r.load.err != nil {
-		return r.load.failure()
-	}
-	return nil
+	return obsErr, nil
 }
 
 func healthURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) + "/health" }
@@ -367,6 +401,9 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 				return ctx.Err()
 			}
 			r.sum.Server = report.FromThreads(rep, "server")
+			if f := report.FromThreads(rep, "load"); f.Threads > 0 { // none when it exited before the window
+				r.sum.Load = f
+			}
 			if err := writeFile(r.path(ThreadsText), rep.WriteText); err != nil {
 				na("threads", err)
 			}

@@ -1,13 +1,17 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,18 +27,28 @@ import (
 // fakeConfig is a short configuration on the CPUs this test may use.
 func fakeConfig(t *testing.T, mode string) Config {
 	t.Helper()
-	all, err := cpu.Allowed()
+	c, err := shortConfig(mode)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// shortConfig is fakeConfig for code without a *testing.T (the fake
+// runner process).
+func shortConfig(mode string) (Config, error) {
+	all, err := cpu.Allowed()
+	if err != nil {
+		return Config{}, err
+	}
 	l, err := LayoutFor(all)
 	if err != nil {
-		t.Fatal(err)
+		return Config{}, err
 	}
 	return Config{Name: mode, Mode: mode, Threads: l.Carriers, Connections: 4, LoadThreads: 1,
 		LoadCPUs: l.Load, ServerCPUs: l.Server, MockCPUs: l.Mock, MockThreads: 1,
 		MockThinkTime: time.Millisecond, Topology: "off", Wait: "block",
-		Warmup: 100 * time.Millisecond, Duration: 700 * time.Millisecond, Pidstat: true, PerfStat: true}
+		Warmup: 100 * time.Millisecond, Duration: 700 * time.Millisecond, Pidstat: true, PerfStat: true}, nil
 }
 
 // fakeOptions run the test binary as the children.
@@ -355,5 +369,194 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(opt.Dir, report.SummaryFile)); err == nil {
 		t.Error("summary.json written for a configuration that never ran")
+	}
+}
+
+// TestRunChildDiesWhileObserving kills the mock in the middle of the
+// observers' window of a long run: the run must fail within a second of
+// the death, not when the window would have ended, stop the other
+// children and say it is incomplete.
+func TestRunChildDiesWhileObserving(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	pids := map[string]int{}
+	tracked := opt.Started
+	opt.Started = func(name string, pid int) { pids[name] = pid; tracked(name, pid) }
+	cfg := fakeConfig(t, ModeCarrier)
+	cfg.Duration = 20 * time.Second // observers from 2 s to 18 s after the warm-up
+	killedAt := make(chan time.Time, 1)
+	var stopping time.Time
+	opt.Progress = func(p string) {
+		switch p {
+		case "measuring":
+			// Progress runs on Run's goroutine, so the kill waits in
+			// another one until the observers' window has begun.
+			go func(pid int) {
+				time.Sleep(cfg.Duration*observeMarginPc/100 + 500*time.Millisecond)
+				killedAt <- time.Now()
+				syscall.Kill(pid, syscall.SIGKILL)
+			}(pids["mock"])
+		case "stopping":
+			stopping = time.Now()
+		}
+	}
+	sum, err := Run(context.Background(), cfg, opt)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "mock") {
+		t.Fatalf("error = %v, want an incomplete run naming the mock", err)
+	}
+	var killed time.Time
+	select {
+	case killed = <-killedAt:
+	default:
+		t.Fatal("the run ended before the mock was killed")
+	}
+	if d := stopping.Sub(killed); d > time.Second {
+		t.Errorf("the mock's death was noticed %v after it, want within 1s", d)
+	}
+	back, lerr := report.Load(opt.Dir)
+	if lerr != nil || back.Summary.Complete || sum.Complete || !strings.Contains(back.Summary.Reason, "mock") {
+		t.Errorf("summary.json = %+v, %v", back.Summary, lerr)
+	}
+}
+
+// fakeRunnerEnv makes the test binary a "spindle bench" of the fake
+// children that writes its run to the directory named, for the kill -9
+// test.
+const fakeRunnerEnv = "BENCH_FAKE_RUNNER"
+
+// fakeRunner runs one long fake run in dir, printing "NAME PID" for each
+// child and "measuring" when the window starts, then waits to be killed.
+func fakeRunner(dir string) int {
+	cfg, err := shortConfig(ModeCarrier)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg.Duration = time.Minute
+	os.Setenv(fakeEnv, "1") // the children are fakes, not runners
+	os.Unsetenv(fakeRunnerEnv)
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opt := RunOptions{Exe: exe, Dir: dir, StopGrace: time.Second,
+		Started:  func(name string, pid int) { fmt.Printf("%s %d\n", name, pid) },
+		Progress: func(p string) { fmt.Println(p) }}
+	if _, err := Run(context.Background(), cfg, opt); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestRunKilledIsUnfinished kills -9 a process running a bench in the
+// middle of its window: nothing can write the end of the run then, so the
+// directory must already say it is unfinished, the report must list it as
+// incomplete, and the children must not outlive the runner.
+func TestRunKilledIsUnfinished(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), fakeRunnerEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pids []int
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 {
+			if pid, err := strconv.Atoi(f[1]); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		if sc.Text() == "measuring" {
+			break
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("runner started %v before measuring, want mock, server and load", pids)
+	}
+	cmd.Process.Kill() // SIGKILL: the runner can write nothing more
+	cmd.Wait()
+	// The children die by their parent-death signal, asynchronously.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("child %d outlived the killed runner", pid)
+		}
+	}
+	dirs, err := report.Discover(dir)
+	if err != nil {
+		t.Fatalf("the killed run's directory is not found: %v", err)
+	}
+	res, err := report.Load(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build([]report.Result{res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Summary.Reason != report.Unfinished {
+		t.Errorf("report lists %+v as incomplete, want the killed run, unfinished", rep.Incomplete)
+	}
+}
+
+// alive reports whether process pid runs: a zombie, which nobody may reap
+// in a container without an init, counts as gone.
+func alive(pid int) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// TestRunPlanSweepFake runs one configuration over two rounds with the
+// fixed phase and an explicit rate: the rate phases follow the max
+// phase's rounds, interleaved round by round, each at its rate.
+func TestRunPlanSweepFake(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	p, err := ComparePlan(CompareOptions{CPUs: cpu.Set{0}, Rounds: 2, Only: []string{"carrier"}, Rates: []int{123},
+		Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Phases {
+		for j := range p.Phases[i].Configs {
+			p.Phases[i].Configs[j].PerfStat = false
+		}
+	}
+	results, err := RunPlan(context.Background(), p, RunPlanOptions{Dir: t.TempDir(), Run: opt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s/r%d@%d", r.Summary.Phase, r.Summary.Round, r.Summary.Rate))
+	}
+	// The fake load reports 1000 requests over 300ms at max: 70% of 3333.
+	want := []string{"max/r1@0", "max/r2@0", "fixed/r1@2333", "rate-123/r1@123", "fixed/r2@2333", "rate-123/r2@123"}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrPerfNotInstalled is returned when the perf command cannot be found.
@@ -56,6 +57,9 @@ func pidList(pids []int) string {
 	return strings.Join(s, ",")
 }
 
+// perfWaitDelay bounds the wait for perf's output once ctx has ended.
+const perfWaitDelay = 500 * time.Millisecond
+
 // run runs perf with args and returns its combined output; the error
 // carries the output's last line.
 func (p Perf) run(ctx context.Context, args ...string) ([]byte, error) {
@@ -63,7 +67,12 @@ func (p Perf) run(ctx context.Context, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, path, args...)
+	// When ctx ends perf is killed, but a command it runs ("perf sched
+	// record -- sleep N") may live on holding the output pipe: stop
+	// waiting for the pipe this long after the kill.
+	cmd.WaitDelay = perfWaitDelay
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {

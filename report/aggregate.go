@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"spindle/latency"
 	"spindle/observe"
@@ -59,8 +60,10 @@ type Group struct {
 	Phase, Name, Mode string
 	ServerCPUs        string
 	Threads           int
-	// Runs counts complete runs; Incomplete the others.
-	Runs, Incomplete int
+	// Runs counts complete runs that passed the checks (Check);
+	// Incomplete the runs that did not complete, LeftOut those that
+	// failed a check.
+	Runs, Incomplete, LeftOut int
 	// Rate is the fixed rate asked for (0: max throughput).
 	Rate int
 	// Throughput in req/s; latency percentiles in ms (corrected).
@@ -96,8 +99,13 @@ type Report struct {
 	Groups []*Group
 	// Incomplete lists runs that did not complete: dir and reason.
 	Incomplete []Result
+	// LeftOut lists complete runs that failed a check, with why.
+	LeftOut []LeftOut
 	// Results is how many directories were read.
 	Results int
+	// SLOP99 is the latency objective of the capacity figures (Curves);
+	// 0 means DefaultSLOP99.
+	SLOP99 time.Duration
 }
 
 // phaseRank orders phases in reports.
@@ -132,6 +140,11 @@ func Build(results []Result) (*Report, error) {
 		if !s.Complete {
 			g.Incomplete++
 			rep.Incomplete = append(rep.Incomplete, r)
+			continue
+		}
+		if why := Check(s); why != "" {
+			g.LeftOut++
+			rep.LeftOut = append(rep.LeftOut, LeftOut{Result: r, Why: why})
 			continue
 		}
 		g.Runs++

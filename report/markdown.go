@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
-// File is the name of the report written by Write.
-const File = "report.md"
+// File is the name of the report written by Write; FindingsFile, beside
+// it, holds the findings as JSON (a list of Finding).
+const (
+	File         = "report.md"
+	FindingsFile = "findings.json"
+)
 
 // Options configures Write.
 type Options struct {
@@ -20,6 +26,9 @@ type Options struct {
 	// Preamble is Markdown printed under the title (the layout, the
 	// command that ran); may be empty.
 	Preamble string
+	// SLOP99 is the latency objective of a sweep's capacity figures; 0
+	// means DefaultSLOP99.
+	SLOP99 time.Duration
 }
 
 // Write builds the report of results into dir: report.md and its PNG plots.
@@ -29,6 +38,7 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.SLOP99 = opt.SLOP99
 	plots := func(name string, draw func(path string) error) string {
 		if err := draw(filepath.Join(dir, name)); err != nil {
 			return fmt.Sprintf("_(%s not drawn: %v)_\n", name, err)
@@ -37,6 +47,9 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	}
 	var b bytes.Buffer
 	if err := rep.WriteMarkdown(&b, opt, plots); err != nil {
+		return nil, err
+	}
+	if err := WriteJSON(filepath.Join(dir, FindingsFile), rep.Findings()); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, File), b.Bytes(), 0o644); err != nil {
@@ -90,19 +103,25 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
 			"load in one configuration's median): the figures below are noisy and the verdicts may not hold on a quiet machine.\n\n", busy)
 	}
-	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A claim is confirmed or refuted "+
-		"only where the rounds support the difference: the medians differ by at least %.0f%% and every round agrees "+
-		"(each round's ratio of the two configurations on the same side of 1; without paired rounds, min–max ranges "+
-		"that do not overlap). Otherwise it is inconclusive, with the ratio of the medians and both ranges.\n\n", 100*MinEffect)
-	b.WriteString("| # | claim (study) | verdict | figures here |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A part of a claim (one figure of two "+
+		"configurations) is confirmed or refuted only where the rounds agree on the difference: each round's ratio of the "+
+		"two configurations on the same side of 1 (without paired rounds, min–max ranges that do not overlap). Otherwise "+
+		"it is inconclusive. A difference the rounds agree on but smaller than the figure's run-to-run spread (how far "+
+		"one configuration's median moves between two comparisons on an unchanged machine) is **weak**: another "+
+		"comparison may show the opposite. A claim takes the verdict of the part that decides it (a firm refutation, "+
+		"else an inconclusive part, else a weak one). The verdicts are also in %s.\n\n", FindingsFile)
+	b.WriteString("| # | claim (study) | verdict | parts | figures here |\n|---|---|---|---|---|\n")
 	for i, f := range r.Findings() {
-		fmt.Fprintf(&b, "| %d | %s | **%s** | %s |\n", i+1, cell(f.Claim), f.Verdict, cell(f.Figures))
+		fmt.Fprintf(&b, "| %d | %s | **%s** | %s | %s |\n", i+1, cell(f.Claim), cell(f.Grade()), cell(f.partList()), cell(f.Figures))
 	}
 	b.WriteString("\n")
 
 	r.writeRatios(&b)
 
 	for _, phase := range r.Phases() {
+		if isSweep(phase) {
+			continue // in the latency–load section
+		}
 		var gs []*Group
 		for _, g := range r.Groups {
 			if g.Phase == phase {
@@ -110,6 +129,19 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 		}
 		fmt.Fprintf(&b, "## %s\n\n", r.phaseTitle(phase))
+		if phase == "fixed" {
+			fmt.Fprintf(&b, "Load factor: the fixed rate over the configuration's own median max throughput; above %.2f a "+
+				"configuration runs near saturation, where queueing grows steeply.\n\n", NearSaturation)
+			b.WriteString("| configuration | load factor |\n|---|---|\n")
+			for _, g := range gs {
+				lf := r.LoadFactor(g)
+				if lf == "" {
+					lf = "n/a (no max-throughput run)"
+				}
+				fmt.Fprintf(&b, "| %s | %s |\n", g.Name, lf)
+			}
+			b.WriteString("\n")
+		}
 		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC | other load (CPUs) |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range gs {
@@ -162,18 +194,28 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		}))
 		if phase == "max" {
 			b.WriteString(plot("throughput.png", func(path string) error {
-				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, "Max throughput", "requests/s", path)
+				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, 0, "Max throughput", "requests/s", path)
 			}))
 		}
 		b.WriteString(plot("cpu-"+tag+".png", func(path string) error {
-			return barPlot(gs, func(g *Group) Stat { return g.CPUs }, "CPUs utilized by the server: "+r.phaseTitle(phase), "CPUs", path)
+			return barPlot(gs, func(g *Group) Stat { return g.CPUs }, 2, "CPUs utilized by the server: "+r.phaseTitle(phase), "CPUs", path)
 		}))
 		b.WriteString(plot("cswitch-"+tag+".png", func(path string) error {
-			return barPlot(gs, func(g *Group) Stat { return g.ContextSwitches }, "Server context switches: "+r.phaseTitle(phase), "per second", path)
+			return barPlot(gs, func(g *Group) Stat { return g.ContextSwitches }, 0, "Server context switches: "+r.phaseTitle(phase), "per second", path)
 		}))
 		b.WriteString("\n")
 	}
 
+	r.writeCurves(&b, plot)
+
+	if len(r.LeftOut) > 0 {
+		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +
+			"machine, a load generator with CPU to spare): left out of every figure and verdict above.\n\n")
+		for _, res := range r.LeftOut {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", filepath.Base(res.Dir), res.Summary.Name, res.Why)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Incomplete) > 0 {
 		b.WriteString("## Incomplete runs\n\nLeft out of every figure above.\n\n")
 		for _, res := range r.Incomplete {
@@ -203,10 +245,30 @@ func (r *Report) busiest() float64 {
 
 // runs renders complete runs, with the incomplete ones if any.
 func runs(g *Group) string {
-	if g.Incomplete > 0 {
-		return fmt.Sprintf("%d (+%d incomplete)", g.Runs, g.Incomplete)
+	var more []string
+	if g.LeftOut > 0 {
+		more = append(more, fmt.Sprintf("+%d left out", g.LeftOut))
 	}
-	return fmt.Sprint(g.Runs)
+	if g.Incomplete > 0 {
+		more = append(more, fmt.Sprintf("+%d incomplete", g.Incomplete))
+	}
+	if len(more) == 0 {
+		return fmt.Sprint(g.Runs)
+	}
+	return fmt.Sprintf("%d (%s)", g.Runs, strings.Join(more, ", "))
+}
+
+// LoadFactor renders a fixed-rate group's load factor, the rate over its
+// own max throughput: "0.72", "0.91 (near saturation)"; "" when unknown.
+func (r *Report) LoadFactor(g *Group) string {
+	f := r.loadFactor(g)
+	if math.IsNaN(f) {
+		return ""
+	}
+	if f > NearSaturation {
+		return fmt.Sprintf("%.2f (near saturation)", f)
+	}
+	return fmt.Sprintf("%.2f", f)
 }
 
 // naReason is why a group lacks an observer's figures.
@@ -232,6 +294,22 @@ func sources(gs []*Group) string {
 		return "no source"
 	}
 	return strings.Join(ss, " and ")
+}
+
+// partList renders the parts' verdicts of a claim of several parts:
+// "context switches/s refuted, CPUs confirmed (weak)"; "" for one part.
+func (f Finding) partList() string {
+	if len(f.Parts) < 2 {
+		return ""
+	}
+	ps := make([]string, len(f.Parts))
+	for i, p := range f.Parts {
+		ps[i] = p.Name + " " + p.Verdict
+		if p.Weak {
+			ps[i] += " (weak)"
+		}
+	}
+	return strings.Join(ps, ", ")
 }
 
 // cell escapes a table cell.
@@ -274,5 +352,37 @@ func (r *Report) writeRatios(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio("max", n, maxBase, throughput),
 			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), cpus(n))
 	}
+	b.WriteString("\n")
+}
+
+// writeCurves writes the latency–load section of a sweep: each
+// configuration's points, its capacity at the objective, and the plot.
+func (r *Report) writeCurves(b *strings.Builder, plot func(name string, draw func(path string) error) string) {
+	slo := r.SLO()
+	cs := r.Curves(slo)
+	if len(cs) == 0 {
+		return
+	}
+	b.WriteString("## Latency against load\n\nEach configuration at each offered rate of the sweep (the fixed phase included), " +
+		"median (min–max) over rounds; the load factor is the rate over the configuration's own max throughput.\n\n")
+	b.WriteString("| configuration | offered req/s | achieved req/s | p50 ms | p99 ms | load factor |\n|---|---|---|---|---|---|\n")
+	for _, c := range cs {
+		for _, p := range c.Points {
+			lf := r.LoadFactor(p.group)
+			if lf == "" {
+				lf = "n/a"
+			}
+			fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s |\n", c.Name, p.Rate, p.Throughput.Format(0, ""),
+				p.P50.Format(2, "no latency"), p.P99.Format(2, "no latency"), lf)
+		}
+	}
+	fmt.Fprintf(b, "\nCapacity at %s: the highest offered rate at which p99 stays under the objective there and at every "+
+		"lower rate, per round, median (min–max); 0 when even the lowest rate misses it.\n\n", sloLabel(slo))
+	b.WriteString("| configuration | capacity req/s |\n|---|---|\n")
+	for _, c := range cs {
+		fmt.Fprintf(b, "| %s | %s |\n", c.Name, c.Capacity.Format(0, "no complete round"))
+	}
+	b.WriteString("\n")
+	b.WriteString(plot("latency-load.png", func(path string) error { return curvePlot(cs, slo, path) }))
 	b.WriteString("\n")
 }

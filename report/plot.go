@@ -1,15 +1,18 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"spindle/latency"
 )
@@ -19,6 +22,38 @@ const (
 	plotWidth  = 8 * vg.Inch
 	plotHeight = 5 * vg.Inch
 )
+
+// palette holds 8 colours that stay distinct for readers with any common
+// colour-vision deficiency (Okabe and Ito's palette); dashes holds 8 dash
+// patterns, so that each of up to 8 configurations differs from every
+// other in colour and in pattern.
+var (
+	palette = []color.Color{
+		color.RGBA{0, 114, 178, 255},   // blue
+		color.RGBA{213, 94, 0, 255},    // vermillion
+		color.RGBA{0, 158, 115, 255},   // bluish green
+		color.RGBA{204, 121, 167, 255}, // reddish purple
+		color.RGBA{230, 159, 0, 255},   // orange
+		color.RGBA{86, 180, 233, 255},  // sky blue
+		color.RGBA{0, 0, 0, 255},       // black
+		color.RGBA{240, 228, 66, 255},  // yellow
+	}
+	dashes = [][]vg.Length{
+		nil,
+		{vg.Points(6), vg.Points(3)},
+		{vg.Points(2), vg.Points(2)},
+		{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)},
+		{vg.Points(12), vg.Points(4)},
+		{vg.Points(4), vg.Points(2), vg.Points(1), vg.Points(2), vg.Points(1), vg.Points(2)},
+		{vg.Points(1), vg.Points(3)},
+		{vg.Points(10), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2), vg.Points(2)},
+	}
+)
+
+// style returns the line style of the i-th configuration.
+func style(i int, width vg.Length) draw.LineStyle {
+	return draw.LineStyle{Color: palette[i%len(palette)], Dashes: dashes[i%len(dashes)], Width: width}
+}
 
 // percentileTicks label the HdrHistogram plotter's x axis, 1/(1-p).
 var percentileTicks = []plot.Tick{
@@ -48,30 +83,121 @@ func percentileCurve(h *latency.Histogram) plotter.XYs {
 	return xy
 }
 
-// latencyPlot draws the corrected latency distributions of groups.
+// latencyCurves are a group's percentile curves: one per complete run
+// (round) and their median, point by point over the percentiles every
+// round reaches. The median curve is what the tables show: at 50%, 99%...
+// it is the median over rounds of that percentile.
+func latencyCurves(g *Group) (rounds []plotter.XYs, median plotter.XYs, err error) {
+	for _, s := range g.runs {
+		if s.Latency == nil || s.Latency.Count < 2 {
+			continue
+		}
+		h, err := s.Latency.Decode()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s round %d: %w", g.Name, s.Round, err)
+		}
+		rounds = append(rounds, percentileCurve(h))
+	}
+	if len(rounds) == 0 {
+		return nil, nil, nil
+	}
+	n := len(rounds[0])
+	for _, r := range rounds {
+		n = min(n, len(r))
+	}
+	ys := make([]float64, len(rounds))
+	for i := range n {
+		for j, r := range rounds {
+			ys[j] = r[i].Y
+		}
+		median = append(median, plotter.XY{X: rounds[0][i].X, Y: Median(ys)})
+	}
+	return rounds, median, nil
+}
+
+// logAxis reports whether values spanning [lo, hi] need a log axis: they
+// span more than a decade.
+func logAxis(lo, hi float64) bool { return lo > 0 && hi/lo > 10 }
+
+// valueTicks labels a log axis at 1, 2 and 5 times each power of ten in
+// [lo, hi], with unlabelled minor ticks at the other integers: readable
+// figures instead of bare powers of ten.
+func valueTicks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(lo)); math.Pow(10, e) <= hi; e++ {
+		d := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			v := m * d
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = trimFloat(v)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// setValueAxis makes a a latency axis over ys: log scale with valueTicks
+// when the values span more than a decade, else linear from 0.
+func setValueAxis(a *plot.Axis, ys []float64) {
+	lo, hi := math.Inf(1), 0.0
+	for _, y := range ys {
+		if y > 0 {
+			lo, hi = min(lo, y), max(hi, y)
+		}
+	}
+	if logAxis(lo, hi) {
+		a.Scale = plot.LogScale{}
+		a.Min, a.Max = lo*0.9, hi*1.1
+		a.Tick.Marker = plot.TickerFunc(valueTicks)
+		return
+	}
+	a.Min = 0
+}
+
+// latencyPlot draws the corrected latency distributions of groups: every
+// round thin, the median of the rounds bold.
 func latencyPlot(groups []*Group, title, path string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "latency (ms)"
+	p.Y.Label.Text = "latency (ms), every round thin, their median bold"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(percentileTicks)
-	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.YOffs = -vg.Points(12) // below the title
 	p.Add(plotter.NewGrid())
+	var ys []float64
 	drawn := 0
 	for i, g := range groups {
-		if g.Hist == nil || g.Hist.TotalCount() < 2 {
+		rounds, med, err := latencyCurves(g)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+		}
+		if med == nil {
 			continue
 		}
-		line, err := plotter.NewLine(percentileCurve(g.Hist))
+		for _, r := range rounds {
+			line, err := plotter.NewLine(r)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", g.Name, err)
+			}
+			line.LineStyle = style(i, vg.Points(0.5))
+			line.Dashes = nil
+			p.Add(line)
+			for _, xy := range r {
+				ys = append(ys, xy.Y)
+			}
+		}
+		line, err := plotter.NewLine(med)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", g.Name, err)
 		}
-		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
-		line.Width = vg.Points(1.5)
+		line.LineStyle = style(i, vg.Points(2))
 		p.Add(line)
 		p.Legend.Add(g.Name, line)
 		drawn++
@@ -79,38 +205,77 @@ func latencyPlot(groups []*Group, title, path string) error {
 	if drawn == 0 {
 		return fmt.Errorf("plot %s: no latency recorded", filepath.Base(path))
 	}
+	setValueAxis(&p.Y, ys)
 	return p.Save(plotWidth, plotHeight, path)
 }
 
-// barPlot draws one bar per group: the median of stat, with the min-max
-// range over rounds as error bars. Groups without the figure are left out.
-func barPlot(groups []*Group, stat func(*Group) Stat, title, ylabel, path string) error {
-	var vals plotter.Values
-	var errs plotter.YErrors
-	var names []string
+// bar is one bar of a bar chart: a group's median with its range.
+type bar struct {
+	name           string
+	median, lo, hi float64
+	label          string // "1.20 (1.10–1.35)"
+}
+
+// bars are the bars of stat for groups that have it.
+func bars(groups []*Group, stat func(*Group) Stat, prec int) []bar {
+	var bs []bar
 	for _, g := range groups {
 		s := stat(g)
 		if s.N == 0 {
 			continue
 		}
-		vals = append(vals, s.Median)
-		errs = append(errs, struct{ Low, High float64 }{s.Median - s.Min, s.Max - s.Median})
-		names = append(names, g.Name)
+		bs = append(bs, bar{name: g.Name, median: s.Median, lo: s.Min, hi: s.Max, label: s.Format(prec, "")})
 	}
-	if len(vals) == 0 {
+	return bs
+}
+
+// allEqual reports whether every bar has the same value and no range: a
+// chart of them carries no information.
+func allEqual(bs []bar) bool {
+	for _, b := range bs {
+		if b.median != bs[0].median || b.lo != b.hi {
+			return false
+		}
+	}
+	return true
+}
+
+// barPlot draws one bar per group: the median of stat, with the min-max
+// range over rounds as error bars, each labelled with its figures (prec
+// decimals). Groups without the figure are left out; a chart whose bars
+// are all equal is not drawn (the error says why).
+func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, path string) error {
+	bs := bars(groups, stat, prec)
+	if len(bs) == 0 {
 		return fmt.Errorf("plot %s: no figures", filepath.Base(path))
+	}
+	if len(bs) > 1 && allEqual(bs) {
+		return fmt.Errorf("plot %s: every configuration has %s, nothing to compare", filepath.Base(path), bs[0].label)
+	}
+	vals := make(plotter.Values, len(bs))
+	errs := make(plotter.YErrors, len(bs))
+	tops := make(plotter.XYs, len(bs))
+	labels := make([]string, len(bs))
+	names := make([]string, len(bs))
+	for i, b := range bs {
+		vals[i] = b.median
+		errs[i] = struct{ Low, High float64 }{b.median - b.lo, b.hi - b.median}
+		tops[i] = plotter.XY{X: float64(i), Y: b.hi}
+		labels[i], names[i] = b.label, b.name
 	}
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = ylabel
+	p.Y.Label.Text = ylabel + " (median; bars: min–max over rounds)"
 	p.Y.Min = 0
-	bars, err := plotter.NewBarChart(vals, vg.Points(28))
+	p.Y.Max = slices.MaxFunc(bs, func(a, b bar) int { return cmp.Compare(a.hi, b.hi) }).hi * 1.15 // room for the labels
+	p.Add(plotter.NewGrid())
+	bc, err := plotter.NewBarChart(vals, vg.Points(28))
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
 	}
-	bars.Color = color.RGBA{R: 74, G: 158, B: 255, A: 255} // the study's carrier blue
-	bars.LineStyle.Width = 0
-	p.Add(bars)
+	bc.Color = palette[0]
+	bc.LineStyle.Width = 0
+	p.Add(bc)
 	xys := make(plotter.XYs, len(vals))
 	for i, v := range vals {
 		xys[i] = plotter.XY{X: float64(i), Y: v}
@@ -122,7 +287,87 @@ func barPlot(groups []*Group, stat func(*Group) Stat, title, ylabel, path string
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
 	}
+	eb.LineStyle.Width = vg.Points(1.5)
 	p.Add(eb)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: tops, Labels: labels})
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
+	}
+	lb.Offset = vg.Point{Y: vg.Points(4)}
+	p.Add(lb)
 	p.NominalX(names...)
+	return p.Save(plotWidth, plotHeight, path)
+}
+
+// curveLines are the lines of the latency–load plot: per configuration,
+// p50 and p99 (ms, median over rounds) against the achieved throughput
+// (req/s, median), by offered rate; points without latency are skipped.
+func curveLines(c Curve) (p50, p99 plotter.XYs) {
+	for _, pt := range c.Points {
+		if pt.Throughput.N == 0 || pt.P50.N == 0 {
+			continue
+		}
+		p50 = append(p50, plotter.XY{X: pt.Throughput.Median, Y: pt.P50.Median})
+		p99 = append(p99, plotter.XY{X: pt.Throughput.Median, Y: pt.P99.Median})
+	}
+	return p50, p99
+}
+
+// curvePlot draws the latency–load curves: p99 solid and p50 thin and
+// dashed, in each configuration's colour, against achieved throughput,
+// with the objective as a horizontal line.
+func curvePlot(cs []Curve, slo time.Duration, path string) error {
+	p := plot.New()
+	p.Title.Text = "Latency against achieved throughput (p99 solid, p50 dashed)"
+	p.X.Label.Text = "achieved throughput (requests/s)"
+	p.Y.Label.Text = "latency (ms)"
+	p.X.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.YOffs = -vg.Points(12)
+	p.Add(plotter.NewGrid())
+	limit := float64(slo.Microseconds()) / 1000
+	ys := []float64{limit}
+	maxX := 0.0
+	for i, c := range cs {
+		p50, p99 := curveLines(c)
+		if len(p99) == 0 {
+			continue
+		}
+		l99, pts, err := plotter.NewLinePoints(p99)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", c.Name, err)
+		}
+		l99.LineStyle = style(i, vg.Points(2))
+		l99.Dashes = nil
+		pts.Color = palette[i%len(palette)]
+		pts.Shape = draw.CircleGlyph{}
+		l50, err := plotter.NewLine(p50)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", c.Name, err)
+		}
+		l50.LineStyle = style(i, vg.Points(1))
+		l50.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l99, pts, l50)
+		p.Legend.Add(c.Name, l99, pts)
+		for _, xy := range append(p50, p99...) {
+			ys = append(ys, xy.Y)
+			maxX = max(maxX, xy.X)
+		}
+	}
+	if maxX == 0 {
+		return fmt.Errorf("plot %s: no latency recorded", filepath.Base(path))
+	}
+	obj, err := plotter.NewLine(plotter.XYs{{X: 0, Y: limit}, {X: maxX * 1.05, Y: limit}})
+	if err != nil {
+		return err
+	}
+	obj.Color = color.Gray{Y: 120}
+	obj.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(obj)
+	p.Legend.Add("objective: "+sloLabel(slo), obj)
+	setValueAxis(&p.Y, ys)
 	return p.Save(plotWidth, plotHeight, path)
 }

@@ -1,10 +1,14 @@
 // Package report reads benchmark result directories (written by package
-// bench) and turns them into report.md: tables of throughput, latency, CPU
-// and context switches per configuration, the scheduler study's findings
-// marked confirmed, refuted, inconclusive (the rounds do not support the
-// difference; see decide) or not measurable here with the figures, and PNG
-// plots (gonum.org/v1/plot) of latency percentile distributions on the
-// HdrHistogram log axis, max throughput, CPUs utilized and context switches.
+// bench) and turns them into report.md and findings.json: tables of
+// throughput, latency, CPU and context switches per configuration; the
+// scheduler study's findings marked confirmed, refuted, inconclusive (the
+// rounds do not support the difference; see decide) or not measurable
+// here, weak where a difference is under its run-to-run spread, with a
+// verdict per part and the figures; runs that fail a check (Check) listed
+// and left out; a sweep's latency–load curves and capacity at a latency
+// objective (Curves); and PNG plots (gonum.org/v1/plot) of latency
+// percentile distributions on the HdrHistogram log axis, latency against
+// load, max throughput, CPUs utilized and context switches.
 //
 // summary.json (type Summary) is the contract between the two packages: it
 // holds every figure a report needs, so a report is rebuilt from result
@@ -26,6 +30,11 @@ import (
 // SummaryFile is the name of the summary in a result directory.
 const SummaryFile = "summary.json"
 
+// Unfinished is the Reason of the summary.json a run writes before it
+// starts anything, replaced when the run ends: a directory that still
+// says it is one whose run was killed (or is still going).
+const Unfinished = "unfinished: the run never recorded its end (the bench process was killed, or is still running)"
+
 // Summary is summary.json: one run of one configuration.
 type Summary struct {
 	// Complete is false when the run failed or was interrupted; Reason
@@ -38,10 +47,12 @@ type Summary struct {
 	Name  string `json:"name"`
 	Phase string `json:"phase,omitempty"`
 	Round int    `json:"round,omitempty"`
-	// Mode, Threads, ServerCPUs, Rate are copied from config.json.
+	// Mode, Threads, ServerCPUs, LoadCPUs, Rate are copied from
+	// config.json.
 	Mode       string `json:"mode"`
 	Threads    int    `json:"threads"`
 	ServerCPUs string `json:"server_cpuset"`
+	LoadCPUs   string `json:"load_cpuset,omitempty"`
 	// Rate is the fixed rate asked for, req/s; 0 means max throughput.
 	Rate int `json:"rate"`
 	// Started and Finished bound the whole run.
@@ -70,6 +81,10 @@ type Summary struct {
 	// Server summarizes the server's threads from /proc; nil with the
 	// reason in NA["threads"] when not sampled.
 	Server *ThreadFigures `json:"server,omitempty"`
+	// Load summarizes the load generator's threads the same way, for the
+	// check that it was not itself the bottleneck (see Check); nil when
+	// not sampled.
+	Load *ThreadFigures `json:"load,omitempty"`
 	// Carrier sums the carriers' telemetry over the observers' window; nil
 	// for nethttp or with the reason in NA["carrier"].
 	Carrier *CarrierFigures `json:"carrier,omitempty"`

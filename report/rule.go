@@ -6,13 +6,51 @@ import (
 	"strings"
 )
 
-// MinEffect is the smallest relative difference between two
-// configurations' medians that a finding calls a difference: 5%. Below
-// it, even rounds that all agree are reported as inconclusive, since a
-// few percent is the size of what changes between back-to-back runs of
-// one configuration on a shared machine (the other-load column measures
-// it), not a property of the design.
-const MinEffect = 0.05
+// metric is one figure a claim compares, with its run-to-run spread.
+type metric struct {
+	name string // as named in the finding
+	prec int    // decimals
+	// spread is how far one configuration's median of this figure moves
+	// between two comparisons on an unchanged machine: relative (0.30 is
+	// 30%) unless absolute, then in the figure's own units (percentage
+	// points of %wait). A difference smaller than it is weak evidence:
+	// the next comparison may well show the opposite.
+	spread   float64
+	absolute bool
+	unit     string // of an absolute figure: "points"
+	// stat reads the figure of a group (for Spread).
+	stat func(*Group) Stat
+}
+
+// The figures of the claims. A figure's spread here is the part of the
+// run-to-run spread that one comparison cannot see: how far a
+// configuration's median moves between two comparisons, beyond the
+// rounds' own variation (which decide measures in each comparison, see
+// noise). It is minSpread for relative figures; for %wait it is the
+// shift issue 12 recorded between two quick comparisons on the 2-vCPU
+// development machine (nethttp 7.3 then 2.7 points); for active threads,
+// one thread, the figure's resolution. docs/PERFORMANCE.md ("Findings that
+// hold up") has the measurement of every figure and the command that
+// repeats it on a quiet machine ("spindle report --spread DIR1 DIR2").
+var (
+	figP50      = metric{name: "p50", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.P50 }}
+	figSwitches = metric{name: "context switches/s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.ContextSwitches }}
+	figCPUs     = metric{name: "CPUs", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.CPUs }}
+	figCycles   = metric{name: "I/O cycles/10s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.IOCycles }}
+	figEvents   = metric{name: "events/cycle", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.EventsPerCycle }}
+	figDepth    = metric{name: "queue depth avg", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.QueueDepthAvg }}
+	figThreads  = metric{name: "active threads", prec: 0, spread: 1, absolute: true, unit: "threads", stat: func(g *Group) Stat { return g.ActiveThreads }}
+	figWait     = metric{name: "%wait", prec: 1, spread: 4.6, absolute: true, unit: "points", stat: func(g *Group) Stat { return g.WaitPct }}
+	figReqs     = metric{name: "req/s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.Throughput }}
+)
+
+// claimFigures lists the figures the claims compare, for Spread.
+var claimFigures = []metric{figP50, figSwitches, figCPUs, figCycles, figEvents, figDepth, figThreads, figWait, figReqs}
+
+// minSpread is the smallest relative spread a figure is given: 5%, the
+// size of what changes between back-to-back runs of one configuration
+// even on a quiet machine.
+const minSpread = 0.05
 
 // order is what the runs say about one figure of configuration a against
 // the same figure of configuration b.
@@ -24,84 +62,144 @@ const (
 	higher               // a is higher than b
 )
 
-// decide is the findings' rule. a and b are one figure of two
-// configurations over their rounds, paired the per-round ratios a/b of the
-// rounds both completed (their runs ran back to back). a is lower (or
-// higher) than b only when both hold:
-//
-//  1. the ratio of the medians a.Median/b.Median is at least MinEffect
-//     away from 1;
-//  2. the rounds agree: with two or more paired rounds, every per-round
-//     ratio lies on the same side of 1 as the ratio of the medians;
-//     without, with two or more runs of each, the [min, max] ranges do not
-//     overlap. A single run of either has no spread to judge a difference
-//     against.
+// effect is the difference of two medians in the figure's terms: for a
+// relative figure the factor by which the larger exceeds the smaller,
+// less 1 (0.5 is "1.5 times"); for an absolute one, the difference in its
+// units. It is +Inf when a relative figure's smaller median is 0.
+func (f metric) effect(a, b float64) float64 {
+	if f.absolute {
+		return math.Abs(a - b)
+	}
+	lo, hi := min(a, b), max(a, b)
+	if lo <= 0 {
+		return math.Inf(1)
+	}
+	return hi/lo - 1
+}
+
+// floor is the figure's spread, at least minSpread for a relative figure.
+func (f metric) floor() float64 {
+	if f.absolute {
+		return f.spread
+	}
+	return max(f.spread, minSpread)
+}
+
+// noise is the run-to-run spread a difference of the medians of a and b
+// must exceed, and where it comes from: the larger of the figure's floor
+// (between comparisons) and this comparison's own spread. With paired
+// rounds that is the spread of the per-round ratios (the paired test: a
+// drift of the machine moves both runs of a round and cancels in their
+// ratio); without, the wider of the two [min, max] ranges.
+func (f metric) noise(a, b, paired Stat) (float64, string) {
+	n, src := f.floor(), "between comparisons"
+	var r float64
+	var rsrc string
+	if paired.N >= 2 {
+		rsrc = "of the per-round ratios"
+		r = math.Inf(1)
+		if paired.Min > 0 {
+			r = paired.Max/paired.Min - 1
+		}
+		if f.absolute { // the ratios' spread, in the figure's units at b's median
+			r *= b.Median
+		}
+	} else {
+		rsrc = "over rounds"
+		r = max(f.effect(a.Min, a.Max), f.effect(b.Min, b.Max))
+	}
+	if r > n {
+		n, src = r, rsrc
+	}
+	return n, src
+}
+
+// formatEffect renders an effect: "2.64x" or "1.4 points".
+func (f metric) formatEffect(e float64) string {
+	if f.absolute {
+		return fmt.Sprintf("%.*f %s", f.prec, e, f.unit)
+	}
+	if math.IsInf(e, 1) {
+		return "against 0"
+	}
+	return fmt.Sprintf("%.2fx", 1+e)
+}
+
+// decide is the findings' rule, a paired test over rounds with an effect
+// size. a and b are one figure of two configurations over their rounds,
+// paired the per-round ratios a/b of the rounds both completed (the runs
+// of one round ran back to back). The runs show an order when the rounds
+// agree on it: with two or more paired rounds, every per-round ratio lies
+// on the same side of 1 as the ratio of the medians; without, with two or
+// more runs of each, the [min, max] ranges do not overlap. A single run of
+// either has no spread to judge a difference against. An order shown is
+// weak when the difference of the medians (the effect) is smaller than
+// the figure's run-to-run spread (see noise): two comparisons on an
+// unchanged machine may then show opposite orders, and one of them says
+// so.
 //
 // Otherwise the order is unclear and why says which condition failed.
-func decide(a, b, paired Stat) (o order, why string) {
+func decide(f metric, a, b, paired Stat) (o order, weak bool, why string) {
 	if a.N == 0 || b.N == 0 {
-		return unclear, "no figures to compare"
+		return unclear, false, "no figures to compare"
 	}
 	if a.Median == b.Median {
-		return unclear, "equal medians"
+		return unclear, false, "equal medians"
 	}
 	want := higher
 	if a.Median < b.Median {
 		want = lower
 	}
-	// b.Median is 0 only when a's is above it: the ratio is then +Inf,
-	// which is a difference of any size.
-	if ratio := a.Median / b.Median; math.Abs(ratio-1) < MinEffect {
-		return unclear, fmt.Sprintf("medians within %.0f%% of each other", 100*MinEffect)
-	}
 	switch {
 	case paired.N >= 2:
-		if (want == lower && paired.Max < 1) || (want == higher && paired.Min > 1) {
-			return want, ""
+		if !((want == lower && paired.Max < 1) || (want == higher && paired.Min > 1)) {
+			return unclear, false, "the per-round ratios are not all on one side of 1"
 		}
-		return unclear, "the per-round ratios are not all on one side of 1"
 	case a.N >= 2 && b.N >= 2:
-		if (want == lower && a.Max < b.Min) || (want == higher && a.Min > b.Max) {
-			return want, ""
+		if !((want == lower && a.Max < b.Min) || (want == higher && a.Min > b.Max)) {
+			return unclear, false, "the ranges over rounds overlap"
 		}
-		return unclear, "the ranges over rounds overlap"
+	default:
+		return unclear, false, "a single run has no spread to judge a difference against"
 	}
-	return unclear, "a single run has no spread to judge a difference against"
+	e := f.effect(a.Median, b.Median)
+	if n, src := f.noise(a, b, paired); e < n {
+		return want, true, fmt.Sprintf("the difference (%s) is under the %s run-to-run spread (%s %s)",
+			f.formatEffect(e), f.name, f.formatEffect(n), src)
+	}
+	return want, false, ""
 }
 
 // compared is one figure of two configurations and what decide makes of it.
 type compared struct {
-	what         string // the figure, as named in the finding
+	fig          metric
 	aName, bName string
-	prec         int // decimals of the figure
 	a, b, paired Stat
 	order        order
-	why          string // when unclear
+	weak         bool
+	why          string // when unclear or weak
 }
 
-// compare applies decide to the figure f (NaN where a run lacks it) of
-// groups a and b, both summarized from their runs and paired by round.
-func compare(what string, prec int, a, b *Group, f func(Summary) float64) compared {
-	c := compared{what: what, aName: a.Name, bName: b.Name, prec: prec,
+// compare applies decide to the figure fig, read from runs by f (NaN
+// where a run lacks it), of groups a and b, summarized from their runs and
+// paired by round.
+func compare(fig metric, a, b *Group, f func(Summary) float64) compared {
+	c := compared{fig: fig, aName: a.Name, bName: b.Name,
 		a: a.stat(f), b: b.stat(f), paired: a.Ratio(b, f)}
-	c.order, c.why = decide(c.a, c.b, c.paired)
+	c.order, c.weak, c.why = decide(fig, c.a, c.b, c.paired)
 	return c
 }
 
-// note says why the comparison is unclear, with the ratio of the medians
-// (and the per-round ratios' range where rounds pair) and both ranges:
-// "p50 inconclusive: carrier/nethttp 1.04 (per round 0.97–1.10); carrier
-// 1.10–1.35, nethttp 1.05–1.30: the per-round ratios are not all on one
-// side of 1". It is "" when the runs decide.
-func (c compared) note() string {
-	if c.order != unclear {
-		return ""
-	}
-	if c.a.N == 0 || c.b.N == 0 {
-		return fmt.Sprintf("%s inconclusive: %s", c.what, c.why)
-	}
+// figures renders both sides and their ratio: "carrier 9106 (7691–9885),
+// nethttp 3455 (2072–4665); carrier/nethttp 2.64 (per round 2.1–3.0)".
+func (c compared) figures() string {
+	prec := c.fig.prec
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s inconclusive: %s/%s %.2f", c.what, c.aName, c.bName, c.a.Median/c.b.Median)
+	fmt.Fprintf(&b, "%s %s, %s %s", c.aName, c.a.Format(prec, ""), c.bName, c.b.Format(prec, ""))
+	if c.a.N == 0 || c.b.N == 0 || c.b.Median == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; %s/%s %.2f", c.aName, c.bName, c.a.Median/c.b.Median)
 	if c.paired.N > 0 {
 		lo, hi := fmt.Sprintf("%.2f", c.paired.Min), fmt.Sprintf("%.2f", c.paired.Max)
 		if lo != hi {
@@ -109,9 +207,23 @@ func (c compared) note() string {
 		}
 		fmt.Fprintf(&b, " (per round %s)", lo)
 	}
-	fmt.Fprintf(&b, "; %s %.*f–%.*f, %s %.*f–%.*f: %s", c.aName, c.prec, c.a.Min, c.prec, c.a.Max,
-		c.bName, c.prec, c.b.Min, c.prec, c.b.Max, c.why)
 	return b.String()
+}
+
+// note says why the comparison is unclear or weak, with the figures:
+// "p50 inconclusive: carrier 1.20 (1.10–1.35), nethttp ...: the per-round
+// ratios are not all on one side of 1". It is "" when the runs decide
+// firmly.
+func (c compared) note() string {
+	switch {
+	case c.order == unclear && (c.a.N == 0 || c.b.N == 0):
+		return fmt.Sprintf("%s inconclusive: %s", c.fig.name, c.why)
+	case c.order == unclear:
+		return fmt.Sprintf("%s inconclusive: %s: %s", c.fig.name, c.figures(), c.why)
+	case c.weak:
+		return fmt.Sprintf("%s weak: %s", c.fig.name, c.why)
+	}
+	return ""
 }
 
 // expect is one part of a claim: the order the claim states for a
@@ -123,30 +235,89 @@ type expect struct {
 	orEqual bool
 }
 
-// judge turns the parts of a claim into its verdict: Refuted when the runs
-// support the opposite order in any part, else Inconclusive when a part
-// is unclear, else Confirmed. notes are the unclear parts' notes, "; "
-// first, to append to the figures.
-func judge(parts ...expect) (verdict, notes string) {
-	refuted, unsure := false, false
+// Part is one part of a claim ("context switches/s" of "fewer context
+// switches and less CPU") and its own verdict.
+type Part struct {
+	// Name is the figure compared.
+	Name string `json:"name"`
+	// Verdict is Confirmed, Refuted or Inconclusive; Weak marks one shown
+	// by the rounds but smaller than the figure's run-to-run spread.
+	Verdict string `json:"verdict"`
+	Weak    bool   `json:"weak,omitempty"`
+	// Figures are both configurations' figures and their ratio.
+	Figures string `json:"figures"`
+	// Why says why the part is inconclusive or weak.
+	Why string `json:"why,omitempty"`
+}
+
+// verdict is the part's verdict.
+func (p expect) verdict() Part {
+	pt := Part{Name: p.c.fig.name, Figures: p.c.figures(), Why: p.c.why}
+	switch p.c.order {
+	case p.want:
+		pt.Verdict, pt.Weak = Confirmed, p.c.weak
+	case unclear:
+		pt.Verdict = Inconclusive
+		if p.orEqual {
+			// "Not worse than" holds when no difference shows.
+			pt.Verdict, pt.Why = Confirmed, "no difference shown, as the claim allows: "+p.c.why
+		}
+	default:
+		pt.Verdict, pt.Weak = Refuted, p.c.weak
+	}
+	return pt
+}
+
+// rank orders part verdicts by how much they decide a claim: a firm
+// refutation decides it, then an unclear part, then a weak refutation,
+// then a weak confirmation; firm confirmations of every part confirm it.
+func rank(p Part) int {
+	switch {
+	case p.Verdict == Refuted && !p.Weak:
+		return 4
+	case p.Verdict == Inconclusive:
+		return 3
+	case p.Verdict == Refuted:
+		return 2
+	case p.Weak:
+		return 1
+	}
+	return 0
+}
+
+// judgement is a claim's verdict from its parts.
+type judgement struct {
+	verdict string
+	weak    bool
+	decided string // the part that decided the verdict, "" for one part or when all confirm firmly
+	parts   []Part
+	notes   string // the unclear or weak parts' notes, "; " first
+}
+
+// judge turns the parts of a claim into its verdict: the verdict of the
+// part that ranks highest (see rank), weak when that part is weak, and
+// the name of that part when there are several.
+func judge(parts ...expect) judgement {
+	var j judgement
+	top := -1
 	var b strings.Builder
 	for _, p := range parts {
-		switch p.c.order {
-		case p.want:
-		case unclear:
-			if !p.orEqual {
-				unsure = true
-				b.WriteString("; " + p.c.note())
+		pt := p.verdict()
+		j.parts = append(j.parts, pt)
+		if n := p.c.note(); n != "" && !(p.orEqual && p.c.order == unclear) {
+			b.WriteString("; " + n)
+		}
+		if r := rank(pt); r > top {
+			top = r
+			j.verdict, j.weak = pt.Verdict, pt.Weak
+			if len(parts) > 1 {
+				j.decided = pt.Name
 			}
-		default:
-			refuted = true
 		}
 	}
-	switch {
-	case refuted:
-		return Refuted, b.String()
-	case unsure:
-		return Inconclusive, b.String()
+	if top == 0 {
+		j.decided = "" // every part confirms firmly: none decided alone
 	}
-	return Confirmed, ""
+	j.notes = b.String()
+	return j
 }

@@ -33,6 +33,9 @@ type compareArgs struct {
 	strict           bool
 	perfSched        bool
 	noPerfStat       bool
+	sweep            bool
+	rates            string
+	slo              time.Duration
 	ports            portFlags
 }
 
@@ -58,8 +61,38 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
+	fs.BoolVar(&a.sweep, "sweep", false, fmt.Sprintf("also run every configuration at %s of the reference max throughput (the lowest\n"+
+		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
+	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
+	a.slo = report.DefaultSLOP99
+	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it (a number is ms)")
 	a.ports.register(fs)
 	return fs, a
+}
+
+// sharesText lists the sweep's shares: "10%, 25%, ... 110%".
+func sharesText() string {
+	ps := make([]string, len(bench.SweepShares))
+	for i, s := range bench.SweepShares {
+		ps[i] = strconv.FormatFloat(100*s, 'f', -1, 64) + "%"
+	}
+	return strings.Join(ps, ", ")
+}
+
+// parseRates parses --rates: positive req/s, comma-separated.
+func parseRates(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var rates []int
+	for _, f := range strings.Split(s, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || r <= 0 {
+			return nil, badInput("--rates %q: %q is not a positive rate in req/s", s, f)
+		}
+		rates = append(rates, r)
+	}
+	return rates, nil
 }
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,6 +108,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return badInput("--rounds %d: must be at least 1", a.rounds)
 	case a.warmup < 0 || a.duration < 0:
 		return badInput("--warmup and --duration must not be negative")
+	case a.slo <= 0:
+		return badInput("--slo-p99 %v: must be positive", a.slo)
+	}
+	rates, err := parseRates(a.rates)
+	if err != nil {
+		return err
 	}
 	if err := a.ports.check(); err != nil {
 		return err
@@ -88,7 +127,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		only = strings.Split(a.only, ",")
 	}
 	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Full: a.full, IOBound: a.ioBound,
-		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration})
+		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates})
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -107,8 +146,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
 	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
-	fmt.Fprintf(stdout, "%d runs (%d configurations x 2 loads x %d rounds), about %s -> %s\n",
-		plan.Runs(), len(plan.Phases[0].Configs), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	fmt.Fprintf(stdout, "%d runs (%d configurations x %d loads x %d rounds), about %s -> %s\n",
+		plan.Runs(), len(plan.Phases[0].Configs), len(plan.Phases), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}
@@ -124,7 +163,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return asBadInput(runErr)
 	}
 	if len(results) > 0 {
-		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: plan.Description})
+		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: plan.Description, SLOP99: a.slo})
 		if err != nil {
 			return errors.Join(runErr, err)
 		}
@@ -134,14 +173,29 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return runErr
 }
 
-// printHeadlines prints each configuration's headline figures and the
-// findings' verdicts.
+// printHeadlines prints each configuration's headline figures (with its
+// load factor at the fixed rate), the findings' verdicts with each claim's
+// text, and the runs left out of the figures: those that failed a check
+// and the incomplete ones.
 func printHeadlines(w io.Writer, rep *report.Report) {
 	for _, g := range rep.Groups {
-		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms\n", g.Phase, g.Name,
-			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"))
+		lf := ""
+		if f := rep.LoadFactor(g); f != "" {
+			lf = "  load factor " + f
+		}
+		fmt.Fprintf(w, "%-6s %-17s %s req/s  p50 %s ms  p99 %s ms%s\n", g.Phase, g.Name,
+			g.Throughput.Format(0, "no run"), g.P50.Format(2, "no latency"), g.P99.Format(2, "no latency"), lf)
+	}
+	for _, c := range rep.Curves(rep.SLO()) {
+		fmt.Fprintf(w, "capacity at p99 < %v: %-17s %s req/s\n", rep.SLO(), c.Name, c.Capacity.Format(0, "no complete round"))
 	}
 	for i, f := range rep.Findings() {
-		fmt.Fprintf(w, "finding %d: %s\n", i+1, f.Verdict)
+		fmt.Fprintf(w, "finding %d: %s\n    %s\n", i+1, f.Grade(), f.Claim)
+	}
+	for _, r := range rep.LeftOut {
+		fmt.Fprintf(w, "left out: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Why)
+	}
+	for _, r := range rep.Incomplete {
+		fmt.Fprintf(w, "incomplete: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Summary.Reason)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"spindle/bench"
 	"spindle/latency"
@@ -23,6 +24,8 @@ func init() {
 
 type reportArgs struct {
 	outDir, title string
+	spread        bool
+	slo           time.Duration
 }
 
 func reportFlags() (*flagSet, *reportArgs) {
@@ -31,6 +34,10 @@ func reportFlags() (*flagSet, *reportArgs) {
 		"report.md with tables, the study's findings and PNG plots.")
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
+	a.slo = report.DefaultSLOP99
+	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of a sweep's capacity figures (a number is ms)")
+	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
+		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
 	return fs, a
 }
 
@@ -42,6 +49,15 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) == 0 {
 		return badInput("report needs at least one result directory")
+	}
+	if a.slo <= 0 {
+		return badInput("--slo-p99 %v: must be positive", a.slo)
+	}
+	if a.spread {
+		if len(pos) != 2 {
+			return badInput("--spread needs two result directories (got %d)", len(pos))
+		}
+		return printSpread(pos[0], pos[1], stdout)
 	}
 	var results []report.Result
 	planDirs := append([]string(nil), pos...) // where a compare's plan.json may be
@@ -69,7 +85,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(planDirs)})
+	rep, err := report.Write(out, results, report.Options{Title: a.title, Preamble: planDescription(planDirs), SLOP99: a.slo})
 	if err != nil {
 		return err
 	}
@@ -105,4 +121,46 @@ func planDescription(dirs []string) string {
 		}
 	}
 	return ""
+}
+
+// loadReport builds the report of the result directories at or under root.
+func loadReport(root string) (*report.Report, error) {
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return nil, badInput("%s: not a directory", root)
+	}
+	dirs, err := report.Discover(root)
+	if err != nil {
+		return nil, asBadInput(err)
+	}
+	var results []report.Result
+	for _, d := range dirs {
+		r, err := report.Load(d)
+		if err != nil {
+			return nil, asBadInput(err)
+		}
+		results = append(results, r)
+	}
+	return report.Build(results)
+}
+
+// printSpread prints the run-to-run spread of the finding figures between
+// the comparisons under rootA and rootB.
+func printSpread(rootA, rootB string, w io.Writer) error {
+	a, err := loadReport(rootA)
+	if err != nil {
+		return err
+	}
+	b, err := loadReport(rootB)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "run-to-run spread of each figure's median between %s and %s\n", rootA, rootB)
+	if err := report.WriteSpread(w, report.Spread(a, b)); err != nil {
+		return err
+	}
+	fa, fb := a.Findings(), b.Findings()
+	for i := range min(len(fa), len(fb)) {
+		fmt.Fprintf(w, "finding %d: %s / %s: %s\n", i+1, fa[i].Grade(), fb[i].Grade(), report.Agreement(fa[i], fb[i]))
+	}
+	return nil
 }
