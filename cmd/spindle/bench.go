@@ -63,6 +63,7 @@ type benchArgs struct {
 	outDir                         string
 	strict                         bool
 	ports                          portFlags
+	hosts                          hostFlags
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -96,6 +97,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
 	a.ports.register(fs)
+	a.hosts.register(fs)
 	return fs, a
 }
 
@@ -169,15 +171,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if dir == "" {
 		dir = filepath.Join("results", "bench-"+safeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
 	}
+	hosts, closeHosts, err := a.hosts.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeHosts()
+	if err := hosts.CheckCPUs(cfg); err != nil {
+		return asBadInput(err)
+	}
 	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
 		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
+	if hosts.Remote() {
+		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
+	}
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}
 	line := newProgressLine(stderr)
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
-	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Progress: func(step string) {
+	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Hosts: hosts, Progress: func(step string) {
 		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
 			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
 	}})

@@ -37,6 +37,7 @@ type compareArgs struct {
 	rates            string
 	slo              time.Duration
 	ports            portFlags
+	hosts            hostFlags
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -67,6 +68,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 	a.slo = report.DefaultSLOP99
 	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it (a number is ms)")
 	a.ports.register(fs)
+	a.hosts.register(fs)
 	return fs, a
 }
 
@@ -145,14 +147,25 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if dir == "" {
 		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
 	}
+	hosts, closeHosts, err := a.hosts.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeHosts()
+	if err := hosts.CheckCPUs(plan.Phases[0].Configs[0]); err != nil { // every configuration shares the layout
+		return asBadInput(err)
+	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
+	if hosts.Remote() {
+		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
+	}
 	fmt.Fprintf(stdout, "%d runs (%d configurations x %d loads x %d rounds), about %s -> %s\n",
 		plan.Runs(), len(plan.Phases[0].Configs), len(plan.Phases), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}
 	line := newProgressLine(stderr)
-	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show,
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",

@@ -1,0 +1,168 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// cleanupTime bounds the cleanup pass's work on the host once connected:
+// one read of /proc.
+const cleanupTime = 5 * time.Second
+
+// ErrStopped is returned by Exec when it stopped the child: its standard
+// input closed (the SSH session ended) or its time limit passed.
+var ErrStopped = errors.New("stopped")
+
+// ExecOptions configure Exec.
+type ExecOptions struct {
+	// Grace is the time between SIGTERM and SIGKILL to the child's group.
+	Grace time.Duration
+	// Limit, when positive, stops the child after this long whatever
+	// happens: the backstop for a host whose SSH session never notices
+	// its client is gone.
+	Limit time.Duration
+}
+
+// Exec runs cmd as the leader of a new process group and waits until it
+// exits or stdin ends (EOF or an error: the SSH session is gone) or
+// opt.Limit passes; in the latter cases it sends the group SIGTERM, then
+// SIGKILL after opt.Grace, and returns an error wrapping ErrStopped. When
+// the child exits on its own, what is left of its group is killed and its
+// Wait error returned (an *exec.ExitError carries its status).
+func Exec(cmd *exec.Cmd, stdin io.Reader, opt ExecOptions) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	// Should this wrapper be killed, the child goes with it.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	pgid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	eof := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		close(eof)
+	}()
+	var limit <-chan time.Time
+	if opt.Limit > 0 {
+		t := time.NewTimer(opt.Limit)
+		defer t.Stop()
+		limit = t.C
+	}
+	var why string
+	select {
+	case err := <-done:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers of the group
+		return err
+	case <-eof:
+		why = "standard input closed"
+	case <-limit:
+		why = fmt.Sprintf("time limit %v passed", opt.Limit)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(opt.Grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return fmt.Errorf("%w: %s", ErrStopped, why)
+}
+
+// Leftovers lists the processes under procRoot ("" means /proc) whose
+// environment holds EnvRun=tag, except this process.
+func Leftovers(procRoot, tag string) ([]int, error) {
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	if tag == "" {
+		return nil, errors.New("leftovers: empty run tag")
+	}
+	es, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("leftovers: %w", err)
+	}
+	want := []byte(EnvRun + "=" + tag)
+	self := os.Getpid()
+	var pids []int
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or not ours to read
+		}
+		if hasEnv(env, want) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// hasEnv says whether the NUL-separated environment env holds entry.
+func hasEnv(env, entry []byte) bool {
+	for e := range bytes.SplitSeq(env, []byte{0}) {
+		if bytes.Equal(e, entry) {
+			return true
+		}
+	}
+	return false
+}
+
+// KillLeftovers kills (SIGKILL) the processes Leftovers finds and returns
+// how many there were.
+func KillLeftovers(procRoot, tag string) (int, error) {
+	pids, err := Leftovers(procRoot, tag)
+	if err != nil {
+		return 0, err
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL) // gone since the listing is fine
+	}
+	return len(pids), nil
+}
+
+// ExecArgs is the remote command line that runs "spindle remote exec" for
+// args (spindle's own subcommand and flags) with the run's tag in the
+// environment of every process it starts.
+func ExecArgs(exe, tag string, cpus string, grace, limit time.Duration, args []string) string {
+	a := []string{"env", EnvRun + "=" + tag, exe, "remote", "exec", "--grace", grace.String(), "--limit", limit.String()}
+	if cpus != "" {
+		a = append(a, "--cpuset", cpus)
+	}
+	a = append(append(a, "--"), args...)
+	return "exec " + QuoteArgs(a)
+}
+
+// Cleanup runs the cleanup pass on the host: every process still tagged
+// with the run is killed; the count is how many were found.
+func (h *Host) Cleanup(tag string) (int, error) {
+	// Not the run's context: the pass runs after a cancelled run too.
+	ctx, cancel := context.WithTimeout(context.Background(), h.s.opt.ConnectTimeout+cleanupTime)
+	defer cancel()
+	out, err := h.Output(ctx, QuoteArgs([]string{"env", "-u", EnvRun, h.Exe, "remote", "cleanup", tag}), nil)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(string(bytes.TrimSpace(out)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: cleanup: bad answer %q", h.Dest, LastLine(out))
+	}
+	return n, nil
+}
