@@ -19,6 +19,10 @@ import (
 	"spindle/cpu"
 )
 
+// sshFailed is ssh's exit status when ssh itself fails (the connection),
+// as opposed to the remote command's own status.
+const sshFailed = 255
+
 // DefaultStopGrace is how long a child has between SIGTERM and SIGKILL.
 const DefaultStopGrace = 3 * time.Second
 
@@ -170,6 +174,11 @@ func (c *child) failure() error {
 	msg := "exited"
 	if c.err != nil {
 		msg = c.err.Error()
+	}
+	var ee *exec.ExitError
+	if c.stdin != nil && errors.As(c.err, &ee) && ee.ExitCode() == sshFailed {
+		// ssh's own failure: the host or the connection went away.
+		return fmt.Errorf("%s lost its ssh session (ssh exit %d: the host dropped or the connection broke)", c.name, sshFailed)
 	}
 	if c.log != nil {
 		if last := lastLine(c.log.Name()); last != "" {

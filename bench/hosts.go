@@ -255,8 +255,8 @@ func (r *runner) cleanup() {
 		n, err := x.Cleanup(r.tag)
 		switch {
 		case err != nil:
-			r.na["cleanup "+x.Dest.String()] = "not confirmed: " + err.Error() +
-				fmt.Sprintf(" (its roles stop themselves within %v of the window's end: remote exec --limit)", loadGrace)
+			r.na["cleanup "+x.Dest.String()] = fmt.Sprintf("not confirmed: %v (its roles stop when their ssh sessions end, "+
+				"at the latest %v after they started: remote exec --limit)", err, r.remoteLimit().Round(time.Second))
 		case n > 0:
 			r.na["cleanup "+x.Dest.String()] = fmt.Sprintf("killed %d processes the run had left", n)
 		}

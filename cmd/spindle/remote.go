@@ -90,8 +90,9 @@ func remoteExec(args []string, stderr io.Writer) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code := ee.ExitCode()
-		if code < 0 {
-			code = 1 // killed by a signal
+		if code < 0 { // killed by a signal: say so, the child could not
+			fmt.Fprintf(stderr, "spindle remote exec: %s: %v\n", pos[0], err)
+			code = 1
 		}
 		return &exitStatus{code: code, err: err}
 	}
