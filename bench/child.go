@@ -11,12 +11,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"spindle/cpu"
+	"spindle/remote"
 )
 
 // sshFailed is ssh's exit status when ssh itself fails (the connection),
@@ -194,14 +194,7 @@ func lastLine(path string) string {
 	if err != nil {
 		return ""
 	}
-	s := strings.TrimSpace(string(data))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
+	return remote.LastLine(data)
 }
 
 // stop ends the child's process group: SIGTERM, then SIGKILL after grace.

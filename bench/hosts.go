@@ -217,8 +217,8 @@ func newTag() string {
 // startRemote starts spindle args on host x under "spindle remote exec",
 // tagged with the run, on its CPU set there. The child's stdin is the
 // session's: closing it (stop) stops the remote process group.
-func startRemote(name string, x *remote.Host, tag string, args []string, cpus cpu.Set, grace, limit time.Duration, logPath, outPath string) (*child, error) {
-	cmd := x.Command(remote.ExecArgs(x.Exe, tag, cpus.String(), grace, limit, args))
+func startRemote(name string, x *remote.Host, tag, role string, args []string, cpus cpu.Set, grace, limit time.Duration, logPath, outPath string) (*child, error) {
+	cmd := x.Command(remote.ExecArgs(x.Exe, tag, role, cpus.String(), grace, limit, args))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -193,7 +193,7 @@ func (r *runner) start(name string, x *remote.Host, args []string, cpus cpu.Set,
 	if x == nil {
 		c, err = startChild(name, r.opt.Exe, args, cpus, logPath, outPath)
 	} else {
-		c, err = startRemote(name+"@"+x.Dest.String(), x, r.tag, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
+		c, err = startRemote(name+"@"+x.Dest.String(), x, r.tag, name, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
 	}
 	if err != nil {
 		return nil, err
@@ -495,20 +495,28 @@ func (o *observers) wait() error {
 // errors: only ctx ending is.
 func (r *runner) startObservers(ctx context.Context, window time.Duration) *observers {
 	o := &observers{}
-	if !r.server.local() {
-		// The observers read this machine's /proc and run its perf.
-		why := fmt.Sprintf("server on %s: the observers run on this machine only (not yet over SSH)", r.opt.Hosts.Server.Dest)
-		for _, k := range []string{"threads", "perf-stat", "perf-sched"} {
-			r.na[k] = why
+	// The observers run where the server runs: here, or on its host
+	// through "spindle remote observe" (the /proc sampling of the server
+	// alone there; perf sched only here).
+	var procs []observe.Process
+	var sampleThreads func() (*observe.ThreadReport, error)
+	var perfStat func() ([]byte, error)
+	if r.server.local() {
+		procs = []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}}
+		if r.mock.local() {
+			procs = append(procs, observe.Process{Name: "mock", PID: r.mock.cmd.Process.Pid})
 		}
-		return o
-	}
-	procs := []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}}
-	if r.mock.local() {
-		procs = append(procs, observe.Process{Name: "mock", PID: r.mock.cmd.Process.Pid})
-	}
-	if r.load.local() && !r.load.exited() {
-		procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
+		if r.load.local() && !r.load.exited() {
+			procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
+		}
+		sampleThreads = func() (*observe.ThreadReport, error) {
+			return observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
+		}
+		perfStat = func() ([]byte, error) {
+			return r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
+		}
+	} else {
+		sampleThreads, perfStat = r.remoteSamplers(ctx, window)
 	}
 	// The observers record why they have no figures from their goroutines.
 	var mu sync.Mutex
@@ -520,7 +528,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	na := func(key string, err error) { off(key, observe.Reason(err)) }
 	if r.cfg.Pidstat {
 		o.goRun(func() error {
-			rep, err := observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
+			rep, err := sampleThreads()
 			if err != nil {
 				na("threads", err)
 				return ctx.Err()
@@ -542,7 +550,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	}
 	if r.cfg.PerfStat {
 		o.goRun(func() error {
-			data, err := r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
+			data, err := perfStat()
 			if err != nil {
 				na("perf-stat", err)
 				return writeNA(r.path(PerfStatText), err)
@@ -559,7 +567,9 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	} else {
 		off("perf-stat", "off (no --perf-stat)")
 	}
-	if r.cfg.PerfSched {
+	if r.cfg.PerfSched && !r.server.local() {
+		off("perf-sched", fmt.Sprintf("server on %s: perf sched runs on this machine only", r.opt.Hosts.Server.Dest))
+	} else if r.cfg.PerfSched {
 		// Threads are listed before and after the trace: the load
 		// generator may have exited by the time the trace is parsed.
 		tids := map[int]string{}

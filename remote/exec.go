@@ -32,6 +32,10 @@ type ExecOptions struct {
 	Limit time.Duration
 }
 
+// EnvRole names a role's own process on its host (set by remote exec on
+// its child only), so that the observers find it.
+const EnvRole = "SPINDLE_ROLE"
+
 // Exec runs cmd as the leader of a new process group and waits until it
 // exits or stdin ends (EOF or an error: the SSH session is gone) or
 // opt.Limit passes; in the latter cases it sends the group SIGTERM, then
@@ -85,18 +89,24 @@ func Exec(cmd *exec.Cmd, stdin io.Reader, opt ExecOptions) error {
 
 // Leftovers lists the processes under procRoot ("" means /proc) whose
 // environment holds EnvRun=tag, except this process.
-func Leftovers(procRoot, tag string) ([]int, error) {
+func Leftovers(procRoot, tag string) ([]int, error) { return Tagged(procRoot, tag, "") }
+
+// Tagged lists the processes under procRoot ("" means /proc) whose
+// environment holds EnvRun=tag and, when role is not empty, EnvRole=role
+// (the role's own process, not its wrapper), except this process.
+func Tagged(procRoot, tag, role string) ([]int, error) {
 	if procRoot == "" {
 		procRoot = "/proc"
 	}
 	if tag == "" {
-		return nil, errors.New("leftovers: empty run tag")
+		return nil, errors.New("tagged processes: empty run tag")
 	}
 	es, err := os.ReadDir(procRoot)
 	if err != nil {
-		return nil, fmt.Errorf("leftovers: %w", err)
+		return nil, fmt.Errorf("tagged processes: %w", err)
 	}
 	want := []byte(EnvRun + "=" + tag)
+	wantRole := []byte(EnvRole + "=" + role)
 	self := os.Getpid()
 	var pids []int
 	for _, e := range es {
@@ -108,7 +118,7 @@ func Leftovers(procRoot, tag string) ([]int, error) {
 		if err != nil {
 			continue // gone, or not ours to read
 		}
-		if hasEnv(env, want) {
+		if hasEnv(env, want) && (role == "" || hasEnv(env, wantRole)) {
 			pids = append(pids, pid)
 		}
 	}
@@ -140,9 +150,9 @@ func KillLeftovers(procRoot, tag string) (int, error) {
 
 // ExecArgs is the remote command line that runs "spindle remote exec" for
 // args (spindle's own subcommand and flags) with the run's tag in the
-// environment of every process it starts.
-func ExecArgs(exe, tag string, cpus string, grace, limit time.Duration, args []string) string {
-	a := []string{"env", EnvRun + "=" + tag, exe, "remote", "exec", "--grace", grace.String(), "--limit", limit.String()}
+// environment of every process it starts, and role in its child's.
+func ExecArgs(exe, tag, role, cpus string, grace, limit time.Duration, args []string) string {
+	a := []string{"env", EnvRun + "=" + tag, exe, "remote", "exec", "--role", role, "--grace", grace.String(), "--limit", limit.String()}
 	if cpus != "" {
 		a = append(a, "--cpuset", cpus)
 	}

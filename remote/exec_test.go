@@ -121,10 +121,11 @@ func TestLeftoversFakeProc(t *testing.T) {
 		}
 	}
 	write("10", "PATH=/bin\x00SPINDLE_RUN=abc\x00")
-	write("11", "SPINDLE_RUN=abcd\x00")                     // another run
-	write("12", "X=SPINDLE_RUN=abc\x00")                    // not the variable
-	write("13", "HOME=/\x00SPINDLE_RUN=abc")                // last entry without NUL
-	write(strconv.Itoa(os.Getpid()), "SPINDLE_RUN=abc\x00") // the cleanup itself
+	write("11", "SPINDLE_RUN=abcd\x00")                       // another run
+	write("12", "X=SPINDLE_RUN=abc\x00")                      // not the variable
+	write("13", "HOME=/\x00SPINDLE_RUN=abc")                  // last entry without NUL
+	write("15", "SPINDLE_RUN=abc\x00SPINDLE_ROLE=server\x00") // the role itself
+	write(strconv.Itoa(os.Getpid()), "SPINDLE_RUN=abc\x00")   // the cleanup itself
 	write("self", "SPINDLE_RUN=abc\x00")
 	if err := os.MkdirAll(filepath.Join(root, "14"), 0o755); err != nil { // no environ to read
 		t.Fatal(err)
@@ -134,8 +135,11 @@ func TestLeftoversFakeProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, []int{10, 13}) {
-		t.Errorf("Leftovers = %v, want [10 13]", got)
+	if !slices.Equal(got, []int{10, 13, 15}) {
+		t.Errorf("Leftovers = %v, want [10 13 15]", got)
+	}
+	if got, err := Tagged(root, "abc", "server"); err != nil || !slices.Equal(got, []int{15}) {
+		t.Errorf("Tagged(server) = %v, %v; want [15]", got, err)
 	}
 	if _, err := Leftovers(root, ""); err == nil {
 		t.Error("empty tag: no error")
@@ -169,8 +173,8 @@ func TestKillLeftoversReal(t *testing.T) {
 }
 
 func TestExecArgs(t *testing.T) {
-	got := ExecArgs("/home/b/.cache/spindle/ab/spindle", "t1", "0-1", 3*time.Second, time.Minute, []string{"serve", "--host", ""})
-	want := "exec env SPINDLE_RUN=t1 /home/b/.cache/spindle/ab/spindle remote exec --grace 3s --limit 1m0s --cpuset 0-1 -- serve --host ''"
+	got := ExecArgs("/home/b/.cache/spindle/ab/spindle", "t1", "server", "0-1", 3*time.Second, time.Minute, []string{"serve", "--host", ""})
+	want := "exec env SPINDLE_RUN=t1 /home/b/.cache/spindle/ab/spindle remote exec --role server --grace 3s --limit 1m0s --cpuset 0-1 -- serve --host ''"
 	if got != want {
 		t.Errorf("ExecArgs =\n%s\nwant\n%s", got, want)
 	}

@@ -247,7 +247,7 @@ func (l *netLab) close() {
 func (l *netLab) benchArgs(dir string, duration time.Duration) []string {
 	return []string{"bench", "--output-dir", dir, "--ssh-config", l.config, "--remote-cache", filepath.Join(l.dir, "cache"),
 		"--server-host", "ns1", "--load-hosts", "ns2,ns3", "--mode", "carrier", "--rate", "200", "--connections", "4",
-		"--mock-think-time", "0", "--warmup", "500ms", "--duration", duration.String(), "--no-pidstat"}
+		"--mock-think-time", "0", "--warmup", "500ms", "--duration", duration.String(), "--perf-stat"}
 }
 
 // waitFile waits for path to exist.
@@ -317,6 +317,19 @@ func TestMultiHost(t *testing.T) {
 		var sum report.Summary
 		if err := latency.ReadJSONFile(filepath.Join(dir, report.SummaryFile), &sum); err != nil {
 			t.Fatal(err)
+		}
+		// The server was observed on its host: its threads, and perf stat
+		// (figures, or the reason there are none).
+		if sum.Server == nil || sum.Server.Threads == 0 {
+			t.Errorf("no server thread figures from ns1: %+v, n/a %v", sum.Server, sum.NA)
+		}
+		if sum.Perf == nil && sum.NA["perf-stat"] == "" {
+			t.Errorf("perf stat: neither figures nor a reason")
+		}
+		for _, f := range []string{"threads.txt", "threads.json", "perf-stat.txt"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Error(err)
+			}
 		}
 		if !sum.Complete || sum.Hosts != "server ns1, mock ns1, load ns2,ns3" || sum.Requests != completed {
 			t.Errorf("summary: complete %v (%s), hosts %q, requests %d (want %d)", sum.Complete, sum.Reason, sum.Hosts, sum.Requests, completed)

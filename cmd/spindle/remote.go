@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,10 +29,12 @@ func init() {
 // (docs/bench.md): "remote exec [--grace D] [--limit D] [--cpuset CPUS] --
 // ARGS" runs spindle ARGS until its standard input closes; "remote clock"
 // answers each line with the clock; "remote cleanup TAG" kills what is
-// left of a run and prints how many processes that was.
+// left of a run and prints how many processes that was; "remote observe
+// --tag TAG --role ROLE --window D [--threads] [--perf-stat]" observes the
+// role's process and prints bench.RemoteObservation as JSON.
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return badInput("remote: want exec, clock or cleanup")
+		return badInput("remote: want exec, clock, cleanup or observe")
 	}
 	switch args[0] {
 	case "clock":
@@ -48,8 +51,10 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	case "exec":
 		return remoteExec(args[1:], stderr)
+	case "observe":
+		return remoteObserve(ctx, args[1:], stdout, stderr)
 	}
-	return badInput("remote: unknown action %q: want exec, clock or cleanup", args[0])
+	return badInput("remote: unknown action %q: want exec, clock, cleanup or observe", args[0])
 }
 
 func remoteExec(args []string, stderr io.Writer) error {
@@ -59,6 +64,7 @@ func remoteExec(args []string, stderr io.Writer) error {
 	fs.DurationVar(&opt.Grace, "grace", bench.DefaultStopGrace, "time between SIGTERM and SIGKILL")
 	fs.DurationVar(&opt.Limit, "limit", 0, "stop the child after this long (0: no limit)")
 	fs.Var(&cpus, "cpuset", "start the child on these CPUs")
+	role := fs.String("role", "", "the child's role, in its environment for remote observe")
 	pos, err := fs.parse(args, stderr)
 	if err != nil {
 		return err
@@ -86,6 +92,9 @@ func remoteExec(args []string, stderr io.Writer) error {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGPIPE)
 	cmd := exec.Command(exe, pos...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if *role != "" {
+		cmd.Env = append(os.Environ(), remote.EnvRole+"="+*role)
+	}
 	err = remote.Exec(cmd, os.Stdin, opt)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -108,3 +117,25 @@ type exitStatus struct {
 
 func (e *exitStatus) Error() string { return e.err.Error() }
 func (e *exitStatus) Unwrap() error { return e.err }
+
+func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("remote observe", "", "")
+	var o bench.ObserveOptions
+	fs.StringVar(&o.Tag, "tag", "", "the run's tag")
+	fs.StringVar(&o.Role, "role", "", "the role to observe")
+	fs.DurationVar(&o.Window, "window", 0, "how long to observe")
+	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")
+	fs.BoolVar(&o.PerfStat, "perf-stat", false, "perf stat")
+	pos, err := fs.parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || o.Tag == "" || o.Role == "" || o.Window <= 0 {
+		return badInput("remote observe: want --tag, --role and a positive --window, no arguments")
+	}
+	obs, err := bench.ObserveHere(ctx, o)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(obs)
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"spindle/observe"
+	"spindle/remote"
+)
+
+// RemoteObservation is what "spindle remote observe" prints on a role's
+// host: the per-thread /proc sampling and perf stat's CSV, or why each is
+// missing.
+type RemoteObservation struct {
+	Threads     *observe.ThreadReport `json:"threads,omitempty"`
+	ThreadsNA   string                `json:"threads_na,omitempty"`
+	PerfStatCSV string                `json:"perf_stat_csv,omitempty"`
+	PerfStatNA  string                `json:"perf_stat_na,omitempty"`
+}
+
+// ObserveOptions select what ObserveHere runs.
+type ObserveOptions struct {
+	// Tag and Role find the role's process (remote.Tagged).
+	Tag, Role string
+	// Window is how long the observers run.
+	Window time.Duration
+	// Threads and PerfStat select the observers.
+	Threads, PerfStat bool
+	// ProcRoot is procfs; "" means /proc.
+	ProcRoot string
+	// Perf runs perf.
+	Perf observe.Perf
+}
+
+// ObserveHere runs the observers on this machine over the role's process,
+// which runs under "spindle remote exec" here: the remote side of a role
+// observed on its own host. A missing process is an error; a missing
+// observer's figures are a reason in the result.
+func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, error) {
+	pids, err := remote.Tagged(o.ProcRoot, o.Tag, o.Role)
+	if err != nil {
+		return RemoteObservation{}, err
+	}
+	if len(pids) == 0 {
+		return RemoteObservation{}, fmt.Errorf("no %s process of run %s here", o.Role, o.Tag)
+	}
+	pid := pids[0] // the role's own process; its wrapper has no role
+	var out RemoteObservation
+	var wg sync.WaitGroup
+	if o.Threads {
+		wg.Go(func() {
+			rep, err := observe.SampleThreads(ctx, []observe.Process{{Name: o.Role, PID: pid}}, o.Window, observe.ThreadOptions{ProcRoot: o.ProcRoot})
+			if err != nil {
+				out.ThreadsNA = observe.Reason(err)
+				return
+			}
+			out.Threads = rep
+		})
+	}
+	if o.PerfStat {
+		wg.Go(func() {
+			dir, err := os.MkdirTemp("", "spindle-perf-")
+			if err != nil {
+				out.PerfStatNA = err.Error()
+				return
+			}
+			defer os.RemoveAll(dir)
+			data, err := o.Perf.RunPerfStat(ctx, dir, []int{pid}, o.Window)
+			if err != nil {
+				out.PerfStatNA = observe.Reason(err)
+				return
+			}
+			out.PerfStatCSV = string(data)
+		})
+	}
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// observeRemote runs "spindle remote observe" for the server on its host
+// over window, once, for both observers that need it.
+func (r *runner) observeRemote(ctx context.Context, window time.Duration) func() (RemoteObservation, error) {
+	return sync.OnceValues(func() (RemoteObservation, error) {
+		x := r.opt.Hosts.Server
+		args := []string{x.Exe, "remote", "observe", "--tag", r.tag, "--role", "server", "--window", window.String()}
+		if r.cfg.Pidstat {
+			args = append(args, "--threads")
+		}
+		if r.cfg.PerfStat {
+			args = append(args, "--perf-stat")
+		}
+		out, err := x.Output(ctx, remote.QuoteArgs(args), nil)
+		if err != nil {
+			return RemoteObservation{}, fmt.Errorf("observe the server on %s: %w", x.Dest, err)
+		}
+		var obs RemoteObservation
+		if err := json.NewDecoder(bytes.NewReader(out)).Decode(&obs); err != nil {
+			return RemoteObservation{}, fmt.Errorf("observe the server on %s: %w", x.Dest, err)
+		}
+		return obs, nil
+	})
+}
+
+// remoteSamplers are the thread sampler and perf stat of a server on
+// another host, in the shape of the local ones.
+func (r *runner) remoteSamplers(ctx context.Context, window time.Duration) (threads func() (*observe.ThreadReport, error), perfStat func() ([]byte, error)) {
+	obs := r.observeRemote(ctx, window)
+	threads = func() (*observe.ThreadReport, error) {
+		o, err := obs()
+		switch {
+		case err != nil:
+			return nil, err
+		case o.Threads == nil:
+			return nil, errors.New(o.ThreadsNA)
+		}
+		return o.Threads, nil
+	}
+	perfStat = func() ([]byte, error) {
+		o, err := obs()
+		switch {
+		case err != nil:
+			return nil, err
+		case o.PerfStatCSV == "":
+			return nil, errors.New(o.PerfStatNA)
+		}
+		return []byte(o.PerfStatCSV), nil
+	}
+	return threads, perfStat
+}
