@@ -207,6 +207,11 @@ func SplitLoad(connections, rate, threads, n int) ([]LoadShare, error) {
 	return out, nil
 }
 
+// hostTag is the run's tag on host x: the run's and the host's, so that a
+// cleanup pass on one host never touches what another host runs, even
+// when two destinations are the same machine.
+func (r *runner) hostTag(x *remote.Host) string { return r.tag + "-" + x.Dest.Label() }
+
 // newTag is a run's tag on its hosts (remote.EnvRun): 8 random bytes.
 func newTag() string {
 	b := make([]byte, 8)
@@ -252,7 +257,7 @@ func hostURL(host string, port int, path string) string {
 // left tagged with the run on each host and records what it found.
 func (r *runner) cleanup() {
 	for _, x := range r.opt.Hosts.all() {
-		n, err := x.Cleanup(r.tag)
+		n, err := x.Cleanup(r.hostTag(x), r.opt.StopGrace)
 		switch {
 		case err != nil:
 			r.na["cleanup "+x.Dest.String()] = fmt.Sprintf("not confirmed: %v (its roles stop when their ssh sessions end, "+

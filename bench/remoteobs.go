@@ -88,14 +88,23 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 func (r *runner) observeRemote(ctx context.Context, window time.Duration) func() (RemoteObservation, error) {
 	return sync.OnceValues(func() (RemoteObservation, error) {
 		x := r.opt.Hosts.Server
-		args := []string{x.Exe, "remote", "observe", "--tag", r.tag, "--role", "server", "--window", window.String()}
+		args := []string{"remote", "observe", "--tag", r.hostTag(x), "--role", "server", "--window", window.String()}
 		if r.cfg.Pidstat {
 			args = append(args, "--threads")
 		}
 		if r.cfg.PerfStat {
 			args = append(args, "--perf-stat")
 		}
-		out, err := x.Output(ctx, remote.QuoteArgs(args), nil)
+		// Under remote exec like a role, so that it (and its perf) stops
+		// when the run stops it early: its session input stays open until
+		// the observation returns.
+		hold, keep, err := os.Pipe()
+		if err != nil {
+			return RemoteObservation{}, err
+		}
+		defer hold.Close()
+		defer keep.Close()
+		out, err := x.Output(ctx, remote.ExecArgs(x.Exe, r.hostTag(x), "observer", "", r.opt.StopGrace, r.remoteLimit(), args), hold)
 		if err != nil {
 			return RemoteObservation{}, fmt.Errorf("observe the server on %s: %w", x.Dest, err)
 		}

@@ -193,7 +193,7 @@ func (r *runner) start(name string, x *remote.Host, args []string, cpus cpu.Set,
 	if x == nil {
 		c, err = startChild(name, r.opt.Exe, args, cpus, logPath, outPath)
 	} else {
-		c, err = startRemote(name+"@"+x.Dest.String(), x, r.tag, name, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
+		c, err = startRemote(name+"@"+x.Dest.String(), x, r.hostTag(x), name, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
 	}
 	if err != nil {
 		return nil, err

@@ -14,9 +14,8 @@ import (
 	"time"
 )
 
-// cleanupTime bounds the cleanup pass's work on the host once connected:
-// one read of /proc.
-const cleanupTime = 5 * time.Second
+// leftoverPoll is how often KillLeftovers looks again while it waits.
+const leftoverPoll = 50 * time.Millisecond
 
 // ErrStopped is returned by Exec when it stopped the child: its standard
 // input closed (the SSH session ended) or its time limit passed.
@@ -135,12 +134,21 @@ func hasEnv(env, entry []byte) bool {
 	return false
 }
 
-// KillLeftovers kills (SIGKILL) the processes Leftovers finds and returns
-// how many there were.
-func KillLeftovers(procRoot, tag string) (int, error) {
-	pids, err := Leftovers(procRoot, tag)
-	if err != nil {
-		return 0, err
+// KillLeftovers waits up to wait for the processes Leftovers finds to
+// exit (a role whose session just ended is still stopping: its grace),
+// then kills (SIGKILL) those still there and returns how many that was.
+func KillLeftovers(procRoot, tag string, wait time.Duration) (int, error) {
+	deadline := time.Now().Add(wait)
+	var pids []int
+	for {
+		var err error
+		if pids, err = Leftovers(procRoot, tag); err != nil {
+			return 0, err
+		}
+		if len(pids) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(leftoverPoll)
 	}
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // gone since the listing is fine
@@ -161,12 +169,13 @@ func ExecArgs(exe, tag, role, cpus string, grace, limit time.Duration, args []st
 }
 
 // Cleanup runs the cleanup pass on the host: every process still tagged
-// with the run is killed; the count is how many were found.
-func (h *Host) Cleanup(tag string) (int, error) {
-	// Not the run's context: the pass runs after a cancelled run too.
-	ctx, cancel := context.WithTimeout(context.Background(), h.s.opt.ConnectTimeout+cleanupTime)
+// with the run after wait is killed; the count is how many were.
+func (h *Host) Cleanup(tag string, wait time.Duration) (int, error) {
+	// Not the run's context: the pass runs after a cancelled run too. The
+	// pass takes wait and a moment to read /proc.
+	ctx, cancel := context.WithTimeout(context.Background(), h.s.opt.ConnectTimeout+wait+5*time.Second)
 	defer cancel()
-	out, err := h.Output(ctx, QuoteArgs([]string{"env", "-u", EnvRun, h.Exe, "remote", "cleanup", tag}), nil)
+	out, err := h.Output(ctx, QuoteArgs([]string{"env", "-u", EnvRun, h.Exe, "remote", "cleanup", "--wait", wait.String(), tag}), nil)
 	if err != nil {
 		return 0, err
 	}

@@ -158,7 +158,7 @@ func TestKillLeftoversReal(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	n, err := KillLeftovers("", tag)
+	n, err := KillLeftovers("", tag, 100*time.Millisecond) // sleep 60 does not end by itself
 	if err != nil || n != 1 {
 		t.Fatalf("KillLeftovers = %d, %v; want 1", n, err)
 	}
@@ -167,7 +167,7 @@ func TestKillLeftoversReal(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the tagged process survived")
 	}
-	if n, err := KillLeftovers("", tag); err != nil || n != 0 {
+	if n, err := KillLeftovers("", tag, time.Second); err != nil || n != 0 {
 		t.Errorf("second pass = %d, %v; want 0", n, err)
 	}
 }

@@ -33,6 +33,9 @@ const (
 	controlPersist = "60s"
 )
 
+// outputDrain bounds the wait for an exited ssh's output (Output).
+const outputDrain = time.Second
+
 // EnvRun tags every process of a run on a remote host (its value is the
 // run's tag): the cleanup pass finds what is left by it.
 const EnvRun = "SPINDLE_RUN"
@@ -174,6 +177,11 @@ func (h *Host) Output(ctx context.Context, script string, stdin io.Reader) ([]by
 	cmd := h.Command(script)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	// A session over a master connection hands its descriptors to the
+	// master, which keeps them until the remote command ends: once ssh
+	// here has exited (or been killed), its output is not waited for
+	// longer than this.
+	cmd.WaitDelay = outputDrain
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: ssh: %w", h.Dest, err)
 	}

@@ -131,7 +131,7 @@ func (l *netLab) startSSHD(i int) {
 	cfg := filepath.Join(l.dir, fmt.Sprintf("sshd%d.conf", i+1))
 	body := fmt.Sprintf("ListenAddress %s\nPort 22\nHostKey %s\nPidFile %s\nAuthorizedKeysFile %s\n"+
 		"PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"+
-		"StrictModes no\nClientAliveInterval 1\nClientAliveCountMax 3\nLogLevel ERROR\n",
+		"StrictModes no\nClientAliveInterval 1\nClientAliveCountMax 2\nLogLevel ERROR\n",
 		l.addrs[i], filepath.Join(l.dir, "host"), filepath.Join(l.dir, fmt.Sprintf("sshd%d.pid", i+1)),
 		filepath.Join(l.dir, "authorized_keys"))
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
@@ -196,8 +196,8 @@ func (l *netLab) listenerPID(i int) int {
 
 // noneLeft waits a few seconds for every namespace to hold nothing but its
 // sshd listener.
-func (l *netLab) noneLeft() {
-	l.t.Helper()
+func (l *netLab) noneLeft(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(8 * time.Second)
 	for {
 		var left []string
@@ -210,7 +210,7 @@ func (l *netLab) noneLeft() {
 			return
 		}
 		if time.Now().After(deadline) {
-			l.t.Fatalf("processes left in the namespaces:\n%s", strings.Join(left, "\n"))
+			t.Fatalf("processes left in the namespaces:\n%s", strings.Join(left, "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -359,14 +359,32 @@ func TestMultiHost(t *testing.T) {
 			}
 		}
 		t.Logf("bench output:\n%s", out)
-		l.noneLeft()
+		l.noneLeft(t)
+	})
+
+	t.Run("compare", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "cmp")
+		out, err := exec.Command(exe, "compare", "--output-dir", dir, "--ssh-config", l.config,
+			"--remote-cache", filepath.Join(l.dir, "cache"), "--server-host", "ns1", "--load-hosts", "ns2,ns3",
+			"--only", "carrier", "--rounds", "1", "--warmup", "300ms", "--duration", "700ms").CombinedOutput()
+		if err != nil {
+			t.Fatalf("compare: %v\n%s", err, out)
+		}
+		md, err := os.ReadFile(filepath.Join(dir, report.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(md), "Roles on other hosts: server ns1, mock ns1, load ns2,ns3") {
+			t.Errorf("report.md does not show the hosts:\n%s", md)
+		}
+		l.noneLeft(t)
 	})
 
 	// fault runs a bench that fault interrupts once the load has started,
 	// and checks the run is marked incomplete with nothing left behind.
-	fault := func(t *testing.T, fault func(cmd *exec.Cmd), reason string) {
+	fault := func(t *testing.T, fault func(cmd *exec.Cmd), reason string, extra ...string) {
 		dir := filepath.Join(t.TempDir(), "res")
-		cmd := exec.Command(exe, l.benchArgs(dir, 20*time.Second)...)
+		cmd := exec.Command(exe, append(l.benchArgs(dir, 20*time.Second), extra...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -376,8 +394,9 @@ func TestMultiHost(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		t.Cleanup(func() { cmd.Process.Kill() })
 		waitFile(t, filepath.Join(dir, "load", "ns3", "load.log"), 20*time.Second)
-		time.Sleep(2500 * time.Millisecond) // past the common start: the load is running
+		time.Sleep(time.Second) // every role is running on its host (the load waiting for its start)
 		fault(cmd)
+		faulted := time.Now()
 		select {
 		case err := <-done:
 			if err == nil {
@@ -390,11 +409,11 @@ func TestMultiHost(t *testing.T) {
 		if err := latency.ReadJSONFile(filepath.Join(dir, report.SummaryFile), &sum); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("reason: %s; n/a: %v", sum.Reason, sum.NA)
+		t.Logf("ended %v after the fault; reason: %s; n/a: %v", time.Since(faulted).Round(time.Millisecond), sum.Reason, sum.NA)
 		if sum.Complete || !strings.Contains(sum.Reason, reason) {
 			t.Errorf("summary complete %v, reason %q; want incomplete with %q", sum.Complete, sum.Reason, reason)
 		}
-		l.noneLeft()
+		l.noneLeft(t)
 	}
 	t.Run("role-killed", func(t *testing.T) {
 		fault(t, func(*exec.Cmd) {
@@ -426,6 +445,18 @@ func TestMultiHost(t *testing.T) {
 		if _, err := os.Stat(dir); err == nil {
 			t.Errorf("a result directory was made: %s", dir)
 		}
-		l.noneLeft()
+		l.noneLeft(t)
+	})
+	// A host unplugged: its link deleted mid-run. ssh notices the silence
+	// (ServerAlive), its sshd the lost client (ClientAlive), which ends
+	// the session and so the role; the cleanup pass cannot reach it and
+	// says so; --ssh-option shortens both waits (ServerAliveCountMax=2,
+	// ConnectTimeout=1: the user's options win over spindle's).
+	t.Run("host-unplugged", func(t *testing.T) {
+		if l.listenerPID(2) < 0 { // host-dropped killed it
+			l.startSSHD(2)
+		}
+		fault(t, func(*exec.Cmd) { l.ip("link", "del", l.id+"h2") }, "load@ns2 lost its ssh session",
+			"--ssh-option", "ConnectTimeout=1", "--ssh-option", "ServerAliveCountMax=2")
 	})
 }

@@ -29,7 +29,7 @@ func init() {
 // (docs/bench.md): "remote exec [--grace D] [--limit D] [--cpuset CPUS] --
 // ARGS" runs spindle ARGS until its standard input closes; "remote clock"
 // answers each line with the clock; "remote cleanup TAG" kills what is
-// left of a run and prints how many processes that was; "remote observe
+// left of a run after --wait and prints how many processes that was; "remote observe
 // --tag TAG --role ROLE --window D [--threads] [--perf-stat]" observes the
 // role's process and prints bench.RemoteObservation as JSON.
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -40,10 +40,16 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "clock":
 		return remote.ServeClock(os.Stdin, stdout, time.Now)
 	case "cleanup":
-		if len(args) != 2 || args[1] == "" {
+		fs := newFlagSet("remote cleanup", "TAG", "")
+		wait := fs.Duration("wait", 0, "how long the run's processes may take to exit before they are killed")
+		pos, err := fs.parse(args[1:], stderr)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 || pos[0] == "" {
 			return badInput("remote cleanup: want one run tag")
 		}
-		n, err := remote.KillLeftovers("", args[1])
+		n, err := remote.KillLeftovers("", pos[0], *wait)
 		if err != nil {
 			return err
 		}
