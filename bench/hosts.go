@@ -82,6 +82,16 @@ func (h *Hosts) Check() error {
 	return nil
 }
 
+// checkPrepared says whether every host went through Prepare.
+func (h *Hosts) checkPrepared() error {
+	for _, x := range h.all() {
+		if x.Exe == "" {
+			return fmt.Errorf("host %s was not prepared (Hosts.Prepare)", x.Dest)
+		}
+	}
+	return nil
+}
+
 // Prepare prepares every remote host at once (remote.Host.Prepare): the
 // first failure is returned, naming its host.
 func (h *Hosts) Prepare(ctx context.Context, exe string) error {

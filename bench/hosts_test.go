@@ -1,9 +1,16 @@
 package bench
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"spindle/cpu"
+	"spindle/remote"
 )
 
 func TestSplitLoad(t *testing.T) {
@@ -64,5 +71,42 @@ func TestHostsLocal(t *testing.T) {
 	}
 	if got := h.Layout(); got != "server local, mock local, load local" {
 		t.Errorf("Layout = %q", got)
+	}
+}
+
+// TestRunRefusesBadPlacement: Run checks a placement before it starts
+// anything: hosts not prepared, a server the load hosts cannot reach, a CPU
+// set a host lacks.
+func TestRunRefusesBadPlacement(t *testing.T) {
+	s, err := remote.NewSession(remote.Options{})
+	if err != nil {
+		t.Skipf("no ssh client: %v", err)
+	}
+	defer s.Close()
+	h1 := s.Host(remote.Dest{Host: "h1"})
+	h2 := s.Host(remote.Dest{Host: "h2"})
+	cfg := Config{Name: "c", Mode: ModeCarrier, Threads: 1, Connections: 2, LoadThreads: 1, MockThreads: 1,
+		Topology: "off", Wait: "block", Duration: time.Second, ServerCPUs: cpu.Set{7}}
+	for _, tc := range []struct {
+		hosts *Hosts
+		want  string
+	}{
+		{&Hosts{Server: h1, Mock: h1}, "not prepared"},
+		{&Hosts{Load: []*remote.Host{h2}}, "--server-addr"},
+		{&Hosts{Server: h1, Mock: nil}, "--mock-host"},
+	} {
+		dir := filepath.Join(t.TempDir(), "res")
+		_, err := Run(context.Background(), cfg, RunOptions{Dir: dir, Hosts: tc.hosts})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run with %s: %v, want an error with %q", tc.hosts.Layout(), err, tc.want)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("Run with %s made its result directory", tc.hosts.Layout())
+		}
+	}
+	h1.Info.CPUs, h1.Exe = cpu.Set{0, 1}, "/x/spindle"
+	err = (&Hosts{Server: h1, Mock: h1}).CheckCPUs(cfg)
+	if err == nil || !strings.Contains(err.Error(), "CPUs 7 are not online") {
+		t.Errorf("CheckCPUs = %v, want CPU 7 missing on h1", err)
 	}
 }

@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	if err := opt.Hosts.Check(); err != nil {
 		return report.Summary{}, err
 	}
+	if err := opt.Hosts.checkPrepared(); err != nil {
+		return report.Summary{}, err
+	}
 	if err := opt.Hosts.CheckCPUs(cfg); err != nil {
 		return report.Summary{}, err
 	}
