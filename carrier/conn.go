@@ -44,10 +44,10 @@ func (c *Carrier) register(pd *pollDesc) error {
 		c.fds = append(c.fds, nil)
 	}
 	pd.c, pd.slot = c, slot
-	pd.gen++
+	c.gen++
+	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
-	tok := uint64(slot+1) | uint64(pd.gen)<<32
-	if err := unix.EpollAdd(c.ep, pd.fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok); err != nil {
+	if err := c.poll.add(pd.fd, pd.token()); err != nil {
 		c.free = append(c.free, slot)
 		return err
 	}
@@ -57,6 +57,13 @@ func (c *Carrier) register(pd *pollDesc) error {
 	}
 	return nil
 }
+
+// token is what the poller reports pd's events with: its slot in the fd
+// table plus one (0 is the eventfd) and, above, the carrier's registration
+// count when it was registered, so a late event for an fd closed since,
+// whose slot was reused, matches no entry (io_uring reports a poll's
+// cancellation after the fact).
+func (pd *pollDesc) token() uint64 { return uint64(pd.slot+1) | uint64(pd.gen)<<32 }
 
 // forget drops pd from c's fd table; the caller closes the fd or deletes
 // it from the epoll set.
@@ -68,14 +75,15 @@ func (c *Carrier) forget(pd *pollDesc) {
 	}
 }
 
-// shut closes the fd, forgets it and wakes the tasks parked on it (they see
-// closed). The kernel drops a closed fd from the epoll set.
+// shut closes the fd, removes it from the poller, forgets it and wakes the
+// tasks parked on it (they see closed).
 func (pd *pollDesc) shut() {
 	if pd.closed {
 		return
 	}
 	pd.closed = true
 	c := pd.c
+	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
 	unix.Close(pd.fd)
 	if t := pd.rwait; t != nil {

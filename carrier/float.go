@@ -165,7 +165,7 @@ func (c *Carrier) release(t *Task) {
 	}
 	for _, cn := range t.owned {
 		if !cn.pd.closed {
-			unix.EpollDel(c.ep, cn.pd.fd) // fails only for an fd already gone from the set
+			c.poll.remove(cn.pd.fd, cn.pd.token(), false)
 			c.forget(&cn.pd)
 		}
 	}
