@@ -2,6 +2,8 @@ package carrier
 
 import (
 	"errors"
+	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -316,5 +318,39 @@ func TestURingCloseReapsEverything(t *testing.T) {
 		if up.inflight != 0 || len(up.armed) != 0 {
 			t.Errorf("carrier %d closed with %d requests in flight, %d polls armed", i, up.inflight, len(up.armed))
 		}
+	}
+}
+
+// A conn closed while its task lives on is closed for the peer at once:
+// the peer reads EOF. (The io_uring poller must cancel the conn's poll,
+// which holds the file open; the epoll one needs nothing.) Slots freed
+// this way are reused by the next conns, whose tokens differ.
+func TestCloseReachesPeer(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	g := newGroup(t, Options{Carriers: 1})
+	l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
+		buf := make([]byte, 16)
+		c.Read(buf)
+		c.Close()
+		tk.Offload(func() { <-release }) // stay alive: the handler's return would close it too
+	}, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); l.Close() })
+	for i := range 20 {
+		nc, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := nc.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := nc.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("conn %d: peer read %d, %v after the carrier closed the conn, want EOF", i, n, err)
+		}
+		nc.Close()
 	}
 }
