@@ -45,9 +45,10 @@ const eventBatch = 256
 type Carrier struct {
 	g        *Group
 	id       int
-	cpu      int     // pinned CPU or -1
-	affinity cpu.Set // CPUs the thread is restricted to; empty: unchanged
-	poll     poller  // epoll or io_uring (Options.Poller)
+	cpu      int      // pinned CPU or -1
+	affinity cpu.Set  // CPUs the thread is restricted to; empty: unchanged
+	poll     poller   // epoll or io_uring (Options.Poller)
+	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
 	efd      int
 	strat    wait.Strategy
 	tid      atomic.Int64
@@ -234,7 +235,18 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 	c.now = wait.Now() // the time the woken tasks became runnable
 	handled := 0
 	for i := range n {
-		tok, e := c.poll.event(i)
+		tok, e, op := c.poll.event(i)
+		if op != nil { // a read or write completed: wake the task waiting for it
+			handled++
+			w := op.pd.rwait
+			if op.write {
+				w = op.pd.wwait
+			}
+			if w != nil {
+				c.wakeTask(w, true)
+			}
+			continue
+		}
 		if tok == 0 {
 			unix.EventfdDrain(c.efd)
 			continue
@@ -248,13 +260,15 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 			continue // closed since the event was queued
 		}
 		handled++
+		// A task waiting for a read or write the poller does (rop, wop
+		// pending) waits for its completion, not for readiness.
 		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			pd.unread = true
-			if pd.rwait != nil {
+			if pd.rwait != nil && !pd.rop.pending {
 				c.wakeTask(pd.rwait, true)
 			}
 		}
-		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil {
+		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {
 			c.wakeTask(pd.wwait, true)
 		}
 	}

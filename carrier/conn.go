@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"spindle/carrier/wait"
@@ -31,6 +32,9 @@ type pollDesc struct {
 	// so a reader that finds unread false parks at once and saves the
 	// read that would only say EAGAIN.
 	unread bool
+	// rop and wop are the conn's read and write when the poller does them
+	// (PollerURing; ringIO).
+	rop, wop ioOp
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -178,6 +182,13 @@ func (cn *Conn) Read(p []byte) (int, error) {
 	if t == nil {
 		return 0, ErrNotInTask
 	}
+	if cio := pd.c.cio; cio != nil && len(p) > 0 {
+		n, err := cn.ringIO(t, cio, &pd.rop, p, &cn.rdl)
+		if err == nil && n == 0 {
+			return 0, io.EOF
+		}
+		return n, err
+	}
 	for {
 		if pd.closed {
 			return 0, net.ErrClosed
@@ -223,6 +234,16 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		return 0, ErrNotInTask
 	}
 	written := 0
+	if cio := pd.c.cio; cio != nil {
+		for written < len(p) {
+			n, err := cn.ringIO(t, cio, &pd.wop, p[written:], &cn.wdl)
+			written += n
+			if err != nil {
+				return written, err
+			}
+		}
+		return written, nil
+	}
 	for written < len(p) {
 		if pd.closed {
 			return written, net.ErrClosed
@@ -246,6 +267,65 @@ func (cn *Conn) Write(p []byte) (int, error) {
 	t.opDone()
 	return written, nil
 }
+
+// ringIO has the poller read into p or write p (op says which; one
+// operation) and parks the task until it completes. A deadline (*dl, read
+// again after each wake-up, so that a setter can move it) or a close
+// cancels the operation, and the task then waits for its completion
+// without a deadline: the kernel uses p until then. An operation that
+// completed before its cancellation took effect returns its bytes.
+func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (int, error) {
+	pd := &cn.pd
+	if pd.closed {
+		return 0, net.ErrClosed
+	}
+	if pd.passed(*dl) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	op.write = op == &pd.wop
+	slot := &pd.rwait
+	if op.write {
+		slot = &pd.wwait
+	}
+	op.pd, op.done, op.pending = pd, false, true
+	if !cio.startIO(op, p) {
+		op.pending = false
+		return 0, errRingFull
+	}
+	cancelled := false
+	for !op.done {
+		deadline := *dl
+		if !cancelled && (pd.closed || (deadline != 0 && wait.Now() >= deadline)) {
+			cio.cancelIO(op)
+			cancelled = true
+		}
+		if cancelled {
+			deadline = 0
+		}
+		pd.await(t, slot, deadline)
+	}
+	op.pending = false
+	switch res := op.res; {
+	case res >= 0:
+		t.opDone()
+		return int(res), nil
+	case pd.closed: // cancelled by the close, or failed on the closed fd
+		return 0, net.ErrClosed
+	case res == -int32(unix.ECANCELED):
+		return 0, os.ErrDeadlineExceeded
+	default:
+		call := "recv"
+		if op.write {
+			call = "send"
+		}
+		return 0, os.NewSyscallError(call, syscall.Errno(-res))
+	}
+}
+
+// errRingFull is returned when the poller had no free SQE for a read or
+// write (it hands the full queue to the kernel first, so only a kernel
+// that takes no submissions causes it).
+var errRingFull = errors.New("carrier: io_uring submission queue full")
 
 // Close closes the connection; tasks parked on it resume with
 // net.ErrClosed. Closing twice returns net.ErrClosed.

@@ -145,6 +145,9 @@ func (c *Carrier) movable(t *Task) bool {
 		return false
 	}
 	for _, cn := range t.owned {
+		if cn.pd.rop.pending || cn.pd.wop.pending { // the kernel has a read or write of it (PollerURing)
+			return false
+		}
 		if w := cn.pd.rwait; w != nil && w != t {
 			return false
 		}

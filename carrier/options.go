@@ -138,8 +138,9 @@ type Options struct {
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
 	OpBudget int
-	// Poller names the I/O poller: PollerEpoll or PollerURing (see
-	// CheckPoller for whether io_uring can run here); "": DefaultPoller.
+	// Poller names the I/O poller: PollerEpoll, PollerURing or
+	// PollerURingPoll (see CheckPoller for whether io_uring can run
+	// here); "": DefaultPoller.
 	Poller string
 	// SysRoot is where sysfs is mounted, for reading the topology (SMT
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means

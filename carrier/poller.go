@@ -10,8 +10,13 @@ import (
 
 // Poller names, the values of Options.Poller and of the --poller flags.
 const (
-	PollerEpoll = "epoll"    // epoll, edge-triggered (the default)
-	PollerURing = "io_uring" // io_uring with multishot poll (uring.go)
+	PollerEpoll = "epoll" // epoll, edge-triggered (the default)
+	// PollerURing is io_uring doing conns' reads and writes itself (RECV,
+	// SEND), with multishot poll readiness for accepts and connects (uring.go).
+	PollerURing = "io_uring"
+	// PollerURingPoll is io_uring with multishot poll readiness only: conns'
+	// reads and writes stay the task's system calls, as with epoll.
+	PollerURingPoll = "io_uring_poll"
 )
 
 // DefaultPoller is the I/O poller carriers use when Options.Poller is "".
@@ -22,7 +27,7 @@ const DefaultPoller = PollerEpoll
 var defaultPoller = DefaultPoller
 
 // Pollers lists the poller names in the order a usage message shows them.
-var Pollers = []string{PollerEpoll, PollerURing}
+var Pollers = []string{PollerEpoll, PollerURing, PollerURingPoll}
 
 // CheckPoller reports whether the named poller can run here: nil, an
 // error wrapping wait.ErrNotSupported that says why not (io_uring only:
@@ -32,7 +37,7 @@ func CheckPoller(name string) error {
 	switch name {
 	case "", PollerEpoll:
 		return nil
-	case PollerURing:
+	case PollerURing, PollerURingPoll:
 		return uringSupport()
 	}
 	return fmt.Errorf("unknown poller %q (want one of %s)", name, strings.Join(Pollers, ", "))
@@ -40,7 +45,7 @@ func CheckPoller(name string) error {
 
 // knownPoller reports whether name is a poller name ("" included).
 func knownPoller(name string) bool {
-	return name == "" || name == PollerEpoll || name == PollerURing
+	return name == "" || name == PollerEpoll || name == PollerURing || name == PollerURingPoll
 }
 
 // poller is a carrier's source of I/O readiness. Every method runs on the
@@ -64,13 +69,38 @@ type poller interface {
 	// next wait.
 	wait(timeoutNs int64) int
 	// event returns the token and the readiness bits (unix.EPOLL* values)
-	// of the i-th event of the last wait.
-	event(i int) (tok uint64, events uint32)
+	// of the i-th event of the last wait, or the read or write that
+	// completed (an ioPoller's; then tok and events are not used).
+	event(i int) (tok uint64, events uint32, op *ioOp)
 	// quiesce runs at the end of the carrier's shutdown, on its
 	// goroutine, after every fd was removed: it leaves nothing in flight.
 	quiesce()
 	// close releases the poller's resources (not the eventfd).
 	close()
+}
+
+// ioPoller is a poller that also does a conn's reads and writes itself:
+// the io_uring poller with PollerURing. Conn.Read and Conn.Write then
+// start an operation, park until the poller reports it completed, and
+// return its result (ringIO, conn.go).
+type ioPoller interface {
+	// startIO queues op's read into p or write of p, on op.pd's fd. The
+	// kernel uses p until the completion is reaped: the poller keeps it
+	// alive until then. It reports false when no SQE was free.
+	startIO(op *ioOp, p []byte) bool
+	// cancelIO asks for op's early completion (-ECANCELED, or its result
+	// if it was done already).
+	cancelIO(op *ioOp)
+}
+
+// ioOp is a read or a write that an ioPoller does for a conn: one per
+// direction, as a Conn has one reader and one writer at a time.
+type ioOp struct {
+	pd      *pollDesc
+	write   bool
+	pending bool  // started and not yet returned to the task
+	done    bool  // completed: res is the result
+	res     int32 // bytes, or -errno
 }
 
 // newPoller returns the named poller for a carrier whose wake-up eventfd
@@ -79,8 +109,8 @@ func newPoller(name string, efd int, float bool, s *stats) (poller, error) {
 	switch name {
 	case "", PollerEpoll:
 		return newEpollPoller(efd)
-	case PollerURing:
-		return newURingPoller(efd, float, s)
+	case PollerURing, PollerURingPoll:
+		return newURingPoller(efd, float, name == PollerURing, s)
 	}
 	return nil, CheckPoller(name)
 }
@@ -141,9 +171,9 @@ func (p *epollPoller) wait(timeoutNs int64) int {
 	return n
 }
 
-func (p *epollPoller) event(i int) (uint64, uint32) {
+func (p *epollPoller) event(i int) (uint64, uint32, *ioOp) {
 	ev := &p.events[i]
-	return unix.Token(ev), ev.Events
+	return unix.Token(ev), ev.Events, nil
 }
 
 func (p *epollPoller) quiesce() {}

@@ -12,12 +12,15 @@ import (
 	"spindle/internal/unix"
 )
 
-// The io_uring poller (Options.Poller = PollerURing). It keeps the Conn
-// semantics of the epoll carrier exactly: each registered fd has one
-// multishot POLL_ADD armed (edge-triggered, like EPOLLET), whose
-// completions are readiness events; reads and writes stay non-blocking
-// system calls made by the task. docs/carrier.md ("Pollers") says why
-// readiness rather than completion-based reads and writes.
+// The io_uring poller (Options.Poller = PollerURing or PollerURingPoll).
+// Each registered fd has one multishot POLL_ADD armed (edge-triggered,
+// like EPOLLET), whose completions are readiness events. With
+// PollerURingPoll that is all, and reads and writes stay non-blocking
+// system calls made by the task, as with epoll. With PollerURing (rw) the
+// poller also does conns' reads and writes as RECV and SEND requests
+// (startIO; Conn.ringIO parks the task until they complete), which saves
+// the task's system calls: docs/carrier.md ("Pollers") has the measurement
+// that decided it.
 //
 //   - Submission is batched: add, remove and the wait's timeout only fill
 //     SQEs; the next wait hands them all to the kernel in the same
@@ -70,29 +73,47 @@ const timerSlack = int64(time.Microsecond)
 // a guard against a kernel that never answers).
 const quiesceLimit = time.Second
 
-// pollEvent is one readiness event: a token and EPOLL* bits.
+// pollEvent is one readiness event (a token and EPOLL* bits) or one
+// completed read or write (op).
 type pollEvent struct {
 	tok uint64
 	ev  uint32
+	op  *ioOp
+}
+
+// The user data of a conn's read and write (PollerURing) is its token
+// with one of these bits set in the low word, which slot+1 never reaches.
+const (
+	udRead  = 1 << 31
+	udWrite = 1 << 30
+)
+
+// inFlightIO is a read or write the kernel has: the op to complete and the
+// buffer it uses, kept reachable until the completion is reaped.
+type inFlightIO struct {
+	op  *ioOp
+	buf []byte
 }
 
 // uringPoller is the io_uring instance of a carrier.
 type uringPoller struct {
 	r        *unix.Ring
 	started  bool
-	armed    map[uint64]int      // token -> fd of every poll armed and not removed
-	removing map[uint64]struct{} // polls cancelled whose last completion is still to come
-	recancel bool                // a cancellation failed with -EALREADY: cancel removing again
-	inflight int                 // requests whose last completion is still to come
-	rearms   int                 // polls that ended by themselves and were armed again
-	evs      []pollEvent         // the events of the last wait
+	armed    map[uint64]int        // token -> fd of every poll armed and not removed
+	rw       bool                  // do conns' reads and writes (PollerURing)
+	ops      map[uint64]inFlightIO // reads and writes in flight, by user data
+	removing map[uint64]struct{}   // polls cancelled whose last completion is still to come
+	recancel bool                  // a cancellation failed with -EALREADY: cancel removing again
+	inflight int                   // requests whose last completion is still to come
+	rearms   int                   // polls that ended by themselves and were armed again
+	evs      []pollEvent           // the events of the last wait
 	ts       unix.KernelTimespec
 	timerOn  bool  // the timeout request is in flight
 	timerAt  int64 // its deadline, wait.Now ns
 	s        *stats
 }
 
-func newURingPoller(efd int, float bool, s *stats) (*uringPoller, error) {
+func newURingPoller(efd int, float, rw bool, s *stats) (*uringPoller, error) {
 	r, err := setupRing(float)
 	if err != nil {
 		return nil, err
@@ -100,14 +121,16 @@ func newURingPoller(efd int, float bool, s *stats) (*uringPoller, error) {
 	p, err := uringPollerOn(r, efd, s)
 	if err != nil {
 		r.Close()
+		return nil, err
 	}
-	return p, err
+	p.rw = rw
+	return p, nil
 }
 
 // uringPollerOn makes a poller of ring r (a real one, or a unix.MemRing in
 // tests) and queues the eventfd's poll.
 func uringPollerOn(r *unix.Ring, efd int, s *stats) (*uringPoller, error) {
-	p := &uringPoller{r: r, armed: map[uint64]int{}, removing: map[uint64]struct{}{}, evs: make([]pollEvent, 0, eventBatch), s: s}
+	p := &uringPoller{r: r, armed: map[uint64]int{}, ops: map[uint64]inFlightIO{}, removing: map[uint64]struct{}{}, evs: make([]pollEvent, 0, eventBatch), s: s}
 	if err := p.add(efd, 0); err != nil {
 		return nil, err
 	}
@@ -241,7 +264,21 @@ func (p *uringPoller) add(fd int, tok uint64) error {
 	return nil
 }
 
-func (p *uringPoller) remove(_ int, tok uint64, _ bool) {
+func (p *uringPoller) remove(_ int, tok uint64, closing bool) {
+	ended := false
+	for _, ud := range [2]uint64{tok | udRead, tok | udWrite} { // a closed conn's read and write end now
+		if _, ok := p.ops[ud]; ok {
+			p.cancel(ud)
+			ended = true
+		}
+	}
+	if ended && closing && p.started {
+		// The read or write may still wait in the SQ, naming the fd by its
+		// number: submit it, and its cancellation, before the caller
+		// closes the fd, so that the kernel takes the file it means and
+		// not a new one that reuses the number.
+		p.enter(p.r.Flush(), 0, 0)
+	}
 	if _, ok := p.armed[tok]; !ok {
 		return
 	}
@@ -261,12 +298,47 @@ func (p *uringPoller) cancel(tok uint64) {
 	}
 }
 
-// cancelAgain queues a cancellation for every poll removed that has not
-// completed yet.
+// cancelAgain queues a cancellation for every poll removed, and every
+// read or write cancelled, that has not completed yet.
 func (p *uringPoller) cancelAgain() {
 	p.recancel = false
 	for tok := range p.removing {
 		p.cancel(tok)
+	}
+	for ud, io := range p.ops {
+		if io.op.pd.closed {
+			p.cancel(ud)
+		}
+	}
+}
+
+// ioUserData is the user data of op's read or write.
+func ioUserData(op *ioOp) uint64 {
+	if op.write {
+		return op.pd.token() | udWrite
+	}
+	return op.pd.token() | udRead
+}
+
+func (p *uringPoller) startIO(op *ioOp, b []byte) bool {
+	sqe := p.sqe()
+	if sqe == nil {
+		return false
+	}
+	ud := ioUserData(op)
+	if op.write {
+		unix.PrepSend(sqe, op.pd.fd, b, ud)
+	} else {
+		unix.PrepRecv(sqe, op.pd.fd, b, ud)
+	}
+	p.ops[ud] = inFlightIO{op: op, buf: b}
+	p.inflight++
+	return true
+}
+
+func (p *uringPoller) cancelIO(op *ioOp) {
+	if _, ok := p.ops[ioUserData(op)]; ok {
+		p.cancel(ioUserData(op))
 	}
 }
 
@@ -360,6 +432,16 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 			p.recancel = true
 		}
 		return
+	case ud&(udRead|udWrite) != 0:
+		io, ok := p.ops[ud]
+		if !ok {
+			return // cannot happen: every read and write is in ops until here
+		}
+		delete(p.ops, ud)
+		p.inflight--
+		io.op.res, io.op.done = res, true
+		p.evs = append(p.evs, pollEvent{tok: ud, op: io.op})
+		return
 	}
 	if res >= 0 { // poll(2) and epoll bits are the same numbers
 		p.evs = append(p.evs, pollEvent{tok: ud, ev: uint32(res)})
@@ -384,9 +466,9 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 	p.add(fd, ud) // on failure the fd stays without a poll until it is closed
 }
 
-func (p *uringPoller) event(i int) (uint64, uint32) {
+func (p *uringPoller) event(i int) (uint64, uint32, *ioOp) {
 	ev := &p.evs[i]
-	return ev.tok, ev.ev
+	return ev.tok, ev.ev, ev.op
 }
 
 // quiesce cancels every request still armed (the eventfd's poll, the
@@ -399,6 +481,9 @@ func (p *uringPoller) quiesce() {
 	}
 	for tok, fd := range p.armed {
 		p.remove(fd, tok, true)
+	}
+	for ud := range p.ops { // reads and writes of tasks stopped while they waited
+		p.cancel(ud)
 	}
 	if p.timerOn {
 		p.cancel(udTimer)

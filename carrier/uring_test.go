@@ -68,7 +68,9 @@ func (k *fakeKernel) enter(r *unix.Ring, toSubmit, minComplete, _ uint32) (int, 
 				fail(-int32(unix.ENOENT))
 			}
 		}
-		if s.Flags&unix.IOSQE_CQE_SKIP_SUCCESS == 0 && s.Opcode != unix.IORING_OP_POLL_ADD && s.Opcode != unix.IORING_OP_TIMEOUT {
+		pending := s.Opcode == unix.IORING_OP_POLL_ADD || s.Opcode == unix.IORING_OP_TIMEOUT ||
+			s.Opcode == unix.IORING_OP_RECV || s.Opcode == unix.IORING_OP_SEND // complete when the test says
+		if s.Flags&unix.IOSQE_CQE_SKIP_SUCCESS == 0 && !pending {
 			t := s.UserData
 			k.post(r, unix.CQE{UserData: t})
 		}
@@ -100,7 +102,7 @@ func fakePoller(t *testing.T, sqEntries, cqEntries uint32) (*uringPoller, *fakeK
 func events(p *uringPoller, n int) []pollEvent {
 	out := make([]pollEvent, n)
 	for i := range n {
-		out[i].tok, out[i].ev = p.event(i)
+		out[i].tok, out[i].ev, out[i].op = p.event(i)
 	}
 	return out
 }
@@ -124,7 +126,7 @@ func TestURingPollerEvents(t *testing.T) {
 	r.KernelPostCQE(unix.CQE{UserData: tok, Res: unix.POLLIN | unix.POLLOUT, Flags: unix.IORING_CQE_F_MORE})
 	enters = k.enters
 	n := p.wait(0)
-	if want := []pollEvent{{tok, unix.EPOLLIN | unix.EPOLLOUT}}; !slices.Equal(events(p, n), want) {
+	if want := []pollEvent{{tok: tok, ev: unix.EPOLLIN | unix.EPOLLOUT}}; !slices.Equal(events(p, n), want) {
 		t.Fatalf("events %v, want %v", events(p, n), want)
 	}
 	if k.enters != enters {
@@ -352,5 +354,78 @@ func TestCloseReachesPeer(t *testing.T) {
 			t.Fatalf("conn %d: peer read %d, %v after the carrier closed the conn, want EOF", i, n, err)
 		}
 		nc.Close()
+	}
+}
+
+// A task parked in Read (with PollerURing, a RECV in flight) whose conn
+// another task closes resumes with net.ErrClosed, and the peer sees the
+// close: the read is cancelled with the conn.
+func TestCloseWhileReading(t *testing.T) {
+	checkLeaks(t)
+	peerDone := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	inTaskWithConn(t, Options{Carriers: 1}, func(nc net.Conn) {
+		nc.SetDeadline(time.Now().Add(2 * time.Second))
+		_, err := nc.Read(make([]byte, 1)) // EOF once the carrier closes
+		peerDone <- err
+		<-stop
+	}, func(tk *Task, c *Conn) {
+		readErr := make(chan error, 1)
+		tk.Go(func(*Task) {
+			_, err := c.Read(make([]byte, 64))
+			readErr <- err
+		})
+		tk.Yield() // the reader parks
+		tk.Yield()
+		c.Close()
+		for len(readErr) == 0 {
+			tk.Yield()
+		}
+		if err := <-readErr; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("read of a conn closed meanwhile: %v, want net.ErrClosed", err)
+		}
+	})
+	if err := <-peerDone; err != io.EOF {
+		t.Errorf("peer read %v, want EOF", err)
+	}
+}
+
+// startIO queues RECV and SEND with the conn's token and a direction bit,
+// cancelIO cancels one, and the completion is reported with its op.
+func TestURingPollerIO(t *testing.T) {
+	p, k, r := fakePoller(t, 8, 16)
+	g := &Carrier{}
+	pd := &pollDesc{fd: 7, c: g, slot: 2, gen: 5}
+	rop, wop := &ioOp{pd: pd}, &ioOp{pd: pd, write: true}
+	buf := make([]byte, 32)
+	if !p.startIO(rop, buf) || !p.startIO(wop, buf[:10]) {
+		t.Fatal("startIO refused with free SQEs")
+	}
+	p.wait(0)
+	sq := k.sqes[len(k.sqes)-2:]
+	if sq[0].Opcode != unix.IORING_OP_RECV || sq[0].UserData != pd.token()|udRead || sq[0].Len != 32 || sq[0].Fd != 7 {
+		t.Errorf("RECV SQE %+v", sq[0])
+	}
+	if sq[1].Opcode != unix.IORING_OP_SEND || sq[1].UserData != pd.token()|udWrite || sq[1].Len != 10 {
+		t.Errorf("SEND SQE %+v", sq[1])
+	}
+	if p.inflight != 3 || len(p.ops) != 2 {
+		t.Fatalf("inflight %d, ops %d: want 3 and 2", p.inflight, len(p.ops))
+	}
+	r.KernelPostCQE(unix.CQE{UserData: pd.token() | udWrite, Res: 10})
+	n := p.wait(0)
+	if evs := events(p, n); len(evs) != 1 || evs[0].op != wop || !wop.done || wop.res != 10 {
+		t.Fatalf("SEND completion: events %+v, op %+v", evs, *wop)
+	}
+	p.cancelIO(rop)
+	p.wait(0)
+	if last := k.sqes[len(k.sqes)-1]; last.Opcode != unix.IORING_OP_ASYNC_CANCEL || last.Addr != pd.token()|udRead {
+		t.Fatalf("cancel SQE %+v", last)
+	}
+	r.KernelPostCQE(unix.CQE{UserData: pd.token() | udRead, Res: -int32(unix.ECANCELED)})
+	p.wait(0)
+	if !rop.done || rop.res != -int32(unix.ECANCELED) || len(p.ops) != 0 || p.inflight != 1 {
+		t.Fatalf("after the cancellation: op %+v, ops %d, inflight %d", *rop, len(p.ops), p.inflight)
 	}
 }

@@ -93,6 +93,8 @@ const (
 	IORING_OP_TIMEOUT        = 11
 	IORING_OP_TIMEOUT_REMOVE = 12
 	IORING_OP_ASYNC_CANCEL   = 14
+	IORING_OP_SEND           = 26
+	IORING_OP_RECV           = 27
 )
 
 // Setup flags (io_uring_params.flags).
@@ -393,6 +395,25 @@ func PrepTimeoutUpdate(sqe *SQE, target uint64, ts *KernelTimespec, userData uin
 	sqe.prep(IORING_OP_TIMEOUT_REMOVE, -1, target, userData)
 	sqe.Off = uint64(uintptr(unsafe.Pointer(ts)))
 	sqe.OpFlags = IORING_TIMEOUT_UPDATE
+}
+
+// PrepRecv makes sqe receive into p from the socket fd (recv(2)): it
+// completes with the bytes read, 0 at the end of the stream, or -errno.
+// The kernel writes into p until the completion is reaped: the caller keeps
+// p alive and untouched until then.
+func PrepRecv(sqe *SQE, fd int, p []byte, userData uint64) {
+	sqe.prep(IORING_OP_RECV, fd, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), userData)
+	sqe.Len = uint32(len(p))
+}
+
+// PrepSend makes sqe send p on the socket fd (send(2) with MSG_NOSIGNAL:
+// a reset peer is -EPIPE, not SIGPIPE): it completes with the bytes sent
+// (possibly fewer than len(p)) or -errno. The kernel reads p until the
+// completion is reaped.
+func PrepSend(sqe *SQE, fd int, p []byte, userData uint64) {
+	sqe.prep(IORING_OP_SEND, fd, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(p)))), userData)
+	sqe.Len = uint32(len(p))
+	sqe.OpFlags = xunix.MSG_NOSIGNAL
 }
 
 // NsecToKernelTimespec converts a duration in ns.

@@ -3,15 +3,8 @@ package unix
 import (
 	"runtime"
 	"testing"
-	"unsafe"
 
 	xunix "golang.org/x/sys/unix"
-)
-
-// Opcodes only the benchmark uses: completion-based socket I/O.
-const (
-	opSend = 26 // IORING_OP_SEND
-	opRecv = 27 // IORING_OP_RECV
 )
 
 // benchPair returns a connected pair of non-blocking stream sockets,
@@ -124,8 +117,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		cli, srv := benchPair(b)
 		r := benchRing(b)
 		msg, buf := make([]byte, size), make([]byte, size)
-		ptr := uint64(uintptr(unsafe.Pointer(&buf[0])))
-		recv := func() { r.GetSQE().prep(opRecv, srv, ptr, 2); r.sqes[(r.sqLocal-1)&r.sqMask].Len = size }
+		recv := func() { PrepRecv(r.GetSQE(), srv, buf, 2) }
 		recv()
 		calls := 0
 		b.ReportAllocs()
@@ -142,8 +134,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			}
 			sqe := r.GetSQE()
-			sqe.prep(opSend, srv, ptr, 3)
-			sqe.Len = size
+			PrepSend(sqe, srv, buf, 3)
 			sqe.Flags = IOSQE_CQE_SKIP_SUCCESS
 			recv() // the next request's RECV, in the same submission
 			calls++
