@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -427,5 +428,47 @@ func TestURingPollerIO(t *testing.T) {
 	p.wait(0)
 	if !rop.done || rop.res != -int32(unix.ECANCELED) || len(p.ops) != 0 || p.inflight != 1 {
 		t.Fatalf("after the cancellation: op %+v, ops %d, inflight %d", *rop, len(p.ops), p.inflight)
+	}
+}
+
+// A write far larger than the socket buffers completes intact against a
+// slow reader: short writes (with PollerURing, short SENDs) go on where
+// they stopped, and a read of a large buffer returns what has arrived.
+func TestLargeWriteIntact(t *testing.T) {
+	checkLeaks(t)
+	const size = 4 << 20
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>10)
+	}
+	got := make(chan []byte, 1)
+	inTaskWithConn(t, Options{Carriers: 1}, func(nc net.Conn) {
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 0, size)
+		chunk := make([]byte, 64<<10)
+		for len(buf) < size {
+			n, err := nc.Read(chunk)
+			buf = append(buf, chunk[:n]...)
+			if err != nil {
+				break
+			}
+			if len(buf) < 1<<20 {
+				time.Sleep(time.Millisecond) // slow at first: the writer's socket buffer fills
+			}
+		}
+		nc.Write(buf[:1]) // tell the writer all arrived
+		got <- buf
+	}, func(tk *Task, c *Conn) {
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Write(want); n != size || err != nil {
+			t.Errorf("write: %d, %v; want %d", n, err, size)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			t.Errorf("reading the peer's acknowledgement: %v", err)
+		}
+	})
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Errorf("peer got %d bytes, different from the %d written", len(b), size)
 	}
 }
