@@ -288,9 +288,10 @@ func (p *uringPoller) remove(_ int, tok uint64, closing bool) {
 	// The poll's last completion (-ECANCELED) ends its inflight count.
 }
 
-// cancel queues the cancellation of the poll tok (or the timeout). Without a free SQE the
-// poll stays in removing, and the next failed cancellation or quiesce
-// tries again.
+// cancel queues the cancellation of the request with user data tok (a
+// poll, a read or write, the timeout). Without a free SQE the request
+// stays in removing or ops, and the next failed cancellation or the
+// quiesce tries again.
 func (p *uringPoller) cancel(tok uint64) {
 	if sqe := p.sqe(); sqe != nil {
 		unix.PrepCancel(sqe, tok, udCancel)
