@@ -238,6 +238,9 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		for written < len(p) {
 			n, err := cn.ringIO(t, cio, &pd.wop, p[written:], &cn.wdl)
 			written += n
+			if err == nil && n == 0 { // a SEND that took nothing would loop for ever
+				err = io.ErrShortWrite
+			}
 			if err != nil {
 				return written, err
 			}
