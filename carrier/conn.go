@@ -255,6 +255,17 @@ func (cn *Conn) Close() error {
 	return nil
 }
 
+// CloseWrite shuts down the sending side of the connection (the peer reads
+// the end of the stream) and keeps the receiving side open: a server that
+// ends a conversation half-closes and drains before it closes, so that its
+// last answer is not destroyed by a TCP reset.
+func (cn *Conn) CloseWrite() error {
+	if cn.pd.closed {
+		return net.ErrClosed
+	}
+	return unix.Shutdown(cn.pd.fd, unix.SHUT_WR)
+}
+
 // SetDeadline sets the read and write deadlines; the zero time clears them.
 // Like the other deadline setters it may be called by any task of the
 // conn's home carrier, also while another one is parked in Read or Write:

@@ -1,0 +1,54 @@
+package carrier
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestConnCloseWrite: after CloseWrite the client reads the server's last
+// bytes and the end of the stream, while the server still reads what the
+// client sends; a closed conn refuses it.
+func TestConnCloseWrite(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	got := make(chan string, 1)
+	l, err := g.Listen("127.0.0.1:0", func(_ *Task, c *Conn) {
+		c.Write([]byte("bye"))
+		if err := c.CloseWrite(); err != nil {
+			got <- "CloseWrite: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		if err := c.CloseWrite(); err != net.ErrClosed {
+			got <- "CloseWrite after Close: no net.ErrClosed"
+			return
+		}
+		got <- string(b)
+	}, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(c); err != nil || string(b) != "bye" {
+		t.Fatalf("client read %q, %v; want \"bye\" then EOF", b, err)
+	}
+	c.Write([]byte("still here"))
+	c.(*net.TCPConn).CloseWrite()
+	select {
+	case s := <-got:
+		if s != "still here" {
+			t.Fatalf("server: %s", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not finish")
+	}
+}
