@@ -606,3 +606,46 @@ func TestReadersMovedHead(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetPath(t *testing.T) {
+	for _, tt := range []struct{ target, want string }{
+		{"/fruits", "/fruits"},
+		{"/fruits?x=1", "/fruits"},
+		{"/a%2Fb?q", "/a%2Fb"},
+		{"http://x/fruits", "/fruits"},
+		{"HTTP://x:8080/fruits?q=http://y/z", "/fruits"},
+		{"http://x", ""},
+		{"http://x?q", ""},
+		{"*", "*"},
+		{"example.com:443", "example.com:443"},
+		{"", ""},
+	} {
+		if got := TargetPath(tt.target); got != tt.want {
+			t.Errorf("TargetPath(%q) = %q, want %q", tt.target, got, tt.want)
+		}
+		if got := TargetPath([]byte(tt.target)); string(got) != tt.want {
+			t.Errorf("TargetPath([]byte(%q)) = %q, want %q", tt.target, got, tt.want)
+		}
+	}
+}
+
+// FuzzTargetPath: the path is a part of the target with no '?', begins
+// with '/' when not empty and the target is in origin or absolute form, and
+// the string and byte forms agree.
+func FuzzTargetPath(f *testing.F) {
+	for _, s := range []string{"/a?b", "http://h/p?q", "h:1", "*", "x://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		p := TargetPath(target)
+		if string(TargetPath([]byte(target))) != p {
+			t.Fatalf("string and []byte disagree on %q", target)
+		}
+		if !strings.Contains(target, p) || strings.Contains(p, "?") {
+			t.Fatalf("TargetPath(%q) = %q", target, p)
+		}
+		if p != "" && strings.Contains(target[:strings.Index(target, p)], "://") && p[0] != '/' {
+			t.Fatalf("absolute form %q: path %q", target, p)
+		}
+	})
+}

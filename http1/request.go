@@ -13,12 +13,36 @@ type Request struct {
 	Message
 }
 
-// Path returns the target without its query.
-func (r *Request) Path() []byte {
-	if i := bytes.IndexByte(r.Target, '?'); i >= 0 {
-		return r.Target[:i]
+// Path returns the path of the target, as sent: TargetPath(r.Target).
+func (r *Request) Path() []byte { return TargetPath(r.Target) }
+
+// TargetPath returns the path of a request target as sent (not unescaped):
+// the origin form "/p?q" gives "/p"; the absolute form "http://h/p?q" gives
+// "/p", which a server must accept (RFC 9112 §3.2.2), and "http://h" gives
+// ""; any other form (authority, "*") is returned without its query. It
+// serves []byte targets of this package and net/http's RequestURI alike.
+func TargetPath[T string | []byte](target T) T {
+	for i := 0; i < len(target); i++ {
+		if target[i] == '?' {
+			target = target[:i]
+			break
+		}
 	}
-	return r.Target
+	if len(target) == 0 || target[0] == '/' {
+		return target
+	}
+	for i := 0; i+2 < len(target); i++ {
+		if target[i] == ':' && target[i+1] == '/' && target[i+2] == '/' {
+			rest := target[i+3:] // authority, then the path
+			for j := 0; j < len(rest); j++ {
+				if rest[j] == '/' {
+					return rest[j:]
+				}
+			}
+			return rest[:0]
+		}
+	}
+	return target
 }
 
 // ParseRequest parses one complete request from the start of buf into r and
