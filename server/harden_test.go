@@ -296,3 +296,40 @@ func heapInuse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
+
+// TestAdminProfileConflict: a second CPU profile asked for while one is
+// taken gets 409 and a body that says why, not net/http/pprof's 500; the
+// first completes.
+func TestAdminProfileConflict(t *testing.T) {
+	e := setup(t, ModeCarrier, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+	url := "http://" + e.srv.AdminAddr().String() + "/debug/pprof/profile?seconds=1"
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	first := make(chan int, 1)
+	go func() {
+		resp, err := hc.Get(url)
+		if err != nil {
+			first <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	for !cpuProfiling.Load() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), "already") {
+		t.Fatalf("second profile: %d %q, want 409 saying one is already taken", resp.StatusCode, b)
+	}
+	if code := <-first; code != 200 {
+		t.Fatalf("first profile: status %d", code)
+	}
+}
