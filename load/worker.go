@@ -443,7 +443,14 @@ func (w *worker) readable(c *conn, now int64) {
 			return
 		}
 		if c.parser.done() {
-			w.complete(c, now, c.parser.keepAliveAfter() && used == n)
+			if used < n {
+				// Bytes beyond the response, which came with it: a body
+				// longer than its Content-Length (a request is never
+				// pipelined, so nothing else may follow).
+				w.fail(c, failParse, now)
+				return
+			}
+			w.complete(c, now, c.parser.keepAliveAfter())
 			return
 		}
 		if n < len(w.buf) {
