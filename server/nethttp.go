@@ -102,9 +102,13 @@ func (s *Server) startNetHTTP() error {
 		Handler:           http.HandlerFunc(s.serveNetHTTP),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
-		WriteTimeout:      o.WriteTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
+		// net/http's write deadline runs from the end of the request
+		// head to the end of the answer, so it also covers the handler's
+		// backend exchange: that time is added, so that only the write
+		// is bounded by WriteTimeout, as in the carrier modes.
+		WriteTimeout:   o.WriteTimeout + s.o.BackendTimeout,
+		IdleTimeout:    o.IdleTimeout,
+		MaxHeaderBytes: max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			b := s.newNetBackend()
 			backends.Store(c, b)
