@@ -272,6 +272,7 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		e := ev.Events
 		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			pd.unread = true
+			pd.hup = pd.hup || e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 			if pd.rwait != nil {
 				c.wakeTask(pd.rwait, true)
 			}

@@ -52,3 +52,42 @@ func TestConnCloseWrite(t *testing.T) {
 		t.Fatal("server did not finish")
 	}
 }
+
+// TestConnReadEOFWithData: a peer that sends data and closes before the
+// task reads makes one edge-triggered event for both; the read that takes
+// the data is short, and the next one must still see the end of the stream
+// instead of parking for an event that never comes.
+func TestConnReadEOFWithData(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	got := make(chan string, 1)
+	l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
+		tk.Sleep(100 * time.Millisecond) // the data and the FIN arrive meanwhile
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			got <- "read: " + err.Error()
+			return
+		}
+		got <- string(b)
+	}, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("request"))
+	c.(*net.TCPConn).CloseWrite()
+	select {
+	case s := <-got:
+		if s != "request" {
+			t.Fatalf("server: %s", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("server did not finish")
+	}
+}

@@ -31,6 +31,11 @@ type pollDesc struct {
 	// so a reader that finds unread false parks at once and saves the
 	// read that would only say EAGAIN.
 	unread bool
+	// hup is set once epoll reports the peer's end of stream (or an
+	// error): a short read then does not mean drained, since the end of
+	// stream still waits to be read and no further edge will announce it
+	// (data and FIN arriving together make one event).
+	hup bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -189,7 +194,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 			if n == 0 && len(p) > 0 {
 				return 0, io.EOF
 			}
-			if n < len(p) {
+			if n < len(p) && !pd.hup {
 				pd.unread = false
 			}
 			t.opDone()
