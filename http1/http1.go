@@ -29,7 +29,17 @@
 // share one resume step, so either reads a message of n bytes in O(n)
 // however it is split into reads. ParseRequest also makes the checks
 // net/http's server adds after ReadRequest: an HTTP/1.1 request without a
-// Host field is refused (400), a major version other than 1 too (505).
+// Host field (CONNECT excepted) or with a malformed one is refused (400), a
+// major version other than 1 too (505). Beyond net/http, as RFC 9112 asks,
+// an HTTP/1.0 request with Transfer-Encoding is refused (400, §6.1) and one
+// with both Content-Length and chunked coding is read as chunked and closes
+// the connection after its answer (§6.3).
+//
+// ServeConn bounds what a connection costs: with Options.DiscardBody bodies
+// are dropped as they arrive, buffers grown by a large message go back to
+// their first size, every read and write has a deadline (Options), and a
+// connection the server ends is half-closed and drained before it is closed,
+// so that the client reads its last answer instead of a reset.
 package http1
 
 import (
