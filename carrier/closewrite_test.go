@@ -7,14 +7,32 @@ import (
 	"time"
 )
 
+// serveOne listens on a one-carrier group with handler and returns a
+// client connection to it (the group and listener close at the end of the
+// test, the client when the caller closes it).
+func serveOne(t *testing.T, handler func(*Task, *Conn)) net.Conn {
+	t.Helper()
+	g := newGroup(t, Options{Carriers: 1})
+	l, err := g.Listen("127.0.0.1:0", handler, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c
+}
+
 // TestConnCloseWrite: after CloseWrite the client reads the server's last
 // bytes and the end of the stream, while the server still reads what the
 // client sends; a closed conn refuses it.
 func TestConnCloseWrite(t *testing.T) {
 	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
 	got := make(chan string, 1)
-	l, err := g.Listen("127.0.0.1:0", func(_ *Task, c *Conn) {
+	c := serveOne(t, func(_ *Task, c *Conn) {
 		c.Write([]byte("bye"))
 		if err := c.CloseWrite(); err != nil {
 			got <- "CloseWrite: " + err.Error()
@@ -27,17 +45,8 @@ func TestConnCloseWrite(t *testing.T) {
 			return
 		}
 		got <- string(b)
-	}, ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if b, err := io.ReadAll(c); err != nil || string(b) != "bye" {
 		t.Fatalf("client read %q, %v; want \"bye\" then EOF", b, err)
 	}
@@ -59,9 +68,8 @@ func TestConnCloseWrite(t *testing.T) {
 // instead of parking for an event that never comes.
 func TestConnReadEOFWithData(t *testing.T) {
 	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
 	got := make(chan string, 1)
-	l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
+	c := serveOne(t, func(tk *Task, c *Conn) {
 		tk.Sleep(100 * time.Millisecond) // the data and the FIN arrive meanwhile
 		c.SetReadDeadline(time.Now().Add(3 * time.Second))
 		b, err := io.ReadAll(c)
@@ -70,15 +78,7 @@ func TestConnReadEOFWithData(t *testing.T) {
 			return
 		}
 		got <- string(b)
-	}, ListenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	defer c.Close()
 	c.Write([]byte("request"))
 	c.(*net.TCPConn).CloseWrite()
