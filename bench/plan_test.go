@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"spindle/carrier"
 	"spindle/cpu"
 )
 
@@ -104,6 +105,9 @@ func TestComparePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"nethttp", "handoff", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	if carrier.CheckPoller(carrier.PollerURing) == nil { // where the kernel lets this process use io_uring
+		want = append(want, "carrier+uring")
+	}
 	if len(p.Phases) != 2 || p.Phases[0].Name != "max" || p.Phases[1].Name != "fixed" {
 		t.Fatalf("phases = %+v", p.Phases)
 	}
@@ -123,7 +127,7 @@ func TestComparePlan(t *testing.T) {
 	if est := p.Estimate(1500 * time.Millisecond); est >= 5*time.Minute {
 		t.Errorf("default compare on 2 CPUs estimated at %v, want < 5m", est)
 	}
-	if p.Runs() != 36 || p.Rounds != DefaultRounds {
+	if p.Runs() != len(want)*2*DefaultRounds || p.Rounds != DefaultRounds {
 		t.Errorf("runs = %d rounds = %d", p.Runs(), p.Rounds)
 	}
 
@@ -158,6 +162,16 @@ func TestComparePlan(t *testing.T) {
 	}
 	if a := strings.Join(ServerArgs(byName["carrier"]), " "); !strings.Contains(a, "--cpuset 2-3") || strings.Contains(a, "--float") {
 		t.Errorf("carrier server args: %s", a)
+	}
+	ur, ok := byName["carrier+uring"]
+	if uerr := carrier.CheckPoller(carrier.PollerURing); (uerr == nil) != ok {
+		t.Errorf("carrier+uring in the plan: %v, io_uring here: %v", ok, uerr)
+	}
+	if a := strings.Join(ServerArgs(ur), " "); ok && (!strings.Contains(a, "--poller io_uring") || ur.Mode != ModeCarrier) {
+		t.Errorf("carrier+uring server args: %s", a)
+	}
+	if a := strings.Join(ServerArgs(byName["carrier"]), " "); strings.Contains(a, "--poller") {
+		t.Errorf("carrier server args name a poller: %s", a)
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"carrier+float"}}); err == nil || !strings.Contains(err.Error(), "two server carriers") {
 		t.Errorf("carrier+float asked for with one server CPU: %v", err)
@@ -244,10 +258,11 @@ func TestComparePlanSweep(t *testing.T) {
 	if p.Phases[2].Configs[0].Rate != 0 || p.Phases[0].Configs[0].Rate != 0 {
 		t.Error("sweep phases share their configurations")
 	}
-	// The sweep has its own estimate: 6 configurations x 10 phases x 3
-	// rounds of 5.5 s.
-	if est := p.Estimate(1500 * time.Millisecond); est != 6*10*3*5500*time.Millisecond {
-		t.Errorf("sweep estimate %v", est)
+	// The sweep has its own estimate: every configuration (6, or 7 where
+	// the kernel allows io_uring) x 10 phases x 3 rounds of 5.5 s.
+	n := time.Duration(len(p.Phases[0].Configs))
+	if est := p.Estimate(1500 * time.Millisecond); est != n*10*3*5500*time.Millisecond {
+		t.Errorf("sweep estimate %v for %d configurations", est, n)
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Rates: []int{0}}); err == nil {
 		t.Error("rate 0 accepted")

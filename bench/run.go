@@ -281,6 +281,9 @@ func (r *runner) run(ctx context.Context) error {
 	if h.Server != nil || len(h.Load) > 0 {
 		serverArgs = setFlag(serverArgs, "--host", "")
 	}
+	if h.Server != nil { // /debug/carrier is read from here
+		serverArgs = setFlag(serverArgs, "--admin-host", "")
+	}
 	if h.Mock != nil && h.Mock == h.Server {
 		serverArgs = setFlag(serverArgs, "--backend", hostURL("127.0.0.1", cfg.MockPort, "/fruits"))
 	} else {
@@ -444,6 +447,9 @@ func ServerArgs(c Config) []string {
 	}
 	if c.WorkStealing {
 		a = append(a, "--ws")
+	}
+	if c.Poller != "" {
+		a = append(a, "--poller", c.Poller)
 	}
 	if c.NPlus1 {
 		a = append(a, "--nplus1")

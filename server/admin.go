@@ -7,6 +7,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,11 +23,13 @@ type metrics struct {
 	byStatus    map[int]prometheus.Counter // pre-resolved children for the statuses the server writes
 	backendErrs *prometheus.CounterVec
 	openConns   atomic.Int64
+	// rejectedConns counts connections closed at accept for MaxConns.
+	rejectedConns prometheus.Counter
 }
 
 // knownStatuses are the statuses whose request counters are resolved at
 // start, so that counting them costs one atomic add.
-var knownStatuses = []int{200, 400, 404, 408, 413, 431, 500, 501, 502, 504, 505}
+var knownStatuses = []int{200, 400, 404, 405, 408, 413, 431, 500, 501, 502, 504, 505}
 
 func newMetrics() *metrics {
 	m := &metrics{
@@ -39,11 +42,15 @@ func newMetrics() *metrics {
 			Help: "Failed backend exchanges, by kind: refused, reset, timeout, status, decode, protocol.",
 		}, []string{"kind"}),
 		byStatus: map[int]prometheus.Counter{},
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spindle_server_rejected_connections_total",
+			Help: "Client connections closed as soon as accepted: more than --max-conns were open.",
+		}),
 	}
 	for _, code := range knownStatuses {
 		m.byStatus[code] = m.requests.WithLabelValues(strconv.Itoa(code))
 	}
-	m.reg.MustRegister(m.requests, m.backendErrs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "spindle_server_open_connections", Help: "Client connections open now.",
 	}, func() float64 { return float64(m.openConns.Load()) }))
 	return m
@@ -87,7 +94,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 	return &carrierCollector{
 		g: g,
 		counters: []carrierCounter{
-			{desc("io_cycles_total", "epoll_wait calls."), func(t carrier.Telemetry) float64 { return u(t.IOCycles) }},
+			{desc("io_cycles_total", "Polls of the I/O poller (epoll_wait, or a look at the io_uring completion ring)."), func(t carrier.Telemetry) float64 { return u(t.IOCycles) }},
 			{desc("io_events_total", "Events returned by epoll_wait."), func(t carrier.Telemetry) float64 { return u(t.IOEvents) }},
 			{desc("drains_total", "Drain passes over the run queues."), func(t carrier.Telemetry) float64 { return u(t.Drains) }},
 			{desc("tasks_run_total", "Task resumptions in drain passes."), func(t carrier.Telemetry) float64 { return u(t.TasksRun) }},
@@ -98,6 +105,10 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
+			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
+			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
+			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
+			{desc("ring_reaps_total", "Passes that reaped CQEs (io_uring poller): completions per pass is ring_completions_total over this."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Count()) }},
 		},
 		waits: desc("waits_total", "Idle waits by kind.", "kind"),
 		gauges: []carrierGauge{
@@ -153,6 +164,12 @@ func summary(d *prometheus.Desc, h carrier.Histogram, scale float64, labels []st
 	return prometheus.MustNewConstSummary(d, h.Count(), float64(h.Sum)*scale, qs, labels...)
 }
 
+// adminWriteTimeout bounds the time from an admin request's head to the end
+// of its answer: a scraper that stops reading is dropped. net/http/pprof
+// refuses (400) a profile or trace longer than it, so it is over the
+// longest one worth taking of a benchmark window.
+const adminWriteTimeout = 2 * time.Minute
+
 // startAdmin serves /metrics, /debug/pprof/ and /debug/carrier.
 func (s *Server) startAdmin() error {
 	if s.group != nil {
@@ -164,16 +181,20 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", oneAtATime(&cpuProfiling, "a CPU profile", pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", oneAtATime(&tracing, "an execution trace", pprof.Trace))
 	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
 	ln, err := net.Listen("tcp", s.o.AdminAddr)
 	if err != nil {
 		return err
 	}
 	s.adminLn = ln
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout}
+	s.admin = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout,
+		WriteTimeout:      adminWriteTimeout,
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -386,21 +386,7 @@ func TestAdmin(t *testing.T) {
 		e.send(c, fmt.Sprintf(get, "/fruits"))
 		c.read(200)
 		c.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		hc := &http.Client{Transport: tr}
-		fetch := func(path string) string {
-			resp, err := hc.Get("http://" + e.srv.AdminAddr().String() + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d %q", path, resp.StatusCode, b)
-			}
-			return string(b)
-		}
+		fetch := func(path string) string { return adminGet(t, e, path) }
 		metrics := fetch("/metrics")
 		for _, want := range []string{`spindle_server_requests_total{code="200"}`, "spindle_server_open_connections"} {
 			if !strings.Contains(metrics, want) {
@@ -421,6 +407,40 @@ func TestAdmin(t *testing.T) {
 			t.Error("/debug/pprof/ index lacks profiles")
 		}
 	})
+}
+
+// TestURingPoller serves /fruits in carrier mode on the io_uring poller and
+// finds its ring telemetry in /metrics.
+func TestURingPoller(t *testing.T) {
+	if err := carrier.CheckPoller(carrier.PollerURing); err != nil {
+		t.Skipf("io_uring: %v", err)
+	}
+	e := setup(t, ModeCarrier, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0", Carrier: carrier.Options{Poller: carrier.PollerURing}})
+	c := e.dial()
+	for range 3 {
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+	}
+	c.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + e.srv.AdminAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"spindle_carrier_ring_enters_total", "spindle_carrier_ring_completions_total"} {
+		v := -1.0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+"{") {
+				fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+			}
+		}
+		if v <= 0 {
+			t.Errorf("%s = %v after three requests, want > 0", name, v)
+		}
+	}
 }
 
 func TestParseMode(t *testing.T) {

@@ -323,6 +323,9 @@ func TestMultiHost(t *testing.T) {
 		if sum.Server == nil || sum.Server.Threads == 0 {
 			t.Errorf("no server thread figures from ns1: %+v, n/a %v", sum.Server, sum.NA)
 		}
+		if sum.Carrier == nil { // /debug/carrier read over the network from ns1
+			t.Errorf("no carrier figures: %s", sum.NA["carrier"])
+		}
 		if sum.Perf == nil && sum.NA["perf-stat"] == "" {
 			t.Errorf("perf stat: neither figures nor a reason")
 		}

@@ -22,7 +22,9 @@ func init() {
 }
 
 type serveArgs struct {
+	connArgs
 	mode, backend, wait, wsScope, topology, host string
+	poller, adminHost                            string
 	port, threads, adminPort                     int
 	ws, float, nplus1, reusePort                 bool
 	cpus                                         cpuSetFlag
@@ -43,12 +45,15 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
+	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
 	fs.StringVar(&a.wsScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
 	fs.StringVar(&a.topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
 	fs.BoolVar(&a.reusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
 	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
-	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --host; 0: off")
+	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
+	fs.StringVar(&a.adminHost, "admin-host", DefaultHost, "address the admin port listens on (\"\": every address)")
+	connFlags(fs, &a.connArgs)
 	return fs, a
 }
 
@@ -71,8 +76,11 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	admin, err := listenAddr(a.host, "admin-port", a.adminPort)
+	admin, err := listenAddrOf("admin-host", a.adminHost, "admin-port", a.adminPort)
 	if err != nil {
+		return o, err
+	}
+	if err := a.connArgs.check(); err != nil {
 		return o, err
 	}
 	switch {
@@ -89,6 +97,9 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return o, err
 	}
+	if err := checkPoller(a.poller); err != nil {
+		return o, err
+	}
 	o = server.Options{
 		Mode:           mode,
 		Addr:           addr,
@@ -96,8 +107,11 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		BackendTimeout: a.backendTimeout,
 		Threads:        a.threads,
 		ReusePort:      a.reusePort,
+		HTTP:           a.http,
+		MaxConns:       a.maxConns,
 		Carrier: carrier.Options{
 			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1, Float: a.float,
+			Poller: a.poller,
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
@@ -129,4 +143,13 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// checkPoller refuses an unknown --poller and one this machine cannot run
+// (io_uring where the kernel refuses it), with the reason: no fallback.
+func checkPoller(name string) error {
+	if err := carrier.CheckPoller(name); err != nil {
+		return badInput("--poller %s: %v", name, err)
+	}
+	return nil
 }

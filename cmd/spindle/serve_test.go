@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"spindle/carrier"
 )
 
 func TestServeMockFlagsRejected(t *testing.T) {
@@ -27,7 +29,16 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--float", "--topology", "cpu"},
 		{"serve", "--float", "--nplus1"},
 		{"serve", "--float", "--cpuset", "0"},
+		{"serve", "--poller", "kqueue"},
 		{"serve", "extra"},
+		{"serve", "--admin-host", "localhost", "--admin-port", "9090"},
+		{"serve", "--max-conns", "-1"},
+		{"serve", "--read-timeout", "0s"},
+		{"serve", "--write-timeout", "-1s"},
+		{"serve", "--read-header-timeout", "0s"},
+		{"serve", "--idle-timeout", "0s"},
+		{"mock", "--max-conns", "-5"},
+		{"mock", "--read-timeout", "0s"},
 		{"mock", "--fail-rate", "1.5"},
 		{"mock", "--threads", "0"},
 		{"mock", "--think-time", "-1ms"},
@@ -91,25 +102,74 @@ func startCommand(t *testing.T, args ...string) string {
 	return ""
 }
 
-func TestServeAndMockCommands(t *testing.T) {
-	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
-	addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
-		"--backend", "http://"+mockAddr+"/fruits")
-	// Both listen on loopback unless --host says otherwise.
-	for _, a := range []string{mockAddr, addr} {
-		if !strings.HasPrefix(a, DefaultHost+":") {
-			t.Errorf("listening on %s, want %s by default", a, DefaultHost)
+// TestServeAdminHost: the admin port listens on --admin-host, loopback by
+// default, whatever --host says.
+func TestServeAdminHost(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--host", "", "--admin-port", "9090"}, "127.0.0.1:9090"},
+		{[]string{"--admin-host", "", "--admin-port", "9090"}, ":9090"},
+		{[]string{"--admin-host", "::1", "--admin-port", "9090"}, "[::1]:9090"},
+		{[]string{"--admin-host", "10.0.0.1"}, ""}, // no admin port: no admin server
+	} {
+		fs, a := serveFlags()
+		if _, err := fs.parse(tt.args, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		o, err := serveOptions(a)
+		if err != nil || o.AdminAddr != tt.want {
+			t.Errorf("%q: admin address %q, %v; want %q", tt.args, o.AdminAddr, err, tt.want)
 		}
 	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestServeAndMockCommands serves /fruits in carrier mode with every
+// poller this machine can run.
+func TestServeAndMockCommands(t *testing.T) {
+	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
+	for _, poller := range carrier.Pollers {
+		t.Run(poller, func(t *testing.T) {
+			if err := carrier.CheckPoller(poller); err != nil {
+				t.Skipf("poller %s: %v", poller, err)
+			}
+			addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
+				"--poller", poller, "--backend", "http://"+mockAddr+"/fruits")
+			// Both listen on loopback unless --host says otherwise.
+			for _, a := range []string{mockAddr, addr} {
+				if !strings.HasPrefix(a, DefaultHost+":") {
+					t.Errorf("listening on %s, want %s by default", a, DefaultHost)
+				}
+			}
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
+				t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
+			}
+		})
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
-		t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
+}
+
+// Where the kernel refuses io_uring, --poller io_uring is bad input that
+// says why, for serve and bench alike: never a silent fallback to epoll.
+func TestPollerUnavailable(t *testing.T) {
+	if carrier.CheckPoller(carrier.PollerURing) == nil {
+		t.Skip("io_uring is available here: the refusal cannot be observed")
+	}
+	for _, args := range [][]string{
+		{"serve", "--poller", "io_uring", "--port", "0"},
+		{"bench", "--poller", "io_uring", "--duration", "1s"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), "io_uring") {
+			t.Errorf("run(%q) = %v, want bad input naming io_uring", args, err)
+		}
 	}
 }
