@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"spindle/observe"
 	"spindle/remote"
+	"spindle/report"
 )
 
 // RemoteObservation is what "spindle remote observe" prints on a role's
@@ -83,37 +86,81 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 	return out, ctx.Err()
 }
 
-// observeRemote runs "spindle remote observe" for the server on its host
-// over window, once, for both observers that need it.
+// observeOn runs "spindle remote observe" for role on host x over window.
+func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, window time.Duration, threads, perfStat bool) (RemoteObservation, error) {
+	args := []string{"remote", "observe", "--tag", r.hostTag(x), "--role", role, "--window", window.String()}
+	if threads {
+		args = append(args, "--threads")
+	}
+	if perfStat {
+		args = append(args, "--perf-stat")
+	}
+	// Under remote exec like a role, so that it (and its perf) stops when
+	// the run stops it early: its session input stays open until the
+	// observation returns.
+	hold, keep, err := os.Pipe()
+	if err != nil {
+		return RemoteObservation{}, err
+	}
+	defer hold.Close()
+	defer keep.Close()
+	out, err := x.Output(ctx, remote.ExecArgs(x.Exe, r.hostTag(x), "observer", "", r.opt.StopGrace, r.remoteLimit(), args), hold)
+	if err != nil {
+		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", role, x.Dest, err)
+	}
+	var obs RemoteObservation
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&obs); err != nil {
+		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", role, x.Dest, err)
+	}
+	return obs, nil
+}
+
+// observeRemote observes the server on its host over window, once, for
+// both observers that need it.
 func (r *runner) observeRemote(ctx context.Context, window time.Duration) func() (RemoteObservation, error) {
 	return sync.OnceValues(func() (RemoteObservation, error) {
-		x := r.opt.Hosts.Server
-		args := []string{"remote", "observe", "--tag", r.hostTag(x), "--role", "server", "--window", window.String()}
-		if r.cfg.Pidstat {
-			args = append(args, "--threads")
-		}
-		if r.cfg.PerfStat {
-			args = append(args, "--perf-stat")
-		}
-		// Under remote exec like a role, so that it (and its perf) stops
-		// when the run stops it early: its session input stays open until
-		// the observation returns.
-		hold, keep, err := os.Pipe()
-		if err != nil {
-			return RemoteObservation{}, err
-		}
-		defer hold.Close()
-		defer keep.Close()
-		out, err := x.Output(ctx, remote.ExecArgs(x.Exe, r.hostTag(x), "observer", "", r.opt.StopGrace, r.remoteLimit(), args), hold)
-		if err != nil {
-			return RemoteObservation{}, fmt.Errorf("observe the server on %s: %w", x.Dest, err)
-		}
-		var obs RemoteObservation
-		if err := json.NewDecoder(bytes.NewReader(out)).Decode(&obs); err != nil {
-			return RemoteObservation{}, fmt.Errorf("observe the server on %s: %w", x.Dest, err)
-		}
-		return obs, nil
+		return r.observeOn(ctx, r.opt.Hosts.Server, "server", window, r.cfg.Pidstat, r.cfg.PerfStat)
 	})
+}
+
+// observeLoadHosts samples the load generator's threads on every load host
+// over window: each host's threads.txt and threads.json go to its
+// load/<host>/, and the busiest host's figures (most CPUs used) to the
+// summary, for the check that no load generator was the bottleneck. A host
+// without figures is recorded in na under "threads load@HOST".
+func (r *runner) observeLoadHosts(ctx context.Context, window time.Duration, na func(key string, err error)) {
+	hosts := r.opt.Hosts.Load
+	figs := make([]*report.ThreadFigures, len(hosts))
+	var wg sync.WaitGroup
+	for i, x := range hosts {
+		wg.Go(func() {
+			key := "threads load@" + x.Dest.String()
+			obs, err := r.observeOn(ctx, x, "load", window, true, false)
+			if err == nil && obs.Threads == nil {
+				err = errors.New(obs.ThreadsNA)
+			}
+			if err != nil {
+				na(key, err)
+				return
+			}
+			dir := r.loadHostDir(x)
+			for _, f := range []struct {
+				name  string
+				write func(io.Writer) error
+			}{{ThreadsText, obs.Threads.WriteText}, {ThreadsJSON, obs.Threads.WriteJSON}} {
+				if err := writeFile(filepath.Join(dir, f.name), f.write); err != nil {
+					na(key, err)
+				}
+			}
+			figs[i] = report.FromThreads(obs.Threads, "load")
+		})
+	}
+	wg.Wait()
+	for _, f := range figs {
+		if f != nil && f.Threads > 0 && (r.sum.Load == nil || f.CPUs > r.sum.Load.CPUs) {
+			r.sum.Load = f
+		}
+	}
 }
 
 // remoteSamplers are the thread sampler and perf stat of a server on

@@ -554,6 +554,12 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			}
 			return nil
 		})
+		if !r.load.local() {
+			o.goRun(func() error {
+				r.observeLoadHosts(ctx, window, na)
+				return nil
+			})
+		}
 	} else {
 		off("threads", "off (--no-pidstat)")
 	}

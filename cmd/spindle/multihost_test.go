@@ -293,7 +293,7 @@ func TestMultiHost(t *testing.T) {
 			if p.Config.Connections != 2 || p.Config.Rate != 100 {
 				t.Errorf("%s ran %d connections at %v req/s, want 2 at 100", h, p.Config.Connections, p.Config.Rate)
 			}
-			for _, f := range []string{"load.txt", "load.corrected.hgrm", "load.log"} {
+			for _, f := range []string{"load.txt", "load.corrected.hgrm", "load.log", "threads.txt", "threads.json"} {
 				if _, err := os.Stat(filepath.Join(dir, "load", h, f)); err != nil {
 					t.Errorf("%s: %v", h, err)
 				}
@@ -322,6 +322,9 @@ func TestMultiHost(t *testing.T) {
 		// (figures, or the reason there are none).
 		if sum.Server == nil || sum.Server.Threads == 0 {
 			t.Errorf("no server thread figures from ns1: %+v, n/a %v", sum.Server, sum.NA)
+		}
+		if sum.Load == nil || sum.Load.Threads == 0 { // the busiest load host's threads
+			t.Errorf("no load thread figures from ns2, ns3: %+v, n/a %v", sum.Load, sum.NA)
 		}
 		if sum.Carrier == nil { // /debug/carrier read over the network from ns1
 			t.Errorf("no carrier figures: %s", sum.NA["carrier"])
