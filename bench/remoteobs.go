@@ -29,8 +29,11 @@ type RemoteObservation struct {
 
 // ObserveOptions select what ObserveHere runs.
 type ObserveOptions struct {
-	// Tag and Role find the role's process (remote.Tagged).
+	// Tag and Role find the role's process (remote.Tagged); Also are
+	// other roles on the same host whose threads are sampled with it (the
+	// mock beside the server). perf stat counts Role's process alone.
 	Tag, Role string
+	Also      []string
 	// Window is how long the observers run.
 	Window time.Duration
 	// Threads and PerfStat select the observers.
@@ -46,19 +49,24 @@ type ObserveOptions struct {
 // observed on its own host. A missing process is an error; a missing
 // observer's figures are a reason in the result.
 func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, error) {
-	pids, err := remote.Tagged(o.ProcRoot, o.Tag, o.Role)
-	if err != nil {
-		return RemoteObservation{}, err
+	var procs []observe.Process
+	for _, role := range append([]string{o.Role}, o.Also...) {
+		pids, err := remote.Tagged(o.ProcRoot, o.Tag, role)
+		if err != nil {
+			return RemoteObservation{}, err
+		}
+		if len(pids) == 0 {
+			return RemoteObservation{}, fmt.Errorf("no %s process of run %s here", role, o.Tag)
+		}
+		// The role's own process; its wrapper has no role.
+		procs = append(procs, observe.Process{Name: role, PID: pids[0]})
 	}
-	if len(pids) == 0 {
-		return RemoteObservation{}, fmt.Errorf("no %s process of run %s here", o.Role, o.Tag)
-	}
-	pid := pids[0] // the role's own process; its wrapper has no role
+	pid := procs[0].PID
 	var out RemoteObservation
 	var wg sync.WaitGroup
 	if o.Threads {
 		wg.Go(func() {
-			rep, err := observe.SampleThreads(ctx, []observe.Process{{Name: o.Role, PID: pid}}, o.Window, observe.ThreadOptions{ProcRoot: o.ProcRoot})
+			rep, err := observe.SampleThreads(ctx, procs, o.Window, observe.ThreadOptions{ProcRoot: o.ProcRoot})
 			if err != nil {
 				out.ThreadsNA = observe.Reason(err)
 				return
@@ -87,8 +95,11 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 }
 
 // observeOn runs "spindle remote observe" for role on host x over window.
-func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, window time.Duration, threads, perfStat bool) (RemoteObservation, error) {
+func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, also []string, window time.Duration, threads, perfStat bool) (RemoteObservation, error) {
 	args := []string{"remote", "observe", "--tag", r.hostTag(x), "--role", role, "--window", window.String()}
+	for _, a := range also {
+		args = append(args, "--also", a)
+	}
 	if threads {
 		args = append(args, "--threads")
 	}
@@ -119,7 +130,11 @@ func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, win
 // both observers that need it.
 func (r *runner) observeRemote(ctx context.Context, window time.Duration) func() (RemoteObservation, error) {
 	return sync.OnceValues(func() (RemoteObservation, error) {
-		return r.observeOn(ctx, r.opt.Hosts.Server, "server", window, r.cfg.Pidstat, r.cfg.PerfStat)
+		var also []string
+		if h := r.opt.Hosts; h.Mock == h.Server { // the mock's threads too, as a local run samples them
+			also = []string{"mock"}
+		}
+		return r.observeOn(ctx, r.opt.Hosts.Server, "server", also, window, r.cfg.Pidstat, r.cfg.PerfStat)
 	})
 }
 
@@ -135,7 +150,7 @@ func (r *runner) observeLoadHosts(ctx context.Context, window time.Duration, na 
 	for i, x := range hosts {
 		wg.Go(func() {
 			key := "threads load@" + x.Dest.String()
-			obs, err := r.observeOn(ctx, x, "load", window, true, false)
+			obs, err := r.observeOn(ctx, x, "load", nil, window, true, false)
 			if err == nil && obs.Threads == nil {
 				err = errors.New(obs.ThreadsNA)
 			}

@@ -323,6 +323,15 @@ func TestMultiHost(t *testing.T) {
 		if sum.Server == nil || sum.Server.Threads == 0 {
 			t.Errorf("no server thread figures from ns1: %+v, n/a %v", sum.Server, sum.NA)
 		}
+		var threads struct {
+			Processes []struct{ Name string } `json:"processes"`
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "threads.json")); err != nil {
+			t.Error(err)
+		} else if err := json.Unmarshal(b, &threads); err != nil || len(threads.Processes) != 2 ||
+			threads.Processes[0].Name != "server" || threads.Processes[1].Name != "mock" {
+			t.Errorf("threads.json processes %+v (%v), want the server and the mock of ns1", threads.Processes, err)
+		}
 		if sum.Load == nil || sum.Load.Threads == 0 { // the busiest load host's threads
 			t.Errorf("no load thread figures from ns2, ns3: %+v, n/a %v", sum.Load, sum.NA)
 		}

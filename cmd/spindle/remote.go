@@ -30,7 +30,7 @@ func init() {
 // ARGS" runs spindle ARGS until its standard input closes; "remote clock"
 // answers each line with the clock; "remote cleanup TAG" kills what is
 // left of a run after --wait and prints how many processes that was; "remote observe
-// --tag TAG --role ROLE --window D [--threads] [--perf-stat]" observes the
+// --tag TAG --role ROLE [--also ROLE] --window D [--threads] [--perf-stat]" observes the
 // role's process and prints bench.RemoteObservation as JSON.
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -129,6 +129,8 @@ func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var o bench.ObserveOptions
 	fs.StringVar(&o.Tag, "tag", "", "the run's tag")
 	fs.StringVar(&o.Role, "role", "", "the role to observe")
+	var also stringsFlag
+	fs.Var(&also, "also", "another role on this host whose threads are sampled too (repeatable)")
 	fs.DurationVar(&o.Window, "window", 0, "how long to observe")
 	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")
 	fs.BoolVar(&o.PerfStat, "perf-stat", false, "perf stat")
@@ -139,6 +141,7 @@ func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) > 0 || o.Tag == "" || o.Role == "" || o.Window <= 0 {
 		return badInput("remote observe: want --tag, --role and a positive --window, no arguments")
 	}
+	o.Also = also
 	obs, err := bench.ObserveHere(ctx, o)
 	if err != nil {
 		return err
