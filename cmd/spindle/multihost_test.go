@@ -239,6 +239,11 @@ func (l *netLab) close() {
 		l.killIn(i, func(string) bool { return true })
 		exec.Command("ip", "netns", "del", l.ns[i]).Run()
 	}
+	// A veth pair goes with its namespace, unless the namespace outlives
+	// its name for a moment: delete this side too (gone already is fine).
+	for i := 1; i <= 3; i++ {
+		exec.Command("ip", "link", "del", fmt.Sprintf("%sh%d", l.id, i)).Run()
+	}
 	exec.Command("ip", "link", "del", l.id+"b").Run()
 }
 
@@ -391,6 +396,25 @@ func TestMultiHost(t *testing.T) {
 		}
 		if !strings.Contains(string(md), "Roles on other hosts: server ns1, mock ns1, load ns2,ns3") {
 			t.Errorf("report.md does not show the hosts:\n%s", md)
+		}
+		// The binary is in the hosts' cache since the first run: not copied again.
+		cfgs, _ := filepath.Glob(filepath.Join(dir, "*", "*", "config.json"))
+		if len(cfgs) == 0 {
+			t.Fatalf("no config.json under %s", dir)
+		}
+		var cfg struct {
+			Hosts []struct {
+				Dest   string `json:"dest"`
+				Copied bool   `json:"copied"`
+			} `json:"hosts"`
+		}
+		if b, err := os.ReadFile(cfgs[0]); err != nil || json.Unmarshal(b, &cfg) != nil || len(cfg.Hosts) != 3 {
+			t.Fatalf("%s: %v %+v", cfgs[0], err, cfg)
+		}
+		for _, h := range cfg.Hosts {
+			if h.Copied {
+				t.Errorf("%s: the binary was copied again", h.Dest)
+			}
 		}
 		l.noneLeft(t)
 	})
