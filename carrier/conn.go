@@ -413,3 +413,14 @@ func (t *Task) resolve(addr string) (netip.AddrPort, error) {
 	}
 	return netip.AddrPortFrom(ips[0].Unmap(), ap.Port()), nil
 }
+
+// CloseWrite shuts down the sending side (the peer reads end of file) and
+// keeps the conn open for reading: a server that refuses a request sends
+// its answer, then CloseWrite, then reads until the client closes, so the
+// client sees the answer rather than a reset.
+func (cn *Conn) CloseWrite() error {
+	if cn.pd.closed {
+		return net.ErrClosed
+	}
+	return unix.Shutdown(cn.pd.fd, unix.SHUT_WR)
+}
