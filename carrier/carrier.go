@@ -272,6 +272,9 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		e := ev.Events
 		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			pd.unread = true
+			if e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				pd.hup = true
+			}
 			if pd.rwait != nil {
 				c.wakeTask(pd.rwait, true)
 			}

@@ -31,6 +31,10 @@ type pollDesc struct {
 	// so a reader that finds unread false parks at once and saves the
 	// read that would only say EAGAIN.
 	unread bool
+	// hup is set once epoll reported the peer's shutdown (or an error):
+	// a short read then no longer means drained, since the end of file
+	// that came with the last data raises no further edge.
+	hup bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -46,6 +50,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 	pd.c, pd.slot = c, slot
 	pd.gen++
 	pd.unread = true // unknown: try the first read
+	pd.hup = false
 	tok := uint64(slot+1) | uint64(pd.gen)<<32
 	if err := unix.EpollAdd(c.ep, pd.fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok); err != nil {
 		c.free = append(c.free, slot)
@@ -189,7 +194,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 			if n == 0 && len(p) > 0 {
 				return 0, io.EOF
 			}
-			if n < len(p) {
+			if n < len(p) && !pd.hup {
 				pd.unread = false
 			}
 			t.opDone()
