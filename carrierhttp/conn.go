@@ -87,6 +87,13 @@ func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
 	return c
 }
 
+// setState calls Server.ConnState.
+func (c *conn) setState(st http.ConnState) {
+	if f := c.s.ConnState; f != nil {
+		f(c.rwc, st)
+	}
+}
+
 // serve runs the connection's request loop.
 func (c *conn) serve() {
 	s := c.s
@@ -142,6 +149,7 @@ func (c *conn) next(first bool) error {
 		if d := s.idleTimeout(); d > 0 {
 			c.rwc.SetReadDeadline(time.Now().Add(d))
 		}
+		c.setState(http.StateIdle)
 		c.idle.Store(true)
 		if s.shutdown.Load() {
 			return errServerClosing
@@ -170,6 +178,7 @@ func (c *conn) next(first bool) error {
 	if err != nil {
 		return err
 	}
+	c.setState(http.StateActive)
 	if hd > 0 || rd > 0 {
 		c.rwc.SetReadDeadline(wholeDeadline)
 	}

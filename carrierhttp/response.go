@@ -36,11 +36,9 @@ type response struct {
 	mark        int   // len(c.out) when the request's handling began
 	werr        error // the first write error on the connection
 
-	// The head as it was when WriteHeader ran (net/http's snapshot):
-	// handler fields, sorted and rendered, without the ones the writer
-	// decides (Content-Length, Transfer-Encoding, Connection), whose
-	// values are kept apart.
-	fields   []byte
+	// The handler's fields as they were when WriteHeader ran (net/http's
+	// snapshot): keys sorted, values, and the ones framing depends on.
+	vals     [][]string // the value slices of keys
 	hdrCL    string
 	hdrTE    string
 	hdrConn  string
@@ -49,7 +47,7 @@ type response struct {
 	hasDate  bool
 	trailers []string // declared in Trailer
 	prefixed bool     // a TrailerPrefix key was set
-	keys     []string // reused for sorting
+	keys     []string // sorted handler keys
 	pending  []byte   // body held before the head is sent
 }
 
@@ -57,7 +55,7 @@ func (w *response) reset(req *http.Request) {
 	clear(w.header)
 	*w = response{
 		c: w.c, req: req, header: w.header, clen: -1, mark: len(w.c.out), werr: w.werr,
-		fields: w.fields[:0], trailers: w.trailers[:0], keys: w.keys[:0], pending: w.pending[:0],
+		vals: w.vals[:0], trailers: w.trailers[:0], keys: w.keys[:0], pending: w.pending[:0],
 		isHEAD: req.Method == "HEAD",
 	}
 	w.closeAfter = req.Close
@@ -110,36 +108,32 @@ func (w *response) informational(code int) {
 	w.mark = len(c.out)
 }
 
-// snapshot renders the handler's header fields as they are now.
+// snapshot records the handler's header fields as they are now (their
+// keys, sorted, and value slices) and what the framing depends on.
 func (w *response) snapshot() {
 	h := w.header
 	bodyOK := bodyAllowed(w.status)
 	w.keys = sortedKeys(h, w.keys)
+	w.vals = w.vals[:0]
 	for _, k := range w.keys {
 		vv := h[k]
+		w.vals = append(w.vals, vv)
 		switch {
 		case strings.HasPrefix(k, http.TrailerPrefix):
 			w.prefixed = true
-			continue
 		case k == "Content-Length":
 			if len(vv) > 0 && bodyOK {
 				w.hdrCL = textproto.TrimString(vv[0])
 			}
-			continue
 		case k == "Transfer-Encoding":
 			if len(vv) > 0 {
 				w.hdrTE = vv[0]
 			}
-			continue
 		case k == "Connection":
 			if len(vv) > 0 {
 				w.hdrConn = vv[0]
 			}
-			continue
 		case k == "Content-Type":
-			if !bodyOK && w.status == http.StatusNotModified {
-				continue
-			}
 			w.hasType = true
 		case k == "Content-Encoding":
 			w.hasCE = len(vv) > 0 && vv[0] != ""
@@ -154,11 +148,30 @@ func (w *response) snapshot() {
 				}
 			}
 		}
-		w.fields = appendField(w.fields, k, vv)
 	}
 	if w.hdrConn == "close" {
 		w.closeAfter = true
 	}
+}
+
+// appendFields appends the recorded handler fields in net/http's order
+// (sorted), leaving out the ones the framing decided against.
+func (w *response) appendFields(dst []byte, keepCL, keepConn bool) []byte {
+	bodyOK := bodyAllowed(w.status)
+	for i, k := range w.keys {
+		switch {
+		case strings.HasPrefix(k, http.TrailerPrefix), k == "Transfer-Encoding":
+			continue
+		case k == "Content-Length" && !keepCL, k == "Connection" && !keepConn:
+			continue
+		case k == "Content-Type" && w.status == http.StatusNotModified:
+			continue
+		case k == "Content-Length" && !bodyOK:
+			continue
+		}
+		dst = appendField(dst, k, w.vals[i])
+	}
+	return dst
 }
 
 // sortedKeys returns h's keys, sorted, in keys' storage.
@@ -366,9 +379,10 @@ func (w *response) commitWith(next []byte) {
 	default:
 		w.closeAfter = true
 	}
-	conn := w.hdrConn
-	if w.closeAfter && !hasToken(conn, "close") {
-		conn = ""
+	conn := "" // a Connection field the server adds
+	keepConn := true
+	if w.closeAfter && !hasToken(w.hdrConn, "close") {
+		keepConn = false
 		if is11 {
 			conn = "close"
 		}
@@ -376,7 +390,7 @@ func (w *response) commitWith(next []byte) {
 		conn = "keep-alive"
 	}
 	out := appendStatusLine(c.out, is11, w.status)
-	out = append(out, w.fields...)
+	out = w.appendFields(out, w.hdrCL != "" && !w.chunked, keepConn)
 	if !w.hasDate {
 		out = append(out, "Date: "...)
 		out = c.date.append(out)
@@ -386,10 +400,6 @@ func (w *response) commitWith(next []byte) {
 	case setCL:
 		out = append(out, "Content-Length: "...)
 		out = strconv.AppendInt(out, w.clen, 10)
-		out = append(out, "\r\n"...)
-	case w.hdrCL != "" && !w.chunked:
-		out = append(out, "Content-Length: "...)
-		out = append(out, w.hdrCL...)
 		out = append(out, "\r\n"...)
 	}
 	if ctype != "" {

@@ -101,6 +101,11 @@ type Server struct {
 	// ConnContext, when not nil, derives a connection's base context (as
 	// in net/http); it runs in the connection's task.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// ConnState, when not nil, is told of a connection's changes of state
+	// with net/http's states (StateNew, StateActive, StateIdle,
+	// StateClosed; connections are never hijacked). It runs in the
+	// connection's task, so it must not block.
+	ConnState func(net.Conn, http.ConnState)
 
 	mu        sync.Mutex
 	listeners map[*carrier.Listener]struct{}
@@ -170,6 +175,8 @@ func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 		return
 	}
 	defer s.track(c, false)
+	c.setState(http.StateNew)
+	defer c.setState(http.StateClosed)
 	c.serve()
 }
 

@@ -33,11 +33,13 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"spindle/carrier"
+	"spindle/carrierhttp"
 	"spindle/http1"
 	"spindle/mock"
 )
@@ -50,9 +52,12 @@ const (
 	ModeNetHTTP Mode = iota // net/http server and client
 	ModeHandoff             // carriers for client I/O, goroutines for handlers
 	ModeCarrier             // everything on carriers
+	// ModeNetHTTPCarrier runs ModeNetHTTP's handler and http.Client code,
+	// unchanged, on carriers (carrierhttp's Server and Transport).
+	ModeNetHTTPCarrier
 )
 
-var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier"}
+var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier", ModeNetHTTPCarrier: "nethttp-carrier"}
 
 // String returns the flag value of m.
 func (m Mode) String() string {
@@ -62,14 +67,15 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// ParseMode parses a mode flag value: nethttp, handoff or carrier.
+// ParseMode parses a mode flag value: nethttp, handoff, carrier or
+// nethttp-carrier.
 func ParseMode(s string) (Mode, error) {
 	for m, n := range modeNames {
 		if s == n {
 			return Mode(m), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown mode %q (want nethttp, handoff or carrier)", s)
+	return 0, fmt.Errorf("unknown mode %q (want %s)", s, strings.Join(modeNames[:], ", "))
 }
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
@@ -116,10 +122,11 @@ type Server struct {
 	backend backendURL
 	ln      net.Addr
 
-	group *carrier.Group    // handoff, carrier
-	cl    *carrier.Listener // handoff, carrier
-	hs    *http.Server      // nethttp
-	procs int               // GOMAXPROCS to restore (nethttp), 0: none
+	group *carrier.Group      // handoff, carrier
+	cl    *carrier.Listener   // handoff, carrier
+	hs    *http.Server        // nethttp
+	hc    *carrierhttp.Server // nethttp-carrier
+	procs int                 // GOMAXPROCS to restore (nethttp), 0: none
 	// closeBackends closes the nethttp mode's backend clients.
 	closeBackends func()
 	admin         *http.Server
@@ -178,6 +185,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		err = s.startNetHTTP()
 	case ModeHandoff, ModeCarrier:
 		err = s.startCarriers()
+	case ModeNetHTTPCarrier:
+		err = s.startNetHTTPCarrier()
 	default:
 		err = fmt.Errorf("unknown mode %v", o.Mode)
 	}
@@ -232,11 +241,17 @@ func (s *Server) shutdown() {
 			}
 			s.closeBackends()
 		}
+		if s.hc != nil {
+			s.hc.Close()
+		}
 		if s.cl != nil {
 			errs = append(errs, ignoreClosed(s.cl.Close()))
 		}
 		if s.group != nil {
 			errs = append(errs, s.group.Close())
+		}
+		if s.hc != nil && s.closeBackends != nil {
+			s.closeBackends() // the fallback client's idle connections, if any
 		}
 		if s.procs > 0 {
 			runtime.GOMAXPROCS(s.procs)

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+
+	"spindle/carrier"
+	"spindle/carrierhttp"
+)
+
+// maxCarrierBackendIdle bounds the idle backend connections one carrier
+// keeps in nethttp-carrier mode. The carrier's client connections share
+// them (one per request in flight), so it is sized for the study's 100
+// client connections on one carrier and more.
+const maxCarrierBackendIdle = 1024
+
+// startNetHTTPCarrier starts the nethttp-carrier mode: the nethttp mode's
+// handler (serveNetHTTP) and backend client (netBackend, an http.Client),
+// unchanged, hosted on carriers by carrierhttp: the handler runs in its
+// connection's task, and the backend exchange is dialled and polled by
+// that task's carrier through a carrierhttp.Transport whose keep-alive
+// pool is per carrier.
+func (s *Server) startNetHTTPCarrier() error {
+	co := s.o.Carrier
+	if s.o.Threads > 0 {
+		co.Carriers = s.o.Threads
+	}
+	g, err := carrier.New(co)
+	if err != nil {
+		return err
+	}
+	s.group = g
+	tr := &carrierhttp.Transport{DialTimeout: s.o.BackendTimeout, MaxIdleConnsPerHost: maxCarrierBackendIdle}
+	b := &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
+	s.closeBackends = b.close
+	o := s.o.HTTP.WithDefaults()
+	s.hc = &carrierhttp.Server{
+		Handler:           http.HandlerFunc(s.serveNetHTTP),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, backendKey{}, b)
+		},
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				s.m.openConns.Add(1)
+			case http.StateClosed:
+				s.m.openConns.Add(-1)
+			}
+		},
+	}
+	s.cl, err = s.hc.Listen(g, s.o.Addr, carrier.ListenOptions{ReusePort: s.o.ReusePort})
+	if err != nil {
+		return err
+	}
+	s.ln = s.cl.Addr()
+	return nil
+}
