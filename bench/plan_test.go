@@ -102,7 +102,7 @@ func TestComparePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nethttp", "handoff", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	want := []string{"nethttp", "handoff", "nethttp-carrier", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
 	if len(p.Phases) != 2 || p.Phases[0].Name != "max" || p.Phases[1].Name != "fixed" {
 		t.Fatalf("phases = %+v", p.Phases)
 	}
@@ -122,7 +122,7 @@ func TestComparePlan(t *testing.T) {
 	if est := p.Estimate(1500 * time.Millisecond); est >= 5*time.Minute {
 		t.Errorf("default compare on 2 CPUs estimated at %v, want < 5m", est)
 	}
-	if p.Runs() != 36 || p.Rounds != DefaultRounds {
+	if p.Runs() != 42 || p.Rounds != DefaultRounds {
 		t.Errorf("runs = %d rounds = %d", p.Runs(), p.Rounds)
 	}
 
