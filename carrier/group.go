@@ -104,6 +104,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		startErr: make(chan error, 1),
 		ep:       -1,
 		efd:      -1,
+		pinNs:    max(0, int64(g.opts.PinnedThreshold)), // negative: off
 	}
 	c.inject.word, c.local.word = &c.word, &c.word
 	if c.ep, err = unix.EpollCreate(); err != nil {

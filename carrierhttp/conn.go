@@ -553,7 +553,10 @@ func (c *conn) handle(h http.Handler) bool {
 	req := &c.req
 	w := &c.w
 	w.reset(req)
-	if p := c.call(h, w, req); p != nil {
+	pinned := c.t.Pinned()
+	p := c.call(h, w, req)
+	c.watchdog(pinned)
+	if p != nil {
 		if p != http.ErrAbortHandler {
 			buf := make([]byte, panicStack)
 			buf = buf[:runtime.Stack(buf, false)]
@@ -567,6 +570,22 @@ func (c *conn) handle(h http.Handler) bool {
 	}
 	w.finish()
 	return w.reusable()
+}
+
+// watchdog logs and counts a handler that held its carrier longer than the
+// carrier's threshold: in a run that ended while it ran (the task's
+// Pinned count grew from pinned), or in the run still going on.
+func (c *conn) watchdog(pinned uint64) {
+	thr := c.home.PinnedThreshold()
+	if thr <= 0 {
+		return
+	}
+	if c.t.Pinned() == pinned && c.t.RunningFor() <= thr {
+		return
+	}
+	c.s.pinned.Add(1)
+	c.s.logf("carrierhttp: the handler of %s %s from %s held its carrier over %v: it blocks the Go way; wrap it in OffloadHandler",
+		c.req.Method, c.req.RequestURI, c.remote, thr)
 }
 
 // call runs the handler, returning what it panicked with.

@@ -19,9 +19,10 @@
 // Handlers run on the carrier's thread. A handler that blocks the Go way
 // (channels, mutexes, time.Sleep, database/sql, net.Conn) holds its
 // carrier, and every other connection of that carrier waits: wrap such a
-// handler in OffloadHandler, which runs it on a goroutine. The watchdog
-// (Server.PinnedThreshold) counts and logs handlers that hold their
-// carrier too long.
+// handler in OffloadHandler, which runs it on a goroutine. The carriers'
+// watchdog (carrier.Options.PinnedThreshold, 20 ms by default) counts task
+// runs that hold their carrier too long; Server logs each request whose
+// handler did so, once, naming it, and counts them (Pinned).
 //
 // The *http.Request, its Header and URL, and the ResponseWriter are reused
 // for the connection's next request: a handler must not keep them after it
@@ -49,10 +50,6 @@ import (
 const (
 	// DefaultMaxHeaderBytes is net/http's http.DefaultMaxHeaderBytes, 1 MiB.
 	DefaultMaxHeaderBytes = http.DefaultMaxHeaderBytes
-	// DefaultPinnedThreshold is how long a handler may hold its carrier
-	// before the watchdog counts it: 20 ms, the threshold of the JDK's
-	// jdk.VirtualThreadPinned event.
-	DefaultPinnedThreshold = 20 * time.Millisecond
 )
 
 // headerSlack is what net/http reads beyond MaxHeaderBytes before it
@@ -90,11 +87,6 @@ type Server struct {
 	// an *http.MaxBytesError and closes the connection after the response.
 	// 0: no limit (net/http has none).
 	MaxBodyBytes int64
-	// PinnedThreshold is how long one ServeHTTP call may run on its
-	// carrier without parking before the watchdog counts it (Pinned) and
-	// logs it once, naming the request; 0: DefaultPinnedThreshold,
-	// negative: no watchdog.
-	PinnedThreshold time.Duration
 	// ErrorLog receives handler panics, watchdog reports and other
 	// unexpected errors; nil: the log package's standard logger.
 	ErrorLog *log.Logger
@@ -274,7 +266,7 @@ func (s *Server) closeIdle() bool {
 }
 
 // Pinned returns how many handler calls the watchdog found holding their
-// carrier longer than PinnedThreshold.
+// carrier longer than its threshold (carrier.Options.PinnedThreshold).
 func (s *Server) Pinned() uint64 { return s.pinned.Load() }
 
 func (s *Server) handler() http.Handler {

@@ -408,6 +408,9 @@ func TestAdmin(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
+		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_pinned_total{carrier="0"`) {
+			t.Errorf("/metrics lacks the watchdog's counter")
+		}
 		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_tasks_run_total{carrier="0"`) {
 			t.Errorf("/metrics lacks carrier telemetry:\n%s", metrics)
 		}
