@@ -1,7 +1,7 @@
 // Package server is the system under test of the scheduler study: an HTTP
 // server whose /fruits handler makes a blocking GET to the mock backend,
 // decodes its JSON into structs, re-encodes it compactly and answers, in
-// three scheduling designs:
+// four scheduling designs:
 //
 //   - ModeNetHTTP: idiomatic net/http server and client, a goroutine per
 //     connection on Go's work-stealing scheduler and netpoller (the study's
@@ -14,8 +14,13 @@
 //     task parses, calls the backend on a socket polled by the same carrier,
 //     transforms and writes; no goroutine per connection or request (the
 //     study's custom scheduler).
+//   - ModeNetHTTPCarrier: ModeNetHTTP's handler and http.Client code, the
+//     same functions, hosted on carriers by carrierhttp (the handler runs in
+//     the connection's task; the backend exchange is polled by its carrier):
+//     one application under two schedulers.
 //
-// Every mode keeps one keep-alive backend connection per client connection,
+// Every mode keeps one keep-alive backend connection per client connection
+// (ModeNetHTTPCarrier: a pool per carrier, one per request in flight),
 // answers 502 when the backend refuses, resets, closes, fails or sends
 // something unusable, 504 when it is slower than the backend timeout, and
 // reconnects on the next request. The /fruits body is byte-identical in
