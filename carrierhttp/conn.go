@@ -44,9 +44,12 @@ const (
 
 // conn is one client connection, served by its task.
 type conn struct {
-	s    *Server
-	t    *carrier.Task
-	home *carrier.Carrier
+	s *Server
+	t *carrier.Task
+	// home is the carrier the task runs on, updated before each idle wait
+	// (floating carriers move tasks; a parked one stays): where Shutdown
+	// and Close send the tasks that close the connection.
+	home atomic.Pointer[carrier.Carrier]
 	cn   *carrier.Conn // the TCP connection
 	rwc  net.Conn      // cn, or the TLS connection over it
 
@@ -78,7 +81,8 @@ type conn struct {
 }
 
 func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
-	c := &conn{s: s, t: t, home: t.Carrier(), cn: cn, rwc: cn}
+	c := &conn{s: s, t: t, cn: cn, rwc: cn}
+	c.home.Store(t.Carrier())
 	c.remote = cn.RemoteAddr().String()
 	c.hdr = make(http.Header)
 	c.w.c = c
@@ -150,6 +154,7 @@ func (c *conn) next(first bool) error {
 			c.rwc.SetReadDeadline(time.Now().Add(d))
 		}
 		c.setState(http.StateIdle)
+		c.home.Store(c.t.Carrier())
 		c.idle.Store(true)
 		if s.shutdown.Load() {
 			return errServerClosing
@@ -576,7 +581,7 @@ func (c *conn) handle(h http.Handler) bool {
 // carrier's threshold: in a run that ended while it ran (the task's
 // Pinned count grew from pinned), or in the run still going on.
 func (c *conn) watchdog(pinned uint64) {
-	thr := c.home.PinnedThreshold()
+	thr := c.t.Carrier().PinnedThreshold()
 	if thr <= 0 {
 		return
 	}

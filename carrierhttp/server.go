@@ -234,7 +234,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.home.Submit(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
+		c.home.Load().Submit(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
 	}
 	return nil
 }
@@ -259,7 +259,7 @@ func (s *Server) closeIdle() bool {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		if c.idle.Load() && c.nudged.CompareAndSwap(false, true) {
-			c.home.Submit(c.closeIfIdle)
+			c.home.Load().Submit(c.closeIfIdle)
 		}
 	}
 	return len(s.conns) == 0
