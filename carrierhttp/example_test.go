@@ -23,7 +23,6 @@ func Example() {
 	}
 	defer g.Close()
 
-	var base string // the server's URL, set once it listens
 	client := &http.Client{Transport: &carrierhttp.Transport{}, Timeout: 5 * time.Second}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/name", func(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +30,7 @@ func Example() {
 	})
 	mux.HandleFunc("/greet", func(w http.ResponseWriter, r *http.Request) {
 		// r.Context() carries the task: the backend call parks it, not the carrier.
-		req, _ := http.NewRequestWithContext(r.Context(), "GET", base+"/name", nil)
+		req, _ := http.NewRequestWithContext(r.Context(), "GET", "http://"+r.Host+"/name", nil)
 		resp, err := client.Do(req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
@@ -52,7 +51,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	base = "http://" + l.Addr().String()
+	base := "http://" + l.Addr().String()
 
 	for _, path := range []string{"/greet", "/slow"} {
 		resp, err := http.Get(base + path) // an ordinary client, from a goroutine
