@@ -377,7 +377,10 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 func (c *conn) build(n int) error {
 	p := c.buf[c.start : c.start+n]
 	hs := string(p) // the one copy of the head: every string below is a piece of it
-	sub := func(b []byte) string {
+	sub := func(b []byte) string { // b is a piece of p: its capacity says where it starts
+		if len(b) == 0 {
+			return ""
+		}
 		o := cap(p) - cap(b)
 		return hs[o : o+len(b)]
 	}

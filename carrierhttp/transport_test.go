@@ -3,6 +3,8 @@ package carrierhttp
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -211,4 +213,26 @@ func TestTransportAgainstMock(t *testing.T) {
 	if got, err := get(client, context.Background(), "GET", url, nil); err != nil || got != string(mock.Body) {
 		t.Errorf("from a goroutine: %.60q %v", got, err)
 	}
+}
+
+func TestTransportTLS(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "secure "+r.Proto)
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	tr := &Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	inTask(t, func(task *carrier.Task) {
+		ctx := carrier.ContextWithTask(context.Background(), task)
+		for range 2 {
+			if got, err := get(client, ctx, "GET", srv.URL+"/", nil); err != nil || got != "secure HTTP/1.1" {
+				t.Errorf("https from a task: %q %v", got, err)
+			}
+		}
+	})
 }
