@@ -253,6 +253,7 @@ func (c *conn) fill() error {
 	if n > 0 {
 		return nil
 	}
+	c.gone() // end of file or an error: the client is gone
 	if err == io.EOF {
 		c.eof = true
 		return nil
@@ -261,6 +262,16 @@ func (c *conn) fill() error {
 		err = io.ErrNoProgress
 	}
 	return err
+}
+
+// gone cancels the requests' context once the connection cannot carry
+// more: as net/http's, it is cancelled when the client closes, as soon as
+// a read or write of the task sees it (a task parked elsewhere, on a
+// backend, sees it at its next read or write of the client connection).
+func (c *conn) gone() {
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 // consume drops n bytes of input; with nothing left it rewinds.
@@ -287,6 +298,7 @@ func (c *conn) flush() error {
 	c.out = c.out[:0]
 	if err != nil {
 		c.w.werr = err
+		c.gone()
 	}
 	return err
 }

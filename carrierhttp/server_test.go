@@ -245,3 +245,29 @@ func FuzzServe(f *testing.F) {
 		}
 	})
 }
+
+// TestContextCancelledWhenClientGoes: a client that closes in the middle
+// of its request body cancels the request's context.
+func TestContextCancelledWhenClientGoes(t *testing.T) {
+	result := make(chan error, 1) // buffered: a task must not block on a channel
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		result <- r.Context().Err()
+	})
+	_, addr := startCarrier(t, h, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npart"))
+	time.Sleep(20 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-result:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("context after the client left: %v, want canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler did not return")
+	}
+}
