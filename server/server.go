@@ -102,11 +102,11 @@ type Options struct {
 	Backend string
 	// BackendTimeout bounds each backend exchange; 0: DefaultBackendTimeout.
 	BackendTimeout time.Duration
-	// Threads is the number of carriers (handoff, carrier) or GOMAXPROCS
+	// Threads is the number of carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS
 	// (nethttp, process-wide, restored by Close); 0: the runtime's default
 	// (one carrier per CPU of the set; GOMAXPROCS unchanged).
 	Threads int
-	// Carrier configures the carriers (handoff, carrier): CPUs, wait
+	// Carrier configures the carriers (handoff, carrier, nethttp-carrier): CPUs, wait
 	// strategy, stealing, pinning, N+1. Its Carriers field is set from
 	// Threads. In nethttp mode only Carrier.CPUs is used: the whole
 	// process is moved onto those CPUs (not undone by Close).
