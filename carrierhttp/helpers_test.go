@@ -46,6 +46,9 @@ func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Serve
 	return s, l.Addr().String()
 }
 
+// netHTTPReadTimeout is startNetHTTP's server's ReadTimeout (0: none).
+var netHTTPReadTimeout time.Duration
+
 // startNetHTTP serves h with net/http's server.
 func startNetHTTP(t testing.TB, h http.Handler) string {
 	t.Helper()
@@ -53,11 +56,16 @@ func startNetHTTP(t testing.TB, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	hs := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: netHTTPReadTimeout}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()
 }
+
+// firstWait is how long exchange waits for the first answer: long, since
+// it may be slow on a busy machine (fuzzers shorten it: an incomplete
+// request gets no answer, and waiting for it is most of their time).
+var firstWait = 5 * time.Second
 
 // outcome is what a client saw for a raw exchange: each response, then
 // whether the server closed the connection.
@@ -91,7 +99,7 @@ func exchange(t testing.TB, addr, raw string, methods []string, quiet time.Durat
 		}
 		wait := quiet
 		if i == 0 {
-			wait = 5 * time.Second // the first answer may be slow on a busy machine
+			wait = firstWait
 		}
 		c.SetReadDeadline(time.Now().Add(wait))
 		if _, err := br.Peek(1); err != nil {
