@@ -37,16 +37,39 @@ func BenchmarkFixedBody(b *testing.B) {
 	})
 }
 
+// BenchmarkTypicalHandler is a handler as usually written (Header().Set,
+// io.WriteString, reading a query parameter and a header) on a request
+// with a browser's handful of headers, on both servers.
+func BenchmarkTypicalHandler(b *testing.B) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, r.URL.Query().Get("name")+" "+r.Header.Get("User-Agent"))
+	})
+	req := "GET /hello?name=spindle HTTP/1.1\r\nHost: bench\r\nUser-Agent: bench/1.0\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nConnection: keep-alive\r\n\r\n"
+	b.Run("carrierhttp", func(b *testing.B) {
+		_, addr := startCarrier(b, h, nil)
+		benchRequest(b, addr, req)
+	})
+	b.Run("nethttp", func(b *testing.B) {
+		benchRequest(b, startNetHTTP(b, h), req)
+	})
+}
+
 // benchRoundTrips sends b.N requests on one connection, each after the
 // previous answer, reading answers of the first answer's length (the Date
 // field keeps it constant).
 func benchRoundTrips(b *testing.B, addr string) {
+	benchRequest(b, addr, "GET /health HTTP/1.1\r\nHost: bench\r\n\r\n")
+}
+
+// benchRequest is benchRoundTrips with the request raw.
+func benchRequest(b *testing.B, addr, raw string) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	req := []byte("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n")
+	req := []byte(raw)
 	if _, err := c.Write(req); err != nil {
 		b.Fatal(err)
 	}

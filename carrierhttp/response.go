@@ -286,7 +286,10 @@ func (w *response) Write(p []byte) (int, error) {
 // WriteString is Write for a string, without the conversion's copy where
 // the body is held.
 func (w *response) WriteString(s string) (int, error) {
-	if !w.committed && w.wroteHeader && len(w.pending)+len(s) <= bufferBeforeChunking && bodyAllowed(w.status) && (w.clen == -1 || w.written+int64(len(s)) <= w.clen) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed && len(w.pending)+len(s) <= bufferBeforeChunking && bodyAllowed(w.status) && (w.clen == -1 || w.written+int64(len(s)) <= w.clen) {
 		w.written += int64(len(s))
 		w.pending = append(w.pending, s...)
 		return len(s), nil
