@@ -135,6 +135,7 @@ func (b *body) settle() bool {
 		data, err := b.next(left)
 		left -= len(data)
 		if errors.Is(err, io.EOF) {
+			b.closed = true // as net/http's: a later Read says the body was closed
 			return false
 		}
 		if err != nil {

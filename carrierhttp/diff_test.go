@@ -72,6 +72,15 @@ func testMux() http.Handler {
 		w.Header().Set("X-Sum", "42")
 		w.Header().Set(http.TrailerPrefix+"X-Late", "yes")
 	})
+	mux.HandleFunc("/controller", func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		e1 := rc.SetReadDeadline(time.Now().Add(time.Second))
+		e2 := rc.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(w, "first ")
+		e3 := rc.Flush()
+		b, e4 := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%v %v %v %v %q", e1, e2, e3, e4, b)
+	})
 	mux.HandleFunc("/close", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")
@@ -139,6 +148,7 @@ func TestDifferential(t *testing.T) {
 		{"unknown expectation", "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 4\r\n\r\nbody", nil},
 		{"big chunked answer", get("/big?n=20"), nil},
 		{"streaming", get("/stream"), nil},
+		{"response controller", "POST /controller HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", nil},
 		{"declared length", get("/length"), nil},
 		{"short of declared length", get("/short"), nil},
 		{"204", get("/status/204"), nil},
