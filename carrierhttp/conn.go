@@ -573,6 +573,9 @@ func (c *conn) handle(h http.Handler) bool {
 	req := &c.req
 	w := &c.w
 	w.reset(req)
+	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
+		h = generalOptions
+	}
 	pinned := c.t.Pinned()
 	p := c.call(h, w, req)
 	c.watchdog(pinned)
@@ -607,6 +610,16 @@ func (c *conn) watchdog(pinned uint64) {
 	c.s.logf("carrierhttp: the handler of %s %s from %s held its carrier over %v: it blocks the Go way; wrap it in OffloadHandler",
 		c.req.Method, c.req.RequestURI, c.remote, thr)
 }
+
+// generalOptions answers "OPTIONS *" as net/http's server does: 200,
+// Content-Length: 0, after reading up to 4 KiB of a body.
+var generalOptions = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		const maxOptionsBody = 4 << 10 // net/http's
+		io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxOptionsBody))
+	}
+})
 
 // call runs the handler, returning what it panicked with.
 func (c *conn) call(h http.Handler, w *response, req *http.Request) (p any) {

@@ -81,6 +81,15 @@ func testMux() http.Handler {
 		b, e4 := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%v %v %v %v %q", e1, e2, e3, e4, b)
 	})
+	mux.HandleFunc("/hints", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		io.WriteString(w, "after hints")
+	})
+	mux.HandleFunc("/badlength", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "abc")
+		io.WriteString(w, "body")
+	})
 	mux.HandleFunc("/close", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")
@@ -148,6 +157,13 @@ func TestDifferential(t *testing.T) {
 		{"unknown expectation", "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: magic\r\nContent-Length: 4\r\n\r\nbody", nil},
 		{"big chunked answer", get("/big?n=20"), nil},
 		{"streaming", get("/stream"), nil},
+		{"early hints", get("/hints"), nil},
+		{"invalid handler length", get("/badlength"), nil},
+		{"head with declared length", "HEAD /length HTTP/1.1\r\nHost: x\r\n\r\n", []string{"HEAD"}},
+		{"options star", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", nil},
+		{"length and chunked", "POST /request HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", nil},
+		{"http/1.0 post", "POST /echo HTTP/1.0\r\nContent-Length: 4\r\n\r\nbody", nil},
+		{"long target", get("/request?" + strings.Repeat("q=1&", 500)), nil},
 		{"response controller", "POST /controller HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", nil},
 		{"declared length", get("/length"), nil},
 		{"short of declared length", get("/short"), nil},

@@ -39,6 +39,7 @@ type response struct {
 	// The handler's fields as they were when WriteHeader ran (net/http's
 	// snapshot): keys sorted, values, and the ones framing depends on.
 	vals     [][]string // the value slices of keys
+	hasCL    bool // the handler set Content-Length (valid or not)
 	hdrCL    string
 	hdrTE    string
 	hdrConn  string
@@ -122,6 +123,7 @@ func (w *response) snapshot() {
 		case strings.HasPrefix(k, http.TrailerPrefix):
 			w.prefixed = true
 		case k == "Content-Length":
+			w.hasCL = true
 			if len(vv) > 0 && bodyOK {
 				w.hdrCL = textproto.TrimString(vv[0])
 			}
@@ -333,7 +335,7 @@ func (w *response) commitWith(next []byte) {
 	trailers := w.prefixed || len(w.trailers) > 0
 	ok := bodyAllowed(w.status)
 	setCL := false
-	if w.handlerDone && !trailers && !hasTE && ok && w.hdrCL == "" && (!w.isHEAD || len(p) > 0) {
+	if w.handlerDone && !trailers && !hasTE && ok && !w.hasCL && (!w.isHEAD || len(p) > 0) {
 		w.clen = int64(len(p))
 		setCL = true
 	}

@@ -93,6 +93,10 @@ type Server struct {
 	// ConnContext, when not nil, derives a connection's base context (as
 	// in net/http); it runs in the connection's task.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// DisableGeneralOptionsHandler, as in net/http, passes "OPTIONS *"
+	// requests to Handler instead of answering them 200 with
+	// Content-Length: 0.
+	DisableGeneralOptionsHandler bool
 	// ConnState, when not nil, is told of a connection's changes of state
 	// with net/http's states (StateNew, StateActive, StateIdle,
 	// StateClosed; connections are never hijacked). It runs in the
