@@ -388,7 +388,7 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 // readRequest does, and consumes the head.
 func (c *conn) build(n int) error {
 	p := c.buf[c.start : c.start+n]
-	hs := string(p) // the one copy of the head: every string below is a piece of it
+	hs := string(p)                // the one copy of the head: every string below is a piece of it
 	sub := func(b []byte) string { // b is a piece of p: its capacity says where it starts
 		if len(b) == 0 {
 			return ""

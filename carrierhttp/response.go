@@ -39,7 +39,7 @@ type response struct {
 	// The handler's fields as they were when WriteHeader ran (net/http's
 	// snapshot): keys sorted, values, and the ones framing depends on.
 	vals     [][]string // the value slices of keys
-	hasCL    bool // the handler set Content-Length (valid or not)
+	hasCL    bool       // the handler set Content-Length (valid or not)
 	hdrCL    string
 	hdrTE    string
 	hdrConn  string
