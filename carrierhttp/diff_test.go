@@ -90,6 +90,14 @@ func testMux() http.Handler {
 		w.Header().Set("Content-Length", "abc")
 		io.WriteString(w, "body")
 	})
+	mux.HandleFunc("/own-te", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Transfer-Encoding", "chunked")
+		w.Header().Set("Date", "Mon, 02 Jan 2006 15:04:05 GMT")
+		io.WriteString(w, "own framing")
+	})
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})
 	mux.HandleFunc("/close", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")
@@ -164,6 +172,11 @@ func TestDifferential(t *testing.T) {
 		{"length and chunked", "POST /request HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", nil},
 		{"http/1.0 post", "POST /echo HTTP/1.0\r\nContent-Length: 4\r\n\r\nbody", nil},
 		{"long target", get("/request?" + strings.Repeat("q=1&", 500)), nil},
+		{"handler's own TE and Date", get("/own-te"), nil},
+		{"empty answer", get("/empty") + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" + get("/fixed"), nil},
+		{"close with unread body", "POST /noread HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n\r\nabcde", nil},
+		{"leading zeros in length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 007\r\n\r\nabcdefg", nil},
+		{"http/1.0 chunked", "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", nil},
 		{"response controller", "POST /controller HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", nil},
 		{"declared length", get("/length"), nil},
 		{"short of declared length", get("/short"), nil},
