@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -114,7 +115,7 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	key := poolKey{c: t.Carrier(), addr: hostPort(req.URL.Host, secure), secure: secure}
+	key := poolKey{c: t.Carrier(), addr: hostPort(req.URL, secure), secure: secure}
 	replayable := req.Body == nil || req.Body == http.NoBody
 	for {
 		cc, err := tr.getConn(t, key, req)
@@ -135,15 +136,18 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// hostPort adds the scheme's default port to a URL host without one.
-func hostPort(host string, secure bool) string {
-	if _, _, err := net.SplitHostPort(host); err == nil {
-		return host
+// hostPort is the URL's host and port, the scheme's default port where it
+// has none ("[::1]" becomes "[::1]:80").
+func hostPort(u *url.URL, secure bool) string {
+	port := u.Port()
+	switch {
+	case port != "":
+	case secure:
+		port = "443"
+	default:
+		port = "80"
 	}
-	if secure {
-		return net.JoinHostPort(host, "443")
-	}
-	return net.JoinHostPort(host, "80")
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 func (tr *Transport) fallbackRT() http.RoundTripper {

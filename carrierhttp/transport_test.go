@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -235,4 +236,28 @@ func TestTransportTLS(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestHostPort(t *testing.T) {
+	cases := []struct {
+		url    string
+		secure bool
+		want   string
+	}{
+		{"http://example.com/x", false, "example.com:80"},
+		{"https://example.com/x", true, "example.com:443"},
+		{"http://example.com:8080/x", false, "example.com:8080"},
+		{"http://[::1]/x", false, "[::1]:80"},
+		{"http://[::1]:81/x", false, "[::1]:81"},
+		{"http://127.0.0.1/", false, "127.0.0.1:80"},
+	}
+	for _, tc := range cases {
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostPort(u, tc.secure); got != tc.want {
+			t.Errorf("hostPort(%s) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
 }
