@@ -2,8 +2,6 @@ package carrier
 
 import (
 	"context"
-	"io"
-	"net"
 	"testing"
 	"time"
 )
@@ -81,39 +79,5 @@ func TestWatchdog(t *testing.T) {
 				t.Errorf("Telemetry.Pinned = %d, want %d", tel, tc.want)
 			}
 		})
-	}
-}
-
-// TestReadSeesCloseAfterData: a peer that writes and closes at once (data
-// and FIN may come in one epoll edge) is read to its end of file.
-func TestReadSeesCloseAfterData(t *testing.T) {
-	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
-	for range 20 {
-		ln := netServeOne(t, func(c net.Conn) { c.Write([]byte("payload")) })
-		done := make(chan string, 1)
-		g.Go(func(task *Task) {
-			c, err := task.Dial(ln.Addr().String(), time.Second)
-			if err != nil {
-				done <- err.Error()
-				return
-			}
-			defer c.Close()
-			c.SetReadDeadline(time.Now().Add(3 * time.Second))
-			b, err := io.ReadAll(c)
-			if err != nil {
-				done <- err.Error()
-				return
-			}
-			done <- string(b)
-		})
-		select {
-		case s := <-done:
-			if s != "payload" {
-				t.Fatalf("read %q, want the payload then end of file", s)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("task did not finish")
-		}
 	}
 }
