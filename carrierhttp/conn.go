@@ -130,7 +130,12 @@ func (c *conn) serve() {
 		}
 		keep := c.handle(h)
 		if !keep || s.shutdown.Load() {
-			c.flush()
+			if c.flush() == nil && !c.body.done {
+				// The client may still be sending a body the handler did
+				// not read: closing now would reset the connection and
+				// destroy the answer (net/http's closeWriteAndWait).
+				c.linger()
+			}
 			return
 		}
 		if c.start == c.end || len(c.out) >= flushAt {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 
 	"spindle/carrier"
 	"spindle/carrierhttp"
@@ -38,20 +39,30 @@ func (s *Server) startNetHTTPCarrier() error {
 	b := &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
 	s.closeBackends = b.close
 	o := s.o.HTTP.WithDefaults()
+	var rejected sync.Map // net.Conn -> struct{}: closed at once for MaxConns, never admitted
 	s.hc = &carrierhttp.Server{
 		Handler:           http.HandlerFunc(s.serveNetHTTP),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
+		ReadTimeout:       o.ReadTimeout,
+		// As in nethttp mode: the write deadline runs from the end of the
+		// head, so it covers the backend exchange too.
+		WriteTimeout:   o.WriteTimeout + s.o.BackendTimeout,
+		IdleTimeout:    o.IdleTimeout,
+		MaxHeaderBytes: max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, backendKey{}, b)
 		},
-		ConnState: func(_ net.Conn, st http.ConnState) {
+		ConnState: func(c net.Conn, st http.ConnState) {
 			switch st {
 			case http.StateNew:
-				s.m.openConns.Add(1)
+				if !s.admit() { // beyond MaxConns: closed before its first read
+					rejected.Store(c, struct{}{})
+					c.Close()
+				}
 			case http.StateClosed:
-				s.m.openConns.Add(-1)
+				if _, ok := rejected.LoadAndDelete(c); !ok {
+					s.release()
+				}
 			}
 		},
 	}
