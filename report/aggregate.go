@@ -9,6 +9,7 @@ import (
 
 	"spindle/latency"
 	"spindle/observe"
+	"spindle/quantile"
 )
 
 // Stat is a figure over rounds: median, min and max of the runs that have
@@ -19,26 +20,7 @@ type Stat struct {
 }
 
 // statOf summarizes vs (NaN values are skipped).
-func statOf(vs []float64) Stat {
-	var xs []float64
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			xs = append(xs, v)
-		}
-	}
-	if len(xs) == 0 {
-		return Stat{}
-	}
-	slices.Sort(xs)
-	med := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
-	return Stat{Median: med, Min: xs[0], Max: xs[len(xs)-1], N: len(xs)}
-}
-
-// Median returns the median of vs (NaN values skipped), 0 when none.
-func Median(vs []float64) float64 { return statOf(vs).Median }
+func statOf(vs []float64) Stat { return Stat(quantile.Of(vs)) }
 
 // Format renders the median with prec decimals and, over several runs,
 // the range: "1.20 (1.10–1.35)"; "n/a (reason)" when no run has it.

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"spindle/latency"
+	"spindle/quantile"
 )
 
 // Plot size: a 16:10 image that reads well inline in Markdown.
@@ -110,7 +111,7 @@ func latencyCurves(g *Group) (rounds []plotter.XYs, median plotter.XYs, err erro
 		for j, r := range rounds {
 			ys[j] = r[i].Y
 		}
-		median = append(median, plotter.XY{X: rounds[0][i].X, Y: Median(ys)})
+		median = append(median, plotter.XY{X: rounds[0][i].X, Y: quantile.Median(ys)})
 	}
 	return rounds, median, nil
 }

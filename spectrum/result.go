@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
+	"spindle/quantile"
 )
 
 // Figure is a metric over the repeats of a cell: the median with the
@@ -41,16 +41,11 @@ func (f Figure) MarshalJSON() ([]byte, error) {
 // figureOf summarises vals, ignoring NaN (a repeat without the value); na
 // is the reason shown when no value is left.
 func figureOf(vals []float64, na string) Figure {
-	v := slices.DeleteFunc(slices.Clone(vals), math.IsNaN)
-	if len(v) == 0 {
+	s := quantile.Of(vals)
+	if s.N == 0 {
 		return Figure{NA: "n/a (" + na + ")"}
 	}
-	slices.Sort(v)
-	med := v[len(v)/2]
-	if len(v)%2 == 0 {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return Figure{Median: med, Min: v[0], Max: v[len(v)-1], N: len(v)}
+	return Figure{Median: s.Median, Min: s.Min, Max: s.Max, N: s.N}
 }
 
 // Result is a cell with its figures over the repeats.
