@@ -13,11 +13,17 @@ import (
 )
 
 // File is the name of the report written by Write; FindingsFile, beside
-// it, holds the findings as JSON (a list of Finding).
+// it, holds the findings as JSON (a FindingsJSON).
 const (
 	File         = "report.md"
 	FindingsFile = "findings.json"
 )
+
+// FindingsJSON is the form of findings.json (and of "compare --json"):
+// the findings in the report's order, beside the file's schema_version.
+type FindingsJSON struct {
+	Findings []Finding `json:"findings"`
+}
 
 // Options configures Write.
 type Options struct {
@@ -49,7 +55,7 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	if err := rep.WriteMarkdown(&b, opt, plots); err != nil {
 		return nil, err
 	}
-	if err := WriteJSON(filepath.Join(dir, FindingsFile), rep.Findings()); err != nil {
+	if err := WriteJSON(filepath.Join(dir, FindingsFile), FindingsJSON{Findings: rep.Findings()}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, File), b.Bytes(), 0o644); err != nil {

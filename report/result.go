@@ -238,11 +238,12 @@ func Discover(root string) ([]string, error) {
 	return dirs, nil
 }
 
-// WriteJSON writes v as indented JSON to path.
+// WriteJSON writes v as indented JSON to path, with a schema_version (see
+// latency.MarshalJSON).
 func WriteJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := latency.MarshalJSON(v)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return os.WriteFile(path, data, 0o644)
 }

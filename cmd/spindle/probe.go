@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
+	"spindle/latency"
 	"spindle/observe"
 	"spindle/spectrum"
 )
@@ -58,9 +58,12 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	m.Close()
 	if a.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		b, err := latency.MarshalJSON(r)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
 	}
 	return writeProbe(stdout, r)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
+	"spindle/latency"
 	"spindle/observe"
 	"spindle/spectrum"
 )
@@ -215,12 +215,12 @@ func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("spectrum: %w", err)
 	}
-	b, err := json.MarshalIndent(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()}, "", "  ")
+	b, err := latency.MarshalJSON(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()})
 	if err != nil {
 		return fmt.Errorf("spectrum: encode results: %w", err)
 	}
 	path := filepath.Join(dir, "spectrum.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("spectrum: %w", err)
 	}
 	plots, err := spectrum.WritePlots(dir, res)
