@@ -89,8 +89,9 @@ type Result struct {
 	Rounds []Sample `json:"rounds,omitempty"`
 }
 
-// Progress receives a line per finished run (may be nil).
-type Progress func(line string)
+// Progress receives a line when each run starts (done false) and when it
+// finishes (done true, with its throughput); may be nil.
+type Progress func(line string, done bool)
 
 // Run runs cells repeats times, interleaved (every cell once per round, so
 // that slow drifts of the machine spread over all cells), and summarises
@@ -109,14 +110,21 @@ func (e *Env) Run(ctx context.Context, cells []Cell, repeats int, progress Progr
 			if c.Skipped != "" || res[i].Error != "" || ctx.Err() != nil {
 				continue
 			}
+			name := fmt.Sprintf("%s %d/%d %s", c.Preset, round+1, repeats, c.Key())
+			if progress != nil {
+				progress(name+": started", false)
+			}
 			s, err := e.RunCell(c, round)
 			if err != nil {
 				res[i].Error = err.Error()
+				if progress != nil {
+					progress(name+": failed: "+err.Error(), true)
+				}
 				continue
 			}
 			rounds[i] = append(rounds[i], s)
 			if progress != nil {
-				progress(fmt.Sprintf("%s %d/%d %s: %.3f Mop/s", c.Preset, round+1, repeats, c.Key(), s.FgMops))
+				progress(fmt.Sprintf("%s: %.3f Mop/s", name, s.FgMops), true)
 			}
 		}
 	}

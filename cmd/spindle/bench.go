@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,6 +62,8 @@ type benchArgs struct {
 	outDir                         string
 	strict                         bool
 	ports                          portFlags
+	slo                            sloFlag
+	jsonPath                       string
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -96,6 +97,8 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
 	a.ports.register(fs)
+	a.slo.register(fs)
+	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	return fs, a
 }
 
@@ -165,6 +168,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := a.slo.parse("bench"); err != nil {
+		return err
+	}
+	jsonOut := stdout
+	if a.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
+	}
 	dir := a.outDir
 	if dir == "" {
 		dir = filepath.Join("results", "bench-"+safeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
@@ -174,22 +184,27 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}
-	line := newProgressLine(stderr)
+	line := newProgressLine(stderr, "bench")
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
 	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Progress: func(step string) {
 		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
 			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
 	}})
-	line.done()
+	line.close()
 	if errors.Is(err, bench.ErrPortBusy) {
 		return asBadInput(err)
 	}
 	printSummary(stdout, sum)
+	if a.jsonPath != "" {
+		if jerr := writeJSONOut(a.jsonPath, jsonOut, sum); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w (results marked incomplete in %s)", err, dir)
 	}
-	return nil
+	return a.slo.check(stdout, "bench", []report.Result{{Dir: dir, Summary: sum}})
 }
 
 // printSummary prints a run's headline figures.
@@ -215,49 +230,4 @@ func printSummary(w io.Writer, s report.Summary) {
 // safeName makes a configuration name usable in a path.
 func safeName(s string) string {
 	return strings.NewReplacer("/", "_", " ", "_", "+", "-").Replace(s)
-}
-
-// progressLine rewrites one line on a terminal; elsewhere it prints
-// nothing, so logs stay clean.
-type progressLine struct {
-	w    io.Writer
-	tty  bool
-	last int
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if st, err := f.Stat(); err == nil {
-			tty = st.Mode()&os.ModeCharDevice != 0
-		}
-	}
-	return &progressLine{w: w, tty: tty}
-}
-
-func (p *progressLine) show(pr bench.Progress) {
-	if !p.tty {
-		return
-	}
-	phase := pr.Phase
-	if pr.Round > 0 {
-		phase = fmt.Sprintf("%s round %d", pr.Phase, pr.Round)
-	}
-	s := fmt.Sprintf("[%d/%d] %s %s: %s  elapsed %s  remaining ~%s", pr.Run, pr.Runs, pr.Config,
-		strings.TrimSpace(phase), pr.Step, pr.Elapsed.Round(time.Second), pr.Remaining.Round(time.Second))
-	pad := ""
-	if n := p.last - len(s); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	p.last = len(s)
-	fmt.Fprintf(p.w, "\r%s%s", s, pad)
-}
-
-// done ends the line, so that other output starts on a fresh one.
-func (p *progressLine) done() {
-	if p.tty && p.last > 0 {
-		fmt.Fprintln(p.w)
-		p.last = 0
-	}
 }

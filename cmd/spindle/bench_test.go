@@ -130,6 +130,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--only", "nope"}, "no configuration"},
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
+		{[]string{"bench", "--slo", "p99<=10"}, "bench: --slo"},
+		{[]string{"compare", "--slo", "p99<=10ms,"}, "compare: --slo"},
 		{[]string{"report", "--slo-p99", "-1", "../../report/testdata/compare"}, "--slo-p99"},
 		{[]string{"report"}, "result directory"},
 		{[]string{"report", t.TempDir()}, "no summary.json"},
@@ -159,8 +161,8 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout.String(), "finding 1: not measurable here\n    At 70% load the unpinned carrier's p50") {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
-	var fs []report.Finding
-	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fs); err != nil || len(fs) == 0 {
+	var fj report.FindingsJSON
+	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fj); err != nil || len(fj.Findings) == 0 {
 		t.Errorf("%s: %v", report.FindingsFile, err)
 	}
 	stdout.Reset()
@@ -247,6 +249,71 @@ func TestCompareEndToEnd(t *testing.T) {
 	}
 }
 
+// exitCodeOf returns the exit status of a finished command.
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// TestSLOEndToEnd: bench and compare check --slo at the end, print each
+// threshold pass or FAIL, exit 3 when one fails (0 otherwise), and with
+// --json - write their JSON summary alone on stdout.
+func TestSLOEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ports := []string{"--server-port", "0", "--mock-port", "0", "--admin-port", "0"}
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, append([]string{"bench", "--mode", "carrier", "--rate", "200", "--connections", "4",
+		"--warmup", "300ms", "--duration", "1s", "--no-pidstat", "--output-dir", filepath.Join(t.TempDir(), "b"),
+		"--slo", "p100<=1h,rps>=1000000000", "--json", "-"}, ports...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 3 {
+		t.Fatalf("bench with a failing threshold: exit %d, want 3\n%s", code, stderr.String())
+	}
+	for _, w := range []string{"SLO:\n", "pass  p100<=1h", "FAIL  rps>=1000000000", "bench: 1 of 2 slo thresholds failed"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("bench stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	var sum struct {
+		SchemaVersion int `json:"schema_version"`
+		report.Summary
+	}
+	if err := latency.ReadJSON(&stdout, &sum); err != nil || sum.SchemaVersion != latency.SchemaVersion || !sum.Complete {
+		t.Errorf("bench --json -: %v, schema %d, complete %v", err, sum.SchemaVersion, sum.Complete)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.CommandContext(ctx, exe, append([]string{"compare", "--only", "carrier", "--rounds", "1",
+		"--warmup", "300ms", "--duration", "1s", "--output-dir", filepath.Join(t.TempDir(), "c"),
+		"--slo", "p100<=1h,errors<=100%", "--json", "-"}, ports...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 0 {
+		t.Fatalf("compare with thresholds met: exit %d, want 0\n%s", code, stderr.String())
+	}
+	for _, w := range []string{"SLO max carrier (1 run):\n  pass  p100<=1h", "SLO fixed carrier (1 run):\n  pass  p100<=1h",
+		"pass  errors<=100%", "spindle compare: [1/2] carrier max round 1: started", "spindle compare: [1/2] carrier max round 1: finished"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("compare stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	var fj report.FindingsJSON
+	if err := latency.ReadJSON(&stdout, &fj); err != nil || len(fj.Findings) == 0 {
+		t.Errorf("compare --json -: %v, %d findings", err, len(fj.Findings))
+	}
+}
+
 // shownPlots checks that every plot report.md shows exists in dir and
 // decodes as a PNG, and returns them.
 func shownPlots(t *testing.T, dir, md string) map[string]bool {
@@ -298,9 +365,9 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 			t.Errorf("sweep phase %s: share %v rate %d", ph.Name, ph.Share, ph.Configs[0].Rate)
 		}
 	}
-	var fs []report.Finding
-	if err := latency.ReadJSONFile(filepath.Join(dir, report.FindingsFile), &fs); err != nil || len(fs) < 6 {
-		t.Errorf("%s: %v, %d findings", report.FindingsFile, err, len(fs))
+	var fj report.FindingsJSON
+	if err := latency.ReadJSONFile(filepath.Join(dir, report.FindingsFile), &fj); err != nil || len(fj.Findings) < 6 {
+		t.Errorf("%s: %v, %d findings", report.FindingsFile, err, len(fj.Findings))
 	}
 	md, err := os.ReadFile(filepath.Join(dir, report.File))
 	if err != nil {
@@ -389,13 +456,73 @@ func TestProgressLine(t *testing.T) {
 		!strings.HasSuffix(out, "\n") || strings.Count(out, "\r") != 2 {
 		t.Errorf("progress output %q", out)
 	}
-	var quiet bytes.Buffer
-	q := newProgressLine(&quiet)
-	q.show(benchProgress("x", "y"))
-	q.done()
-	if quiet.Len() != 0 {
-		t.Errorf("progress on a non-terminal: %q", quiet.String())
+}
+
+// Not on a terminal (a CI log): a line per run started and finished, and
+// heartbeats with the step while a run is silent, none once it finished.
+func TestProgressLog(t *testing.T) {
+	var buf syncBuffer
+	p := &progressLine{w: &buf, log: startProgressLog(&buf, "compare", 30*time.Millisecond, 5*time.Millisecond)}
+	first := benchProgress("carrier", "warm-up")
+	p.show(first)
+	first.Step = "measuring"
+	p.show(first)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "still running") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
+	second := benchProgress("nethttp", "starting")
+	second.Run = 4
+	p.show(second)
+	p.close()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	want := []string{
+		"spindle compare: [3/36] carrier fixed round 2: started  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: still running: [3/36] carrier fixed round 2: measuring  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: [3/36] carrier fixed round 2: finished",
+		"spindle compare: [4/36] nethttp fixed round 2: started  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: [4/36] nethttp fixed round 2: finished",
+	}
+	var got []string
+	for i, l := range lines { // heartbeats may repeat on a slow machine: keep one
+		if i > 0 && l == lines[i-1] && strings.Contains(l, "still running") {
+			continue
+		}
+		got = append(got, l)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("progress log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// No heartbeat after the last run finished.
+	n := buf.Len()
+	time.Sleep(60 * time.Millisecond)
+	if buf.Len() != n {
+		t.Errorf("output after close: %q", buf.String()[n:])
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the heartbeat's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
 }
 
 func benchProgress(name, step string) bench.Progress {

@@ -37,6 +37,8 @@ type compareArgs struct {
 	rates            string
 	slo              time.Duration
 	ports            portFlags
+	objectives       sloFlag
+	jsonPath         string
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -67,6 +69,8 @@ func compareFlags() (*flagSet, *compareArgs) {
 	a.slo = report.DefaultSLOP99
 	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it (a number is ms)")
 	a.ports.register(fs)
+	a.objectives.register(fs)
+	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	return fs, a
 }
 
@@ -115,6 +119,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := a.objectives.parse("compare"); err != nil {
+		return err
+	}
+	jsonOut := stdout
+	if a.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
+	}
 	if err := a.ports.check(); err != nil {
 		return err
 	}
@@ -151,14 +162,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}
-	line := newProgressLine(stderr)
+	line := newProgressLine(stderr, "compare")
 	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",
 				r.Summary.Name, r.Summary.Phase, r.Summary.Round, err)
 		}})
-	line.done()
+	line.close()
 	if errors.Is(runErr, bench.ErrPortBusy) {
 		return asBadInput(runErr)
 	}
@@ -169,8 +180,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		printHeadlines(stdout, rep)
 		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, report.File))
+		if a.jsonPath != "" {
+			if err := writeJSONOut(a.jsonPath, jsonOut, report.FindingsJSON{Findings: rep.Findings()}); err != nil {
+				return errors.Join(runErr, err)
+			}
+		}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	return a.objectives.check(stdout, "compare", results)
 }
 
 // printHeadlines prints each configuration's headline figures (with its

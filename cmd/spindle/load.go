@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"spindle/internal/unix"
 	"spindle/latency"
 	"spindle/load"
 	"spindle/slo"
@@ -165,13 +162,25 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
 
 	var progress func(load.Progress)
-	if f, ok := stderr.(*os.File); ok && unix.IsTerminal(int(f.Fd())) {
+	tty := isTerminal(stderr)
+	if tty {
 		progress = func(p load.Progress) {
 			fmt.Fprintf(stderr, "\r  %6.1fs  sent %d  %.0f req/s  errors %d   ", p.Elapsed.Seconds(), p.Sent, p.Rate, p.Errors)
 		}
+	} else { // a CI log: started, a heartbeat every heartbeatEvery, finished
+		plog := startProgressLog(stderr, "load", heartbeatEvery, heartbeatTick)
+		plog.printf("started: %s at %s", durationWords(o.Duration), o.URL)
+		progress = func(p load.Progress) {
+			plog.setStatus(fmt.Sprintf("%.0fs elapsed, sent %d, %.0f req/s, errors %d", p.Elapsed.Seconds(), p.Sent, p.Rate, p.Errors))
+		}
+		defer func() {
+			plog.setStatus("")
+			plog.close()
+			plog.printf("finished")
+		}()
 	}
 	res, err := load.Run(ctx, o, progress)
-	if progress != nil {
+	if tty {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if errors.Is(err, load.ErrBadOptions) || errors.Is(err, load.ErrUnreachable) {
@@ -194,20 +203,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		return err
 	}
 	if c.jsonPath != "" {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // --slo thresholds read "p99<=10ms", not "p99\u003c=10ms"
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-		b := buf.Bytes()
-		if c.jsonPath == "-" {
-			_, err = jsonOut.Write(b)
-		} else {
-			err = os.WriteFile(c.jsonPath, b, 0o644)
-		}
-		if err != nil {
+		if err := writeJSONOut(c.jsonPath, jsonOut, res); err != nil {
 			return err
 		}
 	}
@@ -225,18 +221,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 // reportSLO prints every threshold's outcome and returns an error that exits
 // 3 when any failed.
 func reportSLO(w io.Writer, cmd string, outcomes []slo.Outcome) error {
-	fmt.Fprintln(w, "SLO:")
-	failed := 0
-	for _, o := range outcomes {
-		fmt.Fprintf(w, "  %s\n", o)
-		if !o.Pass {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return &sloError{fmt.Sprintf("%s: %d of %d slo thresholds failed", cmd, failed, len(outcomes))}
-	}
-	return nil
+	return sloFailure(cmd, printSLO(w, "SLO", outcomes), len(outcomes))
 }
 
 // splitAttached turns wrk's attached short options ("-t2", "-c100", "-d10s",

@@ -178,7 +178,26 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		BlockWake: b, Seed: a.seed, DriverSpin: a.spin}
 	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs (%s)\n", len(cells), a.repeats, allowed, float64(b)/1e3, bNote)
 	start := time.Now()
-	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
+	var progress spectrum.Progress
+	if isTerminal(stderr) {
+		progress = func(line string, done bool) {
+			if done {
+				fmt.Fprintf(stderr, "  %s\n", line)
+			}
+		}
+	} else { // a CI log: each run started and finished, a heartbeat while one runs
+		plog := startProgressLog(stderr, "spectrum", heartbeatEvery, heartbeatTick)
+		defer plog.close()
+		progress = func(line string, done bool) {
+			plog.printf("%s", line)
+			if done {
+				plog.setStatus("")
+			} else {
+				plog.setStatus(strings.TrimSuffix(line, ": started"))
+			}
+		}
+	}
+	res := env.Run(ctx, cells, a.repeats, progress)
 
 	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s)",
 		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote)
