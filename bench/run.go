@@ -27,6 +27,7 @@ const (
 	LoadJSON        = "load.json"
 	LoadLog         = "load.log"
 	HgrmPrefix      = "load" // load.corrected.hgrm, load.uncorrected.hgrm
+	HlogFile        = report.HlogFile
 	ServerLog       = "server.log"
 	MockLog         = "mock.log"
 	ThreadsText     = "threads.txt"
@@ -201,7 +202,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	r.progress("warm-up")
 	loadStart := time.Now()
-	if r.load, err = startChild("load", r.opt.Exe, LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix)), cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
+	if r.load, err = startChild("load", r.opt.Exe, LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile)), cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
 		return err
 	}
 	r.started(r.load)
@@ -341,11 +342,12 @@ func ServerArgs(c Config) []string {
 	return a
 }
 
-// LoadArgs are the arguments of the load generator child.
-func LoadArgs(c Config, jsonPath, hgrmPrefix string) []string {
+// LoadArgs are the arguments of the load generator child: its JSON result,
+// .hgrm files and interval log (load.DefaultInterval) go to the paths given.
+func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
 	a := []string{"load", "-t", strconv.Itoa(c.LoadThreads), "-c", strconv.Itoa(c.Connections),
 		"-d", c.Duration.String(), "--warmup", c.Warmup.String(), "--latency",
-		"--json", jsonPath, "--hgrm", hgrmPrefix, "--cpuset", c.LoadCPUs.String()}
+		"--json", jsonPath, "--hgrm", hgrmPrefix, "--hlog", hlogPath, "--cpuset", c.LoadCPUs.String()}
 	if c.Rate > 0 {
 		a = append(a, "-R", strconv.Itoa(c.Rate))
 	}
@@ -610,11 +612,7 @@ func (r *runner) readLoad() error {
 	if err != nil {
 		return fmt.Errorf("read load results: %w", err)
 	}
-	r.sum.Window = time.Duration(lr.DurationS * float64(time.Second))
-	r.sum.Throughput = lr.AchievedRate
-	// Errors are failed requests and answers other than 2xx.
-	r.sum.Requests, r.sum.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
-	r.sum.Latency, r.sum.Uncorrected = &lr.Corrected, &lr.Uncorrected
+	report.FillFromLoad(&r.sum, lr)
 	if lr.Completed == 0 {
 		// Nothing was measured: a run, not a figure of 0 req/s.
 		return fmt.Errorf("no request completed in the window (%d failed, %d in flight, %d not sent); see %s and %s",

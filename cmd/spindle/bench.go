@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"spindle/bench"
@@ -177,7 +176,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	dir := a.outDir
 	if dir == "" {
-		dir = filepath.Join("results", "bench-"+safeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
+		dir = filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
 	}
 	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
 		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
@@ -225,9 +224,4 @@ func printSummary(w io.Writer, s report.Summary) {
 	}
 	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s\n",
 		s.Name, s.Throughput, p50, p99, s.Errors, cpus)
-}
-
-// safeName makes a configuration name usable in a path.
-func safeName(s string) string {
-	return strings.NewReplacer("/", "_", " ", "_", "+", "-").Replace(s)
 }

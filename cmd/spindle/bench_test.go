@@ -95,7 +95,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if !s.Complete || s.Latency == nil || s.Latency.Count == 0 || s.Throughput <= 0 {
 		t.Fatalf("summary = %+v\n%s", s, out)
 	}
-	for _, f := range []string{"config.json", "load.txt", "load.json", "server.log", "mock.log", "threads.txt",
+	for _, f := range []string{"config.json", "load.txt", "load.json", "load.hlog", "server.log", "mock.log", "threads.txt",
 		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("result file missing: %v (n/a: %v)", err, s.NA)

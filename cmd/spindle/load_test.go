@@ -268,6 +268,33 @@ func TestLoadHlog(t *testing.T) {
 		t.Errorf("%d intervals holding %d latencies; want 4 holding the run's %d", len(ivs), total, r.Corrected.Count)
 	}
 
+	// "spindle report" takes the load result on its own and draws its
+	// interval log over time.
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"report", jsonPath}, &out, io.Discard); err != nil {
+		t.Fatalf("report %s: %v", jsonPath, err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(dir) // a "load.json" is named after its directory
+	// "## Fixed rate", not "...: 500 req/s": a 400 ms run may fall short of
+	// the rate and be left out of the figures (the section says why).
+	for _, w := range []string{"## Fixed rate", "| " + name + " |", "## Latency over time", "![timeline-fixed-" + name + "]"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "timeline-fixed-"+name+".png")); err != nil {
+		t.Error(err)
+	}
+	notLoad := filepath.Join(dir, "other.json")
+	os.WriteFile(notLoad, []byte(`{"completed": 3}`), 0o644)
+	if err := run(context.Background(), []string{"report", notLoad}, io.Discard, io.Discard); !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), "not a load result") {
+		t.Errorf("report of a JSON file that is not a load result: %v", err)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string
