@@ -161,6 +161,9 @@ func IOLayoutFor(cpus cpu.Set) (Layout, error) {
 	return l, nil
 }
 
+// ProfileCPU is Config.Profile for a CPU profile of the server.
+const ProfileCPU = "cpu"
+
 // Config is one benchmark configuration: what "spindle bench" runs.
 type Config struct {
 	// Name labels the configuration in reports ("carrier+pinning").
@@ -203,6 +206,9 @@ type Config struct {
 	PerfStat  bool `json:"perf_stat"`
 	PerfSched bool `json:"perf_sched"`
 	Pidstat   bool `json:"pidstat"`
+	// Profile is ProfileCPU for a CPU profile of the server over the
+	// observers' window (cpu.pprof), or "" for none.
+	Profile string `json:"profile,omitempty"`
 	// ServerPort, MockPort and AdminPort are loopback ports; 0 picks free
 	// ones.
 	ServerPort int `json:"server_port"`
@@ -237,6 +243,8 @@ func (c Config) Validate(strict bool) error {
 		return fmt.Errorf("connections %d: want at least one per load thread (%d)", c.Connections, c.LoadThreads)
 	case c.Duration <= 0 || c.Warmup < 0 || c.MockThinkTime < 0:
 		return fmt.Errorf("duration must be positive, warm-up and think time not negative")
+	case c.Profile != "" && c.Profile != ProfileCPU:
+		return fmt.Errorf("profile %q: want %s (or none)", c.Profile, ProfileCPU)
 	}
 	if strict {
 		sets := []struct {

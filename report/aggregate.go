@@ -73,9 +73,9 @@ type Group struct {
 	// ratios.
 	runs    []Summary
 	byRound map[int]Summary
-	// dirs are the directories of every complete run, checked or left
-	// out, in run order: the latency-over-time plot's sources.
-	dirs []string
+	// all are every complete run, checked or left out, in run order: the
+	// sources of the latency-over-time plots and the profiles.
+	all []Result
 }
 
 // Report is the aggregated view of a set of result directories.
@@ -127,7 +127,7 @@ func Build(results []Result) (*Report, error) {
 			rep.Incomplete = append(rep.Incomplete, r)
 			continue
 		}
-		g.dirs = append(g.dirs, r.Dir)
+		g.all = append(g.all, r)
 		if why := Check(s); why != "" {
 			g.LeftOut++
 			rep.LeftOut = append(rep.LeftOut, LeftOut{Result: r, Why: why})

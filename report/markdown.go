@@ -214,6 +214,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 
 	r.writeCurves(&b, plot)
 	r.writeTimelines(&b, plot)
+	r.writeProfiles(&b)
 
 	if len(r.LeftOut) > 0 {
 		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +

@@ -119,9 +119,9 @@ func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw 
 	}
 	var es []entry
 	for _, g := range r.Groups {
-		for _, d := range g.dirs {
-			if _, err := os.Stat(filepath.Join(d, HlogFile)); err == nil {
-				es = append(es, entry{g, d})
+		for _, run := range g.all {
+			if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err == nil {
+				es = append(es, entry{g, run.Dir})
 				break
 			}
 		}

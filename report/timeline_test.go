@@ -63,8 +63,8 @@ func TestWriteTimelines(t *testing.T) {
 	withLog, without, out := t.TempDir(), t.TempDir(), t.TempDir()
 	writeHlog(t, withLog, [][]float64{{1, 2}, {1, 3}, nil, {40, 80}, {2, 2}})
 	rep := &Report{Groups: []*Group{
-		{Phase: "fixed", Name: "carrier+ws", dirs: []string{without, withLog}},
-		{Phase: "fixed", Name: "nethttp", dirs: []string{without}},
+		{Phase: "fixed", Name: "carrier+ws", all: []Result{{Dir: without}, {Dir: withLog}}},
+		{Phase: "fixed", Name: "nethttp", all: []Result{{Dir: without}}},
 	}}
 	drawn := map[string]error{}
 	plot := func(name string, draw func(path string) error) string {
@@ -83,7 +83,7 @@ func TestWriteTimelines(t *testing.T) {
 	checkPNG(t, filepath.Join(out, "timeline-fixed-carrier-ws.png"))
 
 	b.Reset()
-	(&Report{Groups: []*Group{{Phase: "max", Name: "nethttp", dirs: []string{without}}}}).writeTimelines(&b, plot)
+	(&Report{Groups: []*Group{{Phase: "max", Name: "nethttp", all: []Result{{Dir: without}}}}}).writeTimelines(&b, plot)
 	if b.Len() != 0 {
 		t.Errorf("section without any log: %q", b.String())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"spindle/bench"
@@ -63,6 +64,7 @@ type benchArgs struct {
 	ports                          portFlags
 	slo                            sloFlag
 	jsonPath                       string
+	profile                        string
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -93,6 +95,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
 	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
+	fs.StringVar(&a.profile, "profile", "", "profile the server over the observers' window: `KIND` cpu (cpu.pprof, top functions in the report)")
 	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
 	a.ports.register(fs)
@@ -134,7 +137,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
 		WorkStealing: a.ws, Float: a.float, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
-		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin,
+		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 	}
 	if c.Name == "" {
 		c.Name = c.Mode
@@ -206,6 +209,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return a.slo.check(stdout, "bench", []report.Result{{Dir: dir, Summary: sum}})
 }
 
+// topShown is how many of the profile's top functions the terminal shows:
+// three fit a line; the report lists report.DefaultTopFunctions.
+const topShown = 3
+
 // printSummary prints a run's headline figures.
 func printSummary(w io.Writer, s report.Summary) {
 	if !s.Complete {
@@ -224,4 +231,13 @@ func printSummary(w io.Writer, s report.Summary) {
 	}
 	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s\n",
 		s.Name, s.Throughput, p50, p99, s.Errors, cpus)
+	if len(s.Profile) > 0 {
+		var top []string
+		for _, f := range s.Profile[:min(len(s.Profile), topShown)] {
+			top = append(top, fmt.Sprintf("%s %.1f%%", f.Name, f.FlatPct))
+		}
+		fmt.Fprintf(w, "server CPU profile (%s), top functions by own samples: %s\n", report.ProfileFile, strings.Join(top, ", "))
+	} else if why := s.NA["profile"]; why != "" {
+		fmt.Fprintf(w, "server CPU profile: n/a (%s)\n", why)
+	}
 }

@@ -81,7 +81,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "bench", "--mode", "carrier", "--rate", "300", "--connections", "8",
-		"--warmup", "500ms", "--duration", "2s", "--perf-stat", "--perf-sched",
+		"--warmup", "500ms", "--duration", "2s", "--perf-stat", "--perf-sched", "--profile", "cpu",
 		"--server-port", "0", "--mock-port", "0", "--admin-port", "0", "--output-dir", dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -96,13 +96,16 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("summary = %+v\n%s", s, out)
 	}
 	for _, f := range []string{"config.json", "load.txt", "load.json", "load.hlog", "server.log", "mock.log", "threads.txt",
-		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json"} {
+		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json", "cpu.pprof"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("result file missing: %v (n/a: %v)", err, s.NA)
 		}
 	}
 	if s.Server == nil || s.Server.Active == 0 {
 		t.Errorf("no active server thread: %+v", s.Server)
+	}
+	if len(s.Profile) == 0 || s.Profile[0].FlatPct <= 0 || !strings.Contains(string(out), "server CPU profile (cpu.pprof), top functions") {
+		t.Errorf("profile %+v (n/a: %q)\n%s", s.Profile, s.NA["profile"], out)
 	}
 }
 
@@ -131,6 +134,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
 		{[]string{"bench", "--slo", "p99<=10"}, "bench: --slo"},
+		{[]string{"bench", "--profile", "heap"}, "profile \"heap\""},
 		{[]string{"compare", "--slo", "p99<=10ms,"}, "compare: --slo"},
 		{[]string{"report", "--slo-p99", "-1", "../../report/testdata/compare"}, "--slo-p99"},
 		{[]string{"report"}, "result directory"},
