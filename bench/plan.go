@@ -192,6 +192,9 @@ type Config struct {
 	// --cpuset or pinning of its own: it runs on the CPU set it is started
 	// with.
 	Float bool `json:"float,omitempty"`
+	// Poller is the carriers' I/O poller, carrier.PollerEpoll or
+	// carrier.PollerURing (--poller); "": the server's default (epoll).
+	Poller string `json:"poller,omitempty"`
 	// Topology is the carriers' pinning: off, cpu or nosmt.
 	Topology string `json:"topology"`
 	// Wait is the carriers' idle strategy (block, busy, pause, adaptive...).
@@ -229,7 +232,7 @@ func (c Config) Validate(strict bool) error {
 	if err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
-	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float}).Check(); err != nil {
+	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float, Poller: c.Poller}).Check(); err != nil {
 		return err
 	}
 	switch {
@@ -284,6 +287,11 @@ var Variants = []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true
 	}, needs: "two server carriers or more (work to move between them)", fits: func(l Layout) bool { return l.Carriers >= 2 }},
+	{Name: "carrier+uring", apply: func(c *Config, _ Layout) {
+		c.Mode, c.Poller = ModeCarrier, carrier.PollerURing
+	}, needs: "io_uring, which this kernel refuses to this process (spindle probe says why)", fits: func(Layout) bool {
+		return carrier.CheckPoller(carrier.PollerURing) == nil
+	}},
 	{Name: "carrier+n+1", apply: func(c *Config, l Layout) {
 		c.Mode, c.NPlus1 = ModeCarrier, true
 		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
@@ -388,7 +396,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		}
 		if v.fits != nil && !v.fits(l) {
 			if want[v.Name] {
-				return Plan{}, fmt.Errorf("%s needs %s, which this layout lacks (server CPUs %s)", v.Name, v.needs, l.Server)
+				return Plan{}, fmt.Errorf("%s needs %s, which this machine lacks (server CPUs %s)", v.Name, v.needs, l.Server)
 			}
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"spindle/carrier"
 	"spindle/cpu"
 )
 
@@ -104,6 +105,9 @@ func TestComparePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"nethttp", "handoff", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	if carrier.CheckPoller(carrier.PollerURing) == nil { // where the kernel lets this process use io_uring
+		want = append(want, "carrier+uring")
+	}
 	if len(p.Phases) != 2 || p.Phases[0].Name != "max" || p.Phases[1].Name != "fixed" {
 		t.Fatalf("phases = %+v", p.Phases)
 	}
@@ -123,7 +127,7 @@ func TestComparePlan(t *testing.T) {
 	if est := p.Estimate(1500 * time.Millisecond); est >= 5*time.Minute {
 		t.Errorf("default compare on 2 CPUs estimated at %v, want < 5m", est)
 	}
-	if p.Runs() != 36 || p.Rounds != DefaultRounds {
+	if p.Runs() != len(want)*2*DefaultRounds || p.Rounds != DefaultRounds {
 		t.Errorf("runs = %d rounds = %d", p.Runs(), p.Rounds)
 	}
 
@@ -158,6 +162,16 @@ func TestComparePlan(t *testing.T) {
 	}
 	if a := strings.Join(ServerArgs(byName["carrier"]), " "); !strings.Contains(a, "--cpuset 2-3") || strings.Contains(a, "--float") {
 		t.Errorf("carrier server args: %s", a)
+	}
+	ur, ok := byName["carrier+uring"]
+	if uerr := carrier.CheckPoller(carrier.PollerURing); (uerr == nil) != ok {
+		t.Errorf("carrier+uring in the plan: %v, io_uring here: %v", ok, uerr)
+	}
+	if a := strings.Join(ServerArgs(ur), " "); ok && (!strings.Contains(a, "--poller io_uring") || ur.Mode != ModeCarrier) {
+		t.Errorf("carrier+uring server args: %s", a)
+	}
+	if a := strings.Join(ServerArgs(byName["carrier"]), " "); strings.Contains(a, "--poller") {
+		t.Errorf("carrier server args name a poller: %s", a)
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"carrier+float"}}); err == nil || !strings.Contains(err.Error(), "two server carriers") {
 		t.Errorf("carrier+float asked for with one server CPU: %v", err)

@@ -339,6 +339,9 @@ func ServerArgs(c Config) []string {
 	if c.WorkStealing {
 		a = append(a, "--ws")
 	}
+	if c.Poller != "" {
+		a = append(a, "--poller", c.Poller)
+	}
 	if c.NPlus1 {
 		a = append(a, "--nplus1")
 	}

@@ -45,9 +45,11 @@ const eventBatch = 256
 type Carrier struct {
 	g        *Group
 	id       int
-	cpu      int     // pinned CPU or -1
-	affinity cpu.Set // CPUs the thread is restricted to; empty: unchanged
-	ep, efd  int
+	cpu      int      // pinned CPU or -1
+	affinity cpu.Set  // CPUs the thread is restricted to; empty: unchanged
+	poll     poller   // epoll or io_uring (Options.Poller)
+	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
+	efd      int
 	strat    wait.Strategy
 	tid      atomic.Int64
 
@@ -70,9 +72,8 @@ type Carrier struct {
 	idle   []*coro            // coroutines waiting for a task
 	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
 	free   []int32            // free slots in fds
-	events []unix.EpollEvent
-	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
-	polled bool // I/O was polled since the last drain
+	gen    uint32             // bumped by every registration: tokens are unique per carrier
+	polled bool               // I/O was polled since the last drain
 	// quota is what is left of the current drain round: how many of the
 	// tasks that were in the FIFO, the local queue and the inject queue
 	// when the round began have still to run (see drain).
@@ -199,7 +200,7 @@ func (c *Carrier) Ready() bool { return c.hasWork() || c.poke.Load() != 0 }
 // Poll handles ready I/O without blocking and reports the events handled.
 func (c *Carrier) Poll() int { return c.pollIO(0) }
 
-// Block sleeps in epoll_wait until I/O, a wake-up or the deadline
+// Block sleeps in the poller (epoll_wait or io_uring_enter) until I/O, a wake-up or the deadline
 // (monotonic ns; < 0: none) and reports the events handled.
 func (c *Carrier) Block(deadline int64) int {
 	c.sleeping.Store(1)
@@ -207,11 +208,7 @@ func (c *Carrier) Block(deadline int64) int {
 		c.sleeping.Store(0)
 		return 0
 	}
-	timeout := int64(-1)
-	if deadline >= 0 {
-		timeout = max(0, deadline-wait.Now())
-	}
-	n := c.pollIO(timeout)
+	n := c.pollIO(blockTimeout(deadline))
 	c.sleeping.Store(0)
 	return n
 }
@@ -225,37 +222,31 @@ var (
 	_ wait.WakeStamper = (*Carrier)(nil)
 )
 
-// pollIO calls epoll_wait with a timeout in ns (-1: none, 0: poll) and
+// pollIO waits for I/O with a timeout in ns (-1: none, 0: poll) and
 // makes the tasks waiting on ready fds runnable.
 func (c *Carrier) pollIO(timeoutNs int64) int {
-	var n int
-	var err error
-	if !c.noPW2 && timeoutNs > 0 {
-		n, err = unix.EpollPwait2(c.ep, c.events, timeoutNs)
-		if err != nil && isENOSYS(err) {
-			c.noPW2 = true
-		}
-	}
-	if timeoutNs == 0 {
-		n, err = unix.EpollPoll(c.ep, c.events)
-	} else if c.noPW2 || timeoutNs < 0 {
-		ms := -1
-		if timeoutNs >= 0 {
-			ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
-		}
-		n, err = unix.EpollWait(c.ep, c.events, ms)
-	}
+	n := c.poll.wait(timeoutNs)
 	add(&c.stats.ioCycles, 1)
 	c.polled = true
-	if err != nil || n <= 0 {
+	if n <= 0 {
 		return 0
 	}
 	add(&c.stats.ioEvents, uint64(n))
 	c.now = wait.Now() // the time the woken tasks became runnable
 	handled := 0
-	for i := range c.events[:n] {
-		ev := &c.events[i]
-		tok := unix.Token(ev)
+	for i := range n {
+		tok, e, op := c.poll.event(i)
+		if op != nil { // a read or write completed: wake the task waiting for it
+			handled++
+			w := op.pd.rwait
+			if op.write {
+				w = op.pd.wwait
+			}
+			if w != nil {
+				c.wakeTask(w, true)
+			}
+			continue
+		}
 		if tok == 0 {
 			unix.EventfdDrain(c.efd)
 			continue
@@ -269,14 +260,15 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 			continue // closed since the event was queued
 		}
 		handled++
-		e := ev.Events
+		// A task waiting for a read or write the poller does (rop, wop
+		// pending) waits for its completion, not for readiness.
 		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			pd.unread = true
-			if pd.rwait != nil {
+			if pd.rwait != nil && !pd.rop.pending {
 				c.wakeTask(pd.rwait, true)
 			}
 		}
-		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil {
+		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {
 			c.wakeTask(pd.wwait, true)
 		}
 	}
@@ -480,15 +472,21 @@ func (c *Carrier) finish(t *Task) {
 }
 
 // start runs on the carrier's own goroutine: it binds the thread (unless
-// the carrier floats), reports the outcome on startErr and runs the loop.
+// the carrier floats), starts the poller (an io_uring ring accepts
+// submissions from this thread from then on), reports the outcome on startErr and runs the loop.
 func (c *Carrier) start() {
+	var err error
 	if !c.g.opts.Float {
-		if err := c.bindThread(); err != nil {
-			c.startErr <- fmt.Errorf("carrier %d: %w", c.id, err)
-			c.shutdown()
-			close(c.done)
-			return
-		}
+		err = c.bindThread()
+	}
+	if err == nil {
+		err = c.poll.start()
+	}
+	if err != nil {
+		c.startErr <- fmt.Errorf("carrier %d: %w", c.id, err)
+		c.shutdown()
+		close(c.done)
+		return
 	}
 	c.startErr <- nil
 	c.loop()
@@ -545,6 +543,7 @@ func (c *Carrier) shutdown() {
 		}
 	}
 	c.timers = nil
-	// The epoll and eventfd are closed by Group.Close once this carrier is
+	c.poll.quiesce()
+	// The poller and eventfd are closed by Group.Close once this carrier is
 	// done, so that no other goroutine can signal a reused fd number.
 }

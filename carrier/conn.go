@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"spindle/carrier/wait"
@@ -31,6 +32,9 @@ type pollDesc struct {
 	// so a reader that finds unread false parks at once and saves the
 	// read that would only say EAGAIN.
 	unread bool
+	// rop and wop are the conn's read and write when the poller does them
+	// (PollerURing; ringIO).
+	rop, wop ioOp
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -44,10 +48,10 @@ func (c *Carrier) register(pd *pollDesc) error {
 		c.fds = append(c.fds, nil)
 	}
 	pd.c, pd.slot = c, slot
-	pd.gen++
+	c.gen++
+	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
-	tok := uint64(slot+1) | uint64(pd.gen)<<32
-	if err := unix.EpollAdd(c.ep, pd.fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok); err != nil {
+	if err := c.poll.add(pd.fd, pd.token()); err != nil {
 		c.free = append(c.free, slot)
 		return err
 	}
@@ -57,6 +61,13 @@ func (c *Carrier) register(pd *pollDesc) error {
 	}
 	return nil
 }
+
+// token is what the poller reports pd's events with: its slot in the fd
+// table plus one (0 is the eventfd) and, above, the carrier's registration
+// count when it was registered, so a late event for an fd closed since,
+// whose slot was reused, matches no entry (io_uring reports a poll's
+// cancellation after the fact).
+func (pd *pollDesc) token() uint64 { return uint64(pd.slot+1) | uint64(pd.gen)<<32 }
 
 // forget drops pd from c's fd table; the caller closes the fd or deletes
 // it from the epoll set.
@@ -68,14 +79,15 @@ func (c *Carrier) forget(pd *pollDesc) {
 	}
 }
 
-// shut closes the fd, forgets it and wakes the tasks parked on it (they see
-// closed). The kernel drops a closed fd from the epoll set.
+// shut closes the fd, removes it from the poller, forgets it and wakes the
+// tasks parked on it (they see closed).
 func (pd *pollDesc) shut() {
 	if pd.closed {
 		return
 	}
 	pd.closed = true
 	c := pd.c
+	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
 	unix.Close(pd.fd)
 	if t := pd.rwait; t != nil {
@@ -170,6 +182,13 @@ func (cn *Conn) Read(p []byte) (int, error) {
 	if t == nil {
 		return 0, ErrNotInTask
 	}
+	if cio := pd.c.cio; cio != nil && len(p) > 0 {
+		n, err := cn.ringIO(t, cio, &pd.rop, p, &cn.rdl)
+		if err == nil && n == 0 {
+			return 0, io.EOF
+		}
+		return n, err
+	}
 	for {
 		if pd.closed {
 			return 0, net.ErrClosed
@@ -215,6 +234,19 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		return 0, ErrNotInTask
 	}
 	written := 0
+	if cio := pd.c.cio; cio != nil {
+		for written < len(p) {
+			n, err := cn.ringIO(t, cio, &pd.wop, p[written:], &cn.wdl)
+			written += n
+			if err == nil && n == 0 { // a SEND that took nothing would loop for ever
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return written, err
+			}
+		}
+		return written, nil
+	}
 	for written < len(p) {
 		if pd.closed {
 			return written, net.ErrClosed
@@ -238,6 +270,65 @@ func (cn *Conn) Write(p []byte) (int, error) {
 	t.opDone()
 	return written, nil
 }
+
+// ringIO has the poller read into p or write p (op says which; one
+// operation) and parks the task until it completes. A deadline (*dl, read
+// again after each wake-up, so that a setter can move it) or a close
+// cancels the operation, and the task then waits for its completion
+// without a deadline: the kernel uses p until then. An operation that
+// completed before its cancellation took effect returns its bytes.
+func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (int, error) {
+	pd := &cn.pd
+	if pd.closed {
+		return 0, net.ErrClosed
+	}
+	if pd.passed(*dl) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	op.write = op == &pd.wop
+	slot := &pd.rwait
+	if op.write {
+		slot = &pd.wwait
+	}
+	op.pd, op.done, op.pending = pd, false, true
+	if !cio.startIO(op, p) {
+		op.pending = false
+		return 0, errRingFull
+	}
+	cancelled := false
+	for !op.done {
+		deadline := *dl
+		if !cancelled && (pd.closed || (deadline != 0 && wait.Now() >= deadline)) {
+			cio.cancelIO(op)
+			cancelled = true
+		}
+		if cancelled {
+			deadline = 0
+		}
+		pd.await(t, slot, deadline)
+	}
+	op.pending = false
+	switch res := op.res; {
+	case res >= 0:
+		t.opDone()
+		return int(res), nil
+	case pd.closed: // cancelled by the close, or failed on the closed fd
+		return 0, net.ErrClosed
+	case res == -int32(unix.ECANCELED):
+		return 0, os.ErrDeadlineExceeded
+	default:
+		call := "recv"
+		if op.write {
+			call = "send"
+		}
+		return 0, os.NewSyscallError(call, syscall.Errno(-res))
+	}
+}
+
+// errRingFull is returned when the poller had no free SQE for a read or
+// write (it hands the full queue to the kernel first, so only a kernel
+// that takes no submissions causes it).
+var errRingFull = errors.New("carrier: io_uring submission queue full")
 
 // Close closes the connection; tasks parked on it resume with
 // net.ErrClosed. Closing twice returns net.ErrClosed.

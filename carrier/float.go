@@ -145,6 +145,9 @@ func (c *Carrier) movable(t *Task) bool {
 		return false
 	}
 	for _, cn := range t.owned {
+		if cn.pd.rop.pending || cn.pd.wop.pending { // the kernel has a read or write of it (PollerURing)
+			return false
+		}
 		if w := cn.pd.rwait; w != nil && w != t {
 			return false
 		}
@@ -165,7 +168,7 @@ func (c *Carrier) release(t *Task) {
 	}
 	for _, cn := range t.owned {
 		if !cn.pd.closed {
-			unix.EpollDel(c.ep, cn.pd.fd) // fails only for an fd already gone from the set
+			c.poll.remove(cn.pd.fd, cn.pd.token(), false)
 			c.forget(&cn.pd)
 		}
 	}

@@ -46,6 +46,9 @@ func New(o Options) (*Group, error) {
 	if err := o.Check(); err != nil {
 		return nil, fmt.Errorf("carrier: %w", err)
 	}
+	if err := CheckPoller(o.Poller); err != nil {
+		return nil, fmt.Errorf("carrier: %s poller: %w", o.Poller, err)
+	}
 	p, err := plan(o)
 	if err != nil {
 		return nil, fmt.Errorf("carrier: place carriers: %w", err)
@@ -98,32 +101,28 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	c := &Carrier{
 		g: g, id: i, cpu: p.cpus[i], affinity: p.affinity[i], strat: strat,
 		coros:    map[*coro]struct{}{},
-		events:   make([]unix.EpollEvent, eventBatch),
 		rng:      uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
 		done:     make(chan struct{}),
 		startErr: make(chan error, 1),
-		ep:       -1,
 		efd:      -1,
 	}
 	c.inject.word, c.local.word = &c.word, &c.word
-	if c.ep, err = unix.EpollCreate(); err != nil {
-		return nil, fmt.Errorf("carrier %d: %w", i, err)
-	}
 	if c.efd, err = unix.Eventfd(); err != nil {
-		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
 	}
-	// Token 0 is the eventfd; level-triggered, drained when seen.
-	if err := unix.EpollAdd(c.ep, c.efd, unix.EPOLLIN, 0); err != nil {
+	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float, &c.stats); err != nil {
 		c.closeFDs()
-		return nil, fmt.Errorf("carrier %d: %w", i, err)
+		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
+	}
+	if up, ok := c.poll.(*uringPoller); ok && up.rw {
+		c.cio = up
 	}
 	return c, nil
 }
 
 func (c *Carrier) closeFDs() {
-	if c.ep >= 0 {
-		unix.Close(c.ep)
+	if c.poll != nil {
+		c.poll.close()
 	}
 	if c.efd >= 0 {
 		unix.Close(c.efd)

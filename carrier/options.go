@@ -138,6 +138,10 @@ type Options struct {
 	// OpBudget is the number of I/O operations a task may complete without
 	// blocking before it is made to yield; 0: DefaultOpBudget.
 	OpBudget int
+	// Poller names the I/O poller: PollerEpoll, PollerURing or
+	// PollerURingPoll (see CheckPoller for whether io_uring can run
+	// here); "": DefaultPoller.
+	Poller string
 	// SysRoot is where sysfs is mounted, for reading the topology (SMT
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
 	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
@@ -146,6 +150,9 @@ type Options struct {
 
 // Check refuses combinations of options that cannot work (New calls it).
 func (o Options) Check() error {
+	if !knownPoller(o.Poller) {
+		return CheckPoller(o.Poller)
+	}
 	if !o.Float {
 		return nil
 	}
@@ -180,6 +187,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SysRoot == "" {
 		o.SysRoot = cpu.DefaultSysRoot
+	}
+	if o.Poller == "" {
+		o.Poller = defaultPoller
 	}
 	return o
 }

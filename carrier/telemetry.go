@@ -126,6 +126,10 @@ type stats struct {
 	acceptBackoffs     atomic.Uint64
 	openConns          atomic.Int64
 	tasksLive          atomic.Int64
+
+	// io_uring poller only.
+	ringEnters, ringSubmits atomic.Uint64
+	ringCQEs                histRec
 }
 
 // numKinds is the number of wait.Kind values counted.
@@ -146,7 +150,7 @@ var kindNames = [numKinds]string{
 type Telemetry struct {
 	Carrier        int               `json:"carrier"`
 	CPU            int               `json:"cpu"`             // pinned CPU or -1
-	IOCycles       uint64            `json:"io_cycles"`       // epoll_wait calls
+	IOCycles       uint64            `json:"io_cycles"`       // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
 	IOEvents       uint64            `json:"io_events"`       // events those calls returned
 	Drains         uint64            `json:"drains"`          // drain passes
 	TasksRun       uint64            `json:"tasks_run"`       // task resumptions in those passes
@@ -162,6 +166,20 @@ type Telemetry struct {
 	AcceptBackoffs uint64            `json:"accept_backoffs"` // accepts that failed for lack of fds and backed off
 	OpenConns      int64             `json:"open_conns"`      // gauge: conns registered on this carrier
 	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
+
+	// io_uring poller only (zero with epoll).
+	RingEnters      uint64    `json:"ring_enters,omitempty"`      // io_uring_enter calls
+	RingSubmissions uint64    `json:"ring_submissions,omitempty"` // SQEs those calls submitted
+	RingCompletions Histogram `json:"ring_completions"`           // CQEs reaped per pass that found any
+}
+
+// SubmissionsPerEnter returns RingSubmissions/RingEnters, or NaN without
+// io_uring_enter calls.
+func (t Telemetry) SubmissionsPerEnter() float64 {
+	if t.RingEnters == 0 {
+		return math.NaN()
+	}
+	return float64(t.RingSubmissions) / float64(t.RingEnters)
 }
 
 // IOEventsPerCycle returns IOEvents/IOCycles, or NaN with no cycles.
@@ -220,6 +238,9 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.BlockedNs = op(t.BlockedNs, o.BlockedNs)
 	d.Panics = op(t.Panics, o.Panics)
 	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
+	d.RingEnters = op(t.RingEnters, o.RingEnters)
+	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
+	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
 	return d
 }
 
@@ -243,6 +264,10 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		AcceptBackoffs: s.acceptBackoffs.Load(),
 		OpenConns:      s.openConns.Load(),
 		TasksLive:      s.tasksLive.Load(),
+
+		RingEnters:      s.ringEnters.Load(),
+		RingSubmissions: s.ringSubmits.Load(),
+		RingCompletions: s.ringCQEs.snapshot(),
 	}
 	for k, name := range kindNames {
 		t.Waits[name] = s.waits[k].Load()

@@ -87,7 +87,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 	return &carrierCollector{
 		g: g,
 		counters: []carrierCounter{
-			{desc("io_cycles_total", "epoll_wait calls."), func(t carrier.Telemetry) float64 { return u(t.IOCycles) }},
+			{desc("io_cycles_total", "Polls of the I/O poller (epoll_wait, or a look at the io_uring completion ring)."), func(t carrier.Telemetry) float64 { return u(t.IOCycles) }},
 			{desc("io_events_total", "Events returned by epoll_wait."), func(t carrier.Telemetry) float64 { return u(t.IOEvents) }},
 			{desc("drains_total", "Drain passes over the run queues."), func(t carrier.Telemetry) float64 { return u(t.Drains) }},
 			{desc("tasks_run_total", "Task resumptions in drain passes."), func(t carrier.Telemetry) float64 { return u(t.TasksRun) }},
@@ -98,6 +98,10 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
+			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
+			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
+			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
+			{desc("ring_reaps_total", "Passes that reaped CQEs (io_uring poller): completions per pass is ring_completions_total over this."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Count()) }},
 		},
 		waits: desc("waits_total", "Idle waits by kind.", "kind"),
 		gauges: []carrierGauge{

@@ -423,6 +423,40 @@ func TestAdmin(t *testing.T) {
 	})
 }
 
+// TestURingPoller serves /fruits in carrier mode on the io_uring poller and
+// finds its ring telemetry in /metrics.
+func TestURingPoller(t *testing.T) {
+	if err := carrier.CheckPoller(carrier.PollerURing); err != nil {
+		t.Skipf("io_uring: %v", err)
+	}
+	e := setup(t, ModeCarrier, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0", Carrier: carrier.Options{Poller: carrier.PollerURing}})
+	c := e.dial()
+	for range 3 {
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+	}
+	c.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + e.srv.AdminAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"spindle_carrier_ring_enters_total", "spindle_carrier_ring_completions_total"} {
+		v := -1.0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+"{") {
+				fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v)
+			}
+		}
+		if v <= 0 {
+			t.Errorf("%s = %v after three requests, want > 0", name, v)
+		}
+	}
+}
+
 func TestParseMode(t *testing.T) {
 	for _, m := range modes {
 		if got, err := ParseMode(m.String()); err != nil || got != m {

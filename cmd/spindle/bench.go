@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spindle/bench"
+	"spindle/carrier"
 	"spindle/cpu"
 	"spindle/report"
 )
@@ -56,7 +57,7 @@ type benchArgs struct {
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
 	ws, float, nplus1              bool
-	topology, wait                 string
+	topology, wait, poller         string
 	warmup, duration               time.Duration
 	perfStat, perfSched, noPidstat bool
 	outDir                         string
@@ -87,6 +88,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(durationFlag{&a.think, time.Millisecond}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
+	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
@@ -135,7 +137,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Float: a.float, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, Poller: a.poller, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 	}
@@ -153,6 +155,14 @@ func (a *benchArgs) config() (bench.Config, error) {
 	}
 	if err := c.Validate(a.strict); err != nil {
 		return c, asBadInput(err)
+	}
+	if c.Mode != bench.ModeNetHTTP { // the server runs here: it must be able to use the poller
+		if err := checkPoller(c.Poller); err != nil {
+			return c, err
+		}
+	}
+	if c.Poller == carrier.DefaultPoller {
+		c.Poller = "" // the server's default: results of earlier runs compare equal
 	}
 	return c, nil
 }

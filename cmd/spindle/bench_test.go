@@ -126,6 +126,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--load-cpuset", "0", "--mock-cpuset", "0", "--server-cpuset", "0", "--strict"}, "overlap"},
 		{[]string{"bench", "--mode", "fjp"}, "mode"},
 		{[]string{"bench", "--topology", "numa"}, "topology"},
+		{[]string{"bench", "--poller", "kqueue"}, "unknown poller"},
 		{[]string{"bench", "--mock-think-time", "soon"}, "think"},
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},

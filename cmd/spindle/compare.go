@@ -45,7 +45,8 @@ func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
 	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
 		"carrier+ws, carrier+pinning, carrier+adaptive, carrier+float (where the server has 2 carriers\n"+
-		"or more) and carrier+n+1 (where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
+		"or more), carrier+uring (the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
+		"(where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
 		"lowest mode's max throughput, interleaved over rounds, with the CPU-bound case (think time\n"+
 		bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs available and printed.\n"+
 		"Writes one result directory per run and report.md with plots.\n"+

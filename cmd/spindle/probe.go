@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"spindle/carrier"
 	"spindle/carrier/wait"
 	"spindle/cpu"
-	"spindle/latency"
 	"spindle/observe"
 	"spindle/spectrum"
 )
@@ -18,7 +18,7 @@ import (
 func init() {
 	register(command{
 		name:    "probe",
-		summary: "describe this machine for the waiting spectrum: CPU, topology, power and frequency sources, B, PAUSE, steal",
+		summary: "describe this machine for the waiting spectrum: CPU, topology, power and frequency sources, B, PAUSE, steal, pollers",
 		run:     runProbe,
 		flags:   func() *flagSet { fs, _ := probeFlags(); return fs },
 	})
@@ -34,7 +34,8 @@ func probeFlags() (*flagSet, *probeArgs) {
 	fs := newFlagSet("probe", "", "Prints the CPU's capabilities that matter for waiting (PAUSE, WAITPKG, MONITORX,\n"+
 		"AVX-512 with OS support), the topology, each power and frequency source as \"available\" or\n"+
 		"\"n/a (reason)\" (a counter that does not move during a busy calibration counts as n/a),\n"+
-		"the measured cost of one block-and-wake (B) and of one PAUSE, and steal time.")
+		"the measured cost of one block-and-wake (B) and of one PAUSE, steal time, and whether the\n"+
+		"carriers' pollers (epoll, io_uring) can run here, with the reason when not.")
 	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
 	fs.DurationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
 	return fs, a
@@ -57,15 +58,28 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	m.Close()
-	if a.json {
-		b, err := latency.MarshalJSON(r)
-		if err != nil {
-			return err
+	pr := probeReport{ProbeReport: r, Pollers: map[string]string{}}
+	for _, name := range carrier.Pollers {
+		pr.Pollers[name] = "available"
+		if err := carrier.CheckPoller(name); err != nil {
+			pr.Pollers[name] = observe.NA(err.Error())
 		}
-		_, err = stdout.Write(b)
+	}
+	if a.json {
+		return writeJSONOut("-", stdout, pr)
+	}
+	if err := writeProbe(stdout, r); err != nil {
 		return err
 	}
-	return writeProbe(stdout, r)
+	_, err = fmt.Fprintf(stdout, "pollers:        %s\n", named(pr.Pollers, carrier.Pollers))
+	return err
+}
+
+// probeReport is the spectrum's probe with what the carriers' I/O can use.
+type probeReport struct {
+	*spectrum.ProbeReport
+	// Pollers maps each carrier poller to "available" or "n/a (reason)".
+	Pollers map[string]string `json:"pollers"`
 }
 
 func yesNo(b bool) string {

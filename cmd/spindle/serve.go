@@ -23,6 +23,7 @@ func init() {
 
 type serveArgs struct {
 	mode, backend, wait, wsScope, topology, host string
+	poller                                       string
 	port, threads, adminPort                     int
 	ws, float, nplus1, reusePort                 bool
 	cpus                                         cpuSetFlag
@@ -43,6 +44,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
+	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
 	fs.StringVar(&a.wsScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
 	fs.StringVar(&a.topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
@@ -89,6 +91,9 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return o, err
 	}
+	if err := checkPoller(a.poller); err != nil {
+		return o, err
+	}
 	o = server.Options{
 		Mode:           mode,
 		Addr:           addr,
@@ -98,6 +103,7 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		ReusePort:      a.reusePort,
 		Carrier: carrier.Options{
 			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1, Float: a.float,
+			Poller: a.poller,
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
@@ -129,4 +135,13 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// checkPoller refuses an unknown --poller and one this machine cannot run
+// (io_uring where the kernel refuses it), with the reason: no fallback.
+func checkPoller(name string) error {
+	if err := carrier.CheckPoller(name); err != nil {
+		return badInput("--poller %s: %v", name, err)
+	}
+	return nil
 }

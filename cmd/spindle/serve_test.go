@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"spindle/carrier"
 )
 
 func TestServeMockFlagsRejected(t *testing.T) {
@@ -27,6 +29,7 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--float", "--topology", "cpu"},
 		{"serve", "--float", "--nplus1"},
 		{"serve", "--float", "--cpuset", "0"},
+		{"serve", "--poller", "kqueue"},
 		{"serve", "extra"},
 		{"mock", "--fail-rate", "1.5"},
 		{"mock", "--threads", "0"},
@@ -91,25 +94,51 @@ func startCommand(t *testing.T, args ...string) string {
 	return ""
 }
 
+// TestServeAndMockCommands serves /fruits in carrier mode with every
+// poller this machine can run.
 func TestServeAndMockCommands(t *testing.T) {
 	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
-	addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
-		"--backend", "http://"+mockAddr+"/fruits")
-	// Both listen on loopback unless --host says otherwise.
-	for _, a := range []string{mockAddr, addr} {
-		if !strings.HasPrefix(a, DefaultHost+":") {
-			t.Errorf("listening on %s, want %s by default", a, DefaultHost)
+	for _, poller := range carrier.Pollers {
+		t.Run(poller, func(t *testing.T) {
+			if err := carrier.CheckPoller(poller); err != nil {
+				t.Skipf("poller %s: %v", poller, err)
+			}
+			addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
+				"--poller", poller, "--backend", "http://"+mockAddr+"/fruits")
+			// Both listen on loopback unless --host says otherwise.
+			for _, a := range []string{mockAddr, addr} {
+				if !strings.HasPrefix(a, DefaultHost+":") {
+					t.Errorf("listening on %s, want %s by default", a, DefaultHost)
+				}
+			}
+			tr := &http.Transport{}
+			defer tr.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
+				t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
+			}
+		})
+	}
+}
+
+// Where the kernel refuses io_uring, --poller io_uring is bad input that
+// says why, for serve and bench alike: never a silent fallback to epoll.
+func TestPollerUnavailable(t *testing.T) {
+	if carrier.CheckPoller(carrier.PollerURing) == nil {
+		t.Skip("io_uring is available here: the refusal cannot be observed")
+	}
+	for _, args := range [][]string{
+		{"serve", "--poller", "io_uring", "--port", "0"},
+		{"bench", "--poller", "io_uring", "--duration", "1s"},
+	} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), "io_uring") {
+			t.Errorf("run(%q) = %v, want bad input naming io_uring", args, err)
 		}
-	}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
-		t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
 	}
 }

@@ -4,6 +4,7 @@
 package leakcheck
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"testing"
@@ -21,27 +22,43 @@ func OpenFDs(t testing.TB) int {
 	return len(ents)
 }
 
-// Register records the goroutine and fd counts now and, at cleanup, fails
-// the test if either is still higher after waiting up to within (exiting
+// RingMapping is how /proc/self/maps names the memory an io_uring instance
+// maps (its rings and SQE array).
+const RingMapping = "anon_inode:[io_uring]"
+
+// Register records the goroutine, fd and io_uring mapping counts now and, at cleanup, fails
+// the test if any is still higher after waiting up to within (exiting
 // goroutines and closing sockets take a moment to be counted out). Cleanups
 // run last-registered first, so call Register before starting what the test
 // closes in its own cleanups: the check then runs after them.
 func Register(t testing.TB, within time.Duration) {
 	t.Helper()
-	g0, f0 := runtime.NumGoroutine(), OpenFDs(t)
+	g0, f0, m0 := runtime.NumGoroutine(), OpenFDs(t), Mappings(t, RingMapping)
 	t.Cleanup(func() {
 		deadline := time.Now().Add(within)
 		for {
-			g, f := runtime.NumGoroutine(), OpenFDs(t)
-			if g <= g0 && f <= f0 {
+			g, f, m := runtime.NumGoroutine(), OpenFDs(t), Mappings(t, RingMapping)
+			if g <= g0 && f <= f0 && m <= m0 {
 				return
 			}
 			if time.Now().After(deadline) {
 				buf := make([]byte, 1<<16)
-				t.Errorf("leak: goroutines %d -> %d, fds %d -> %d\n%s", g0, g, f0, f, buf[:runtime.Stack(buf, true)])
+				t.Errorf("leak: goroutines %d -> %d, fds %d -> %d, io_uring mappings %d -> %d\n%s", g0, g, f0, f, m0, m, buf[:runtime.Stack(buf, true)])
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+}
+
+// Mappings counts the lines of /proc/self/maps that contain name (such as
+// "[io_uring]", the rings an io_uring instance maps). The test is skipped,
+// with the reason, where /proc is not mounted.
+func Mappings(t testing.TB, name string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("leak check needs /proc/self/maps: %v", err)
+	}
+	return bytes.Count(b, []byte(name))
 }

@@ -1,0 +1,190 @@
+package carrier
+
+import (
+	"fmt"
+	"strings"
+
+	"spindle/carrier/wait"
+	"spindle/internal/unix"
+)
+
+// Poller names, the values of Options.Poller and of the --poller flags.
+const (
+	PollerEpoll = "epoll" // epoll, edge-triggered (the default)
+	// PollerURing is io_uring doing conns' reads and writes itself (RECV,
+	// SEND), with multishot poll readiness for accepts and connects (uring.go).
+	PollerURing = "io_uring"
+	// PollerURingPoll is io_uring with multishot poll readiness only: conns'
+	// reads and writes stay the task's system calls, as with epoll.
+	PollerURingPoll = "io_uring_poll"
+)
+
+// DefaultPoller is the I/O poller carriers use when Options.Poller is "".
+const DefaultPoller = PollerEpoll
+
+// defaultPoller is what Options.Poller "" means: DefaultPoller, except
+// while the package's tests run their suite over every poller (TestMain).
+var defaultPoller = DefaultPoller
+
+// Pollers lists the poller names in the order a usage message shows them.
+var Pollers = []string{PollerEpoll, PollerURing, PollerURingPoll}
+
+// CheckPoller reports whether the named poller can run here: nil, an
+// error wrapping wait.ErrNotSupported that says why not (io_uring only:
+// the kernel is too old, kernel.io_uring_disabled forbids it, or a seccomp
+// filter refuses the system call), or an error for an unknown name.
+func CheckPoller(name string) error {
+	switch name {
+	case "", PollerEpoll:
+		return nil
+	case PollerURing, PollerURingPoll:
+		return uringSupport()
+	}
+	return fmt.Errorf("unknown poller %q (want one of %s)", name, strings.Join(Pollers, ", "))
+}
+
+// knownPoller reports whether name is a poller name ("" included).
+func knownPoller(name string) bool {
+	return name == "" || name == PollerEpoll || name == PollerURing || name == PollerURingPoll
+}
+
+// poller is a carrier's source of I/O readiness. Every method runs on the
+// carrier's goroutine except close, which runs once the carrier is done.
+// Readiness is edge-triggered in both directions at once, as EPOLLET
+// reports it: each time an fd becomes readable or writable the poller
+// reports an event with the token the fd was added with. The carrier's
+// eventfd (given at construction) reports token 0.
+type poller interface {
+	// start runs on the carrier's goroutine before its loop (after the
+	// thread is bound).
+	start() error
+	// add starts reporting fd's readiness with tok (never 0).
+	add(fd int, tok uint64) error
+	// remove stops reporting fd's readiness; closing says the fd is
+	// closed next (epoll then needs nothing; io_uring must cancel its
+	// poll, which holds the file open).
+	remove(fd int, tok uint64, closing bool)
+	// wait collects events, waiting at most timeoutNs (-1: no limit, 0:
+	// not at all), and returns how many; event(i) reads them until the
+	// next wait.
+	wait(timeoutNs int64) int
+	// event returns the token and the readiness bits (unix.EPOLL* values)
+	// of the i-th event of the last wait, or the read or write that
+	// completed (an ioPoller's; then tok and events are not used).
+	event(i int) (tok uint64, events uint32, op *ioOp)
+	// quiesce runs at the end of the carrier's shutdown, on its
+	// goroutine, after every fd was removed: it leaves nothing in flight.
+	quiesce()
+	// close releases the poller's resources (not the eventfd).
+	close()
+}
+
+// ioPoller is a poller that also does a conn's reads and writes itself:
+// the io_uring poller with PollerURing. Conn.Read and Conn.Write then
+// start an operation, park until the poller reports it completed, and
+// return its result (ringIO, conn.go).
+type ioPoller interface {
+	// startIO queues op's read into p or write of p, on op.pd's fd. The
+	// kernel uses p until the completion is reaped: the poller keeps it
+	// alive until then. It reports false when no SQE was free.
+	startIO(op *ioOp, p []byte) bool
+	// cancelIO asks for op's early completion (-ECANCELED, or its result
+	// if it was done already).
+	cancelIO(op *ioOp)
+}
+
+// ioOp is a read or a write that an ioPoller does for a conn: one per
+// direction, as a Conn has one reader and one writer at a time.
+type ioOp struct {
+	pd      *pollDesc
+	write   bool
+	pending bool  // started and not yet returned to the task
+	done    bool  // completed: res is the result
+	res     int32 // bytes, or -errno
+}
+
+// newPoller returns the named poller for a carrier whose wake-up eventfd
+// is efd. float says the carrier's goroutine is not locked to a thread.
+func newPoller(name string, efd int, float bool, s *stats) (poller, error) {
+	switch name {
+	case "", PollerEpoll:
+		return newEpollPoller(efd)
+	case PollerURing, PollerURingPoll:
+		return newURingPoller(efd, float, name == PollerURing, s)
+	}
+	return nil, CheckPoller(name)
+}
+
+// epollPoller is the epoll instance of a carrier.
+type epollPoller struct {
+	ep     int
+	events []unix.EpollEvent
+	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
+}
+
+func newEpollPoller(efd int) (*epollPoller, error) {
+	ep, err := unix.EpollCreate()
+	if err != nil {
+		return nil, err
+	}
+	// Token 0 is the eventfd; level-triggered, drained when seen.
+	if err := unix.EpollAdd(ep, efd, unix.EPOLLIN, 0); err != nil {
+		unix.Close(ep)
+		return nil, err
+	}
+	return &epollPoller{ep: ep, events: make([]unix.EpollEvent, eventBatch)}, nil
+}
+
+func (p *epollPoller) start() error { return nil }
+
+func (p *epollPoller) add(fd int, tok uint64) error {
+	return unix.EpollAdd(p.ep, fd, unix.EPOLLIN|unix.EPOLLOUT|unix.EPOLLRDHUP|unix.EPOLLET, tok)
+}
+
+func (p *epollPoller) remove(fd int, _ uint64, closing bool) {
+	if !closing { // the kernel drops a closed fd from the set by itself
+		unix.EpollDel(p.ep, fd) // fails only for an fd already gone from the set
+	}
+}
+
+func (p *epollPoller) wait(timeoutNs int64) int {
+	var n int
+	var err error
+	if !p.noPW2 && timeoutNs > 0 {
+		n, err = unix.EpollPwait2(p.ep, p.events, timeoutNs)
+		if err != nil && isENOSYS(err) {
+			p.noPW2 = true
+		}
+	}
+	if timeoutNs == 0 {
+		n, err = unix.EpollPoll(p.ep, p.events)
+	} else if p.noPW2 || timeoutNs < 0 {
+		ms := -1
+		if timeoutNs >= 0 {
+			ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
+		}
+		n, err = unix.EpollWait(p.ep, p.events, ms)
+	}
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func (p *epollPoller) event(i int) (uint64, uint32, *ioOp) {
+	ev := &p.events[i]
+	return unix.Token(ev), ev.Events, nil
+}
+
+func (p *epollPoller) quiesce() {}
+
+func (p *epollPoller) close() { unix.Close(p.ep) }
+
+// blockTimeout converts a Block deadline (monotonic ns; < 0: none) to a
+// poller timeout: -1 for none, else the ns left (0 when it has passed).
+func blockTimeout(deadline int64) int64 {
+	if deadline < 0 {
+		return -1
+	}
+	return max(0, deadline-wait.Now())
+}

@@ -1,0 +1,507 @@
+package carrier
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"spindle/carrier/wait"
+	"spindle/internal/unix"
+)
+
+// The io_uring poller (Options.Poller = PollerURing or PollerURingPoll).
+// Each registered fd has one multishot POLL_ADD armed (edge-triggered,
+// like EPOLLET), whose completions are readiness events. With
+// PollerURingPoll that is all, and reads and writes stay non-blocking
+// system calls made by the task, as with epoll. With PollerURing (rw) the
+// poller also does conns' reads and writes as RECV and SEND requests
+// (startIO; Conn.ringIO parks the task until they complete), which saves
+// the task's system calls: docs/carrier.md ("Pollers") has the measurement
+// that decided it.
+//
+//   - Submission is batched: add, remove and the wait's timeout only fill
+//     SQEs; the next wait hands them all to the kernel in the same
+//     io_uring_enter that reaps completions (or that sleeps).
+//   - A non-blocking poll makes no system call at all when nothing is to be
+//     submitted and the kernel has not flagged pending completion work
+//     (IORING_SQ_TASKRUN, IORING_SQ_CQ_OVERFLOW): it reads the completion
+//     ring. So the busy and pause strategies spin on memory, not on
+//     system calls.
+//   - Sleeping is io_uring_enter with GETEVENTS and min_complete 1; a
+//     deadline is one TIMEOUT request, moved in place (TIMEOUT_UPDATE) when
+//     the carrier's next timer changes.
+//   - The carrier's wake-up is its eventfd, polled like any fd (token 0):
+//     producers write it exactly as with epoll.
+//   - A conn's close removes its poll first (the poll holds a reference to
+//     the file, so without the removal the socket would stay open).
+//   - Every request that will complete is counted (inflight) until its
+//     last completion is reaped; quiesce cancels what is left at shutdown
+//     and reaps until the count is zero, before the rings are unmapped.
+
+// Ring sizes. One loop pass submits at most a few SQEs per conn it opens or
+// closes plus one timeout; a full submission queue is flushed and reused
+// at once, so 256 only bounds the batch. The completion queue holds the
+// readiness events of a pass: 4096 covers as many ready conns, and more
+// overflow into the kernel's list (IORING_FEAT_NODROP), reaped next pass.
+const (
+	ringEntries   = eventBatch
+	ringCQEntries = 4096
+)
+
+// User data of the poller's own requests. A poll's user data is its
+// token, whose low 32 bits (slot+1) are never 0, or 0 for the eventfd; so
+// a value with zero low bits and non-zero high bits is never a token.
+const (
+	udTimer  = 1 << 32 // the wait's timeout
+	udCancel = 2 << 32 // ASYNC_CANCEL and TIMEOUT_UPDATE (CQE only on failure)
+)
+
+// pollMask is what a conn's poll waits for: the epoll carrier's
+// EPOLLIN|EPOLLOUT|EPOLLRDHUP (errors and hang-ups are always reported).
+const pollMask = unix.POLLIN | unix.POLLOUT | unix.POLLRDHUP
+
+// timerSlack is how close an armed timeout must be to a new deadline to be
+// kept instead of moved: the carrier computes the same deadline (its next
+// timer) a few ns apart on consecutive waits.
+const timerSlack = int64(time.Microsecond)
+
+// quiesceLimit bounds how long shutdown waits for cancelled requests to
+// complete (they complete within an io_uring_enter or two; this is only
+// a guard against a kernel that never answers).
+const quiesceLimit = time.Second
+
+// pollEvent is one readiness event (a token and EPOLL* bits) or one
+// completed read or write (op).
+type pollEvent struct {
+	tok uint64
+	ev  uint32
+	op  *ioOp
+}
+
+// The user data of a conn's read and write (PollerURing) is its token
+// with one of these bits set in the low word, which slot+1 never reaches.
+const (
+	udRead  = 1 << 31
+	udWrite = 1 << 30
+)
+
+// inFlightIO is a read or write the kernel has: the op to complete and the
+// buffer it uses, kept reachable until the completion is reaped.
+type inFlightIO struct {
+	op  *ioOp
+	buf []byte
+}
+
+// uringPoller is the io_uring instance of a carrier.
+type uringPoller struct {
+	r        *unix.Ring
+	started  bool
+	armed    map[uint64]int        // token -> fd of every poll armed and not removed
+	rw       bool                  // do conns' reads and writes (PollerURing)
+	ops      map[uint64]inFlightIO // reads and writes in flight, by user data
+	removing map[uint64]struct{}   // polls cancelled whose last completion is still to come
+	recancel bool                  // a cancellation failed with -EALREADY: cancel removing again
+	inflight int                   // requests whose last completion is still to come
+	rearms   int                   // polls that ended by themselves and were armed again
+	evs      []pollEvent           // the events of the last wait
+	ts       unix.KernelTimespec
+	timerOn  bool  // the timeout request is in flight
+	timerAt  int64 // its deadline, wait.Now ns
+	s        *stats
+}
+
+func newURingPoller(efd int, float, rw bool, s *stats) (*uringPoller, error) {
+	r, err := setupRing(float)
+	if err != nil {
+		return nil, err
+	}
+	p, err := uringPollerOn(r, efd, s)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	p.rw = rw
+	return p, nil
+}
+
+// uringPollerOn makes a poller of ring r (a real one, or a unix.MemRing in
+// tests) and queues the eventfd's poll.
+func uringPollerOn(r *unix.Ring, efd int, s *stats) (*uringPoller, error) {
+	p := &uringPoller{r: r, armed: map[uint64]int{}, ops: map[uint64]inFlightIO{}, removing: map[uint64]struct{}{}, evs: make([]pollEvent, 0, eventBatch), s: s}
+	if err := p.add(efd, 0); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// setupRing creates a ring with the best flags the kernel accepts. A
+// carrier locked to its thread asks for SINGLE_ISSUER with DEFER_TASKRUN
+// (completion work runs only when the carrier enters the kernel to reap:
+// no interrupts while it runs tasks), else COOP_TASKRUN (no IPI for
+// completion work; it runs at the thread's next system call). A floating
+// carrier moves between threads, so it gets neither (completion work then
+// goes to the thread that submitted, by a signal-like notification). The
+// ring starts disabled: start enables it on the carrier's own thread,
+// which SINGLE_ISSUER then binds it to.
+func setupRing(float bool) (*unix.Ring, error) {
+	const base = unix.IORING_SETUP_R_DISABLED | unix.IORING_SETUP_CLAMP
+	tries := []uint32{
+		base | unix.IORING_SETUP_SUBMIT_ALL | unix.IORING_SETUP_SINGLE_ISSUER | unix.IORING_SETUP_DEFER_TASKRUN | unix.IORING_SETUP_TASKRUN_FLAG,
+		base | unix.IORING_SETUP_SUBMIT_ALL | unix.IORING_SETUP_COOP_TASKRUN | unix.IORING_SETUP_TASKRUN_FLAG,
+		base | unix.IORING_SETUP_SUBMIT_ALL,
+		base,
+	}
+	if float {
+		tries = tries[2:]
+	}
+	var err error
+	for _, flags := range tries {
+		var r *unix.Ring
+		if r, err = unix.URingSetup(ringEntries, ringCQEntries, flags); err == nil {
+			if err = checkFeatures(r.Features); err != nil {
+				r.Close()
+				return nil, err
+			}
+			return r, nil
+		}
+		if !errors.Is(err, unix.EINVAL) { // EINVAL: a flag this kernel lacks; try fewer
+			break
+		}
+	}
+	return nil, setupReason(err)
+}
+
+// checkFeatures refuses kernels that lack what the poller relies on.
+func checkFeatures(f uint32) error {
+	var missing []string
+	if f&unix.IORING_FEAT_NODROP == 0 {
+		missing = append(missing, "NODROP (5.5)")
+	}
+	if f&unix.IORING_FEAT_RSRC_TAGS == 0 {
+		missing = append(missing, "multishot poll (5.13)")
+	}
+	if f&unix.IORING_FEAT_CQE_SKIP == 0 {
+		missing = append(missing, "CQE_SKIP_SUCCESS (5.17)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("io_uring: kernel too old, it lacks %s: %w", strings.Join(missing, ", "), wait.ErrNotSupported)
+	}
+	return nil
+}
+
+// ioUringDisabled is the sysctl that restricts io_uring (Linux 6.6+):
+// 0 allowed, 1 only for members of kernel.io_uring_group, 2 disabled.
+const ioUringDisabled = "/proc/sys/kernel/io_uring_disabled"
+
+// setupReason turns a failed io_uring_setup into an error that says why.
+func setupReason(err error) error {
+	var why string
+	switch {
+	case errors.Is(err, unix.ENOSYS):
+		why = "the kernel has no io_uring (before Linux 5.1, or built without CONFIG_IO_URING), or a seccomp filter hides it"
+	case errors.Is(err, unix.EPERM):
+		b, _ := os.ReadFile(ioUringDisabled)
+		switch strings.TrimSpace(string(b)) {
+		case "2":
+			why = "kernel.io_uring_disabled = 2 disables it for every process"
+		case "1":
+			why = "kernel.io_uring_disabled = 1 allows it only to members of kernel.io_uring_group"
+		default:
+			why = "io_uring_setup was refused: a seccomp filter or security module forbids it"
+		}
+	case errors.Is(err, unix.EINVAL):
+		why = "the kernel refuses every ring setup tried (too old)"
+	default:
+		return fmt.Errorf("io_uring: %w", err)
+	}
+	return fmt.Errorf("io_uring unavailable: %s (%v): %w", why, err, wait.ErrNotSupported)
+}
+
+// uringSupport is CheckPoller's answer for io_uring, probed once per process.
+var uringSupport = sync.OnceValue(func() error {
+	r, err := setupRing(false)
+	if err != nil {
+		return err
+	}
+	return r.Close()
+})
+
+func (p *uringPoller) start() error {
+	if err := p.r.Enable(); err != nil {
+		return fmt.Errorf("io_uring: %w", err)
+	}
+	p.started = true
+	return nil
+}
+
+// sqe returns a free SQE, handing the queued ones to the kernel first when
+// the queue is full; nil only when the kernel would not take them.
+func (p *uringPoller) sqe() *unix.SQE {
+	if sqe := p.r.GetSQE(); sqe != nil {
+		return sqe
+	}
+	if p.started {
+		p.enter(p.r.Flush(), 0, 0)
+	}
+	return p.r.GetSQE()
+}
+
+func (p *uringPoller) add(fd int, tok uint64) error {
+	sqe := p.sqe()
+	if sqe == nil {
+		return errors.New("io_uring: submission queue full")
+	}
+	mask := uint32(pollMask)
+	if tok == 0 {
+		mask = unix.POLLIN // the eventfd
+	}
+	unix.PrepPollMultishot(sqe, fd, mask, tok)
+	p.armed[tok] = fd
+	p.inflight++
+	return nil
+}
+
+func (p *uringPoller) remove(_ int, tok uint64, closing bool) {
+	ended := false
+	for _, ud := range [2]uint64{tok | udRead, tok | udWrite} { // a closed conn's read and write end now
+		if _, ok := p.ops[ud]; ok {
+			p.cancel(ud)
+			ended = true
+		}
+	}
+	if ended && closing && p.started {
+		// The read or write may still wait in the SQ, naming the fd by its
+		// number: submit it, and its cancellation, before the caller
+		// closes the fd, so that the kernel takes the file it means and
+		// not a new one that reuses the number.
+		p.enter(p.r.Flush(), 0, 0)
+	}
+	if _, ok := p.armed[tok]; !ok {
+		return
+	}
+	delete(p.armed, tok)
+	p.removing[tok] = struct{}{}
+	p.cancel(tok)
+	// The poll's last completion (-ECANCELED) ends its inflight count.
+}
+
+// cancel queues the cancellation of the request with user data tok (a
+// poll, a read or write, the timeout). Without a free SQE the request
+// stays in removing or ops, and the next failed cancellation or the
+// quiesce tries again.
+func (p *uringPoller) cancel(tok uint64) {
+	if sqe := p.sqe(); sqe != nil {
+		unix.PrepCancel(sqe, tok, udCancel)
+		sqe.Flags = unix.IOSQE_CQE_SKIP_SUCCESS
+	}
+}
+
+// cancelAgain queues a cancellation for every poll removed, and every
+// read or write cancelled, that has not completed yet.
+func (p *uringPoller) cancelAgain() {
+	p.recancel = false
+	for tok := range p.removing {
+		p.cancel(tok)
+	}
+	for ud, io := range p.ops {
+		if io.op.pd.closed {
+			p.cancel(ud)
+		}
+	}
+}
+
+// ioUserData is the user data of op's read or write.
+func ioUserData(op *ioOp) uint64 {
+	if op.write {
+		return op.pd.token() | udWrite
+	}
+	return op.pd.token() | udRead
+}
+
+func (p *uringPoller) startIO(op *ioOp, b []byte) bool {
+	sqe := p.sqe()
+	if sqe == nil {
+		return false
+	}
+	ud := ioUserData(op)
+	if op.write {
+		unix.PrepSend(sqe, op.pd.fd, b, ud)
+	} else {
+		unix.PrepRecv(sqe, op.pd.fd, b, ud)
+	}
+	p.ops[ud] = inFlightIO{op: op, buf: b}
+	p.inflight++
+	return true
+}
+
+func (p *uringPoller) cancelIO(op *ioOp) {
+	if _, ok := p.ops[ioUserData(op)]; ok {
+		p.cancel(ioUserData(op))
+	}
+}
+
+func (p *uringPoller) wait(timeoutNs int64) int {
+	p.evs = p.evs[:0]
+	p.reap()
+	if p.recancel {
+		p.cancelAgain()
+	}
+	toSubmit := p.r.Flush()
+	if len(p.evs) > 0 || timeoutNs == 0 {
+		if toSubmit > 0 || p.r.SQFlags()&(unix.IORING_SQ_TASKRUN|unix.IORING_SQ_CQ_OVERFLOW) != 0 {
+			p.enter(toSubmit, 0, unix.IORING_ENTER_GETEVENTS)
+			p.reap()
+		}
+		return len(p.evs)
+	}
+	minComplete := uint32(1)
+	if timeoutNs > 0 {
+		if !p.armTimer(timeoutNs) {
+			minComplete = 0 // no SQE for the timeout: do not sleep without one
+		}
+		toSubmit = p.r.Flush()
+	}
+	p.enter(toSubmit, minComplete, unix.IORING_ENTER_GETEVENTS)
+	p.reap()
+	return len(p.evs)
+}
+
+// armTimer makes the timeout request complete timeoutNs from now: it keeps
+// the one in flight when its deadline is the same, moves it otherwise, or
+// queues a new one. It reports false when no SQE was free.
+func (p *uringPoller) armTimer(timeoutNs int64) bool {
+	deadline := wait.Now() + timeoutNs
+	if p.timerOn && p.timerAt >= deadline-timerSlack && p.timerAt <= deadline+timerSlack {
+		return true
+	}
+	sqe := p.sqe()
+	if sqe == nil {
+		return false
+	}
+	p.ts = unix.NsecToKernelTimespec(timeoutNs) // read by the kernel when it takes the SQE
+	if p.timerOn {
+		// If the timeout fired meanwhile, the update fails with -ENOENT
+		// and that completion, like the timeout's own, ends the wait.
+		unix.PrepTimeoutUpdate(sqe, udTimer, &p.ts, udCancel)
+		sqe.Flags = unix.IOSQE_CQE_SKIP_SUCCESS
+	} else {
+		unix.PrepTimeout(sqe, &p.ts, udTimer)
+		p.timerOn = true
+		p.inflight++
+	}
+	p.timerAt = deadline
+	return true
+}
+
+// enter calls io_uring_enter and counts it. Its errors need no handling:
+// EINTR, EAGAIN and EBUSY leave the work to the next pass, and the rest
+// cannot happen on a ring that was set up and enabled.
+func (p *uringPoller) enter(toSubmit, minComplete, flags uint32) {
+	n, _ := p.r.Enter(toSubmit, minComplete, flags)
+	add(&p.s.ringEnters, 1)
+	add(&p.s.ringSubmits, uint64(n))
+}
+
+// reap consumes every completion waiting in the ring.
+func (p *uringPoller) reap() {
+	n := p.r.CQReady()
+	if n == 0 {
+		return
+	}
+	for i := range n {
+		cqe := p.r.CQE(i)
+		p.complete(cqe.UserData, cqe.Res, cqe.Flags)
+	}
+	p.r.CQAdvance(n)
+	p.s.ringCQEs.record(uint64(n))
+}
+
+// complete handles one completion.
+func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
+	switch {
+	case ud == udTimer: // fired (-ETIME) or removed (-ECANCELED)
+		p.timerOn = false
+		p.inflight--
+		return
+	case ud == udCancel: // a cancellation or timer update that failed
+		// -ENOENT: the target had completed. -EALREADY: it is completing
+		// now and may stay armed (a multishot poll): try again.
+		if res == -int32(unix.EALREADY) {
+			p.recancel = true
+		}
+		return
+	case ud&(udRead|udWrite) != 0:
+		io, ok := p.ops[ud]
+		if !ok {
+			return // cannot happen: every read and write is in ops until here
+		}
+		delete(p.ops, ud)
+		p.inflight--
+		io.op.res, io.op.done = res, true
+		p.evs = append(p.evs, pollEvent{tok: ud, op: io.op})
+		return
+	}
+	if res >= 0 { // poll(2) and epoll bits are the same numbers
+		p.evs = append(p.evs, pollEvent{tok: ud, ev: uint32(res)})
+	}
+	if flags&unix.IORING_CQE_F_MORE != 0 {
+		return
+	}
+	p.inflight--
+	fd, ok := p.armed[ud]
+	if !ok {
+		delete(p.removing, ud) // removed: this is its last completion
+		return
+	}
+	// The poll ended by itself (an error, or a completion queue that
+	// overflowed): arm it again and report both directions, in case an
+	// edge was lost meanwhile (a spurious wake-up costs a retried read).
+	delete(p.armed, ud)
+	if res < 0 {
+		p.evs = append(p.evs, pollEvent{tok: ud, ev: unix.EPOLLIN | unix.EPOLLOUT})
+	}
+	p.rearms++
+	p.add(fd, ud) // on failure the fd stays without a poll until it is closed
+}
+
+func (p *uringPoller) event(i int) (uint64, uint32, *ioOp) {
+	ev := &p.evs[i]
+	return ev.tok, ev.ev, ev.op
+}
+
+// quiesce cancels every request still armed (the eventfd's poll, the
+// timeout, polls of fds not closed through their conns) and reaps until
+// nothing is in flight, so that close never unmaps a ring the kernel
+// still completes into.
+func (p *uringPoller) quiesce() {
+	if !p.started {
+		return
+	}
+	for tok, fd := range p.armed {
+		p.remove(fd, tok, true)
+	}
+	for ud := range p.ops { // reads and writes of tasks stopped while they waited
+		p.cancel(ud)
+	}
+	if p.timerOn {
+		p.cancel(udTimer)
+	}
+	end := time.Now().Add(quiesceLimit)
+	for {
+		p.evs = p.evs[:0]
+		p.enter(p.r.Flush(), 0, unix.IORING_ENTER_GETEVENTS)
+		p.reap()
+		if p.inflight <= 0 || time.Now().After(end) {
+			if p.inflight != 0 {
+				println("DEBUG inflight", p.inflight, len(p.armed), p.timerOn, p.rearms)
+			}
+			return
+		}
+		time.Sleep(10 * time.Microsecond) // cancellations finish as task work: let it run
+	}
+}
+
+func (p *uringPoller) close() { p.r.Close() }
