@@ -38,7 +38,9 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	defer b.drop()
 	fetch := b.get
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
+		start := time.Now()
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeOf(req.Path()), fetch)
+		s.m.handled(rep.Status, time.Since(start))
 	}, s.m.request)
 }
 
@@ -52,9 +54,11 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeOf(req.Path())
+		start := time.Now()
 		t.Offload(func() {
 			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
 		})
+		s.m.handled(rep.Status, time.Since(start))
 	}, s.m.request)
 }
 

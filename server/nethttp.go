@@ -147,10 +147,12 @@ func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
 		s.write(w, 400, textPlain, []byte(http1.StatusText(400)), true)
 		return
 	}
+	start := time.Now()
 	b := r.Context().Value(backendKey{}).(*netBackend)
 	path, _, _ := strings.Cut(r.RequestURI, "?")
 	status, ctype, body, closeConn := s.answer(routeOf(path), b.get)
 	s.write(w, status, ctype, body, closeConn)
+	s.m.handled(status, time.Since(start))
 }
 
 func (s *Server) write(w http.ResponseWriter, status int, ctype string, body []byte, closeConn bool) {

@@ -172,7 +172,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics()}
+	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics(o.Mode.String())}
 	switch o.Mode {
 	case ModeNetHTTP:
 		err = s.startNetHTTP()
