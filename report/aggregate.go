@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"spindle/latency"
@@ -372,3 +373,12 @@ func percentile(s Summary, p string) float64 {
 }
 
 func throughput(s Summary) float64 { return s.Throughput }
+
+// Count formats n with its noun, singular for 1: Count(1, "run", "runs") is
+// "1 run", Count(3, "run", "runs") "3 runs".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -102,8 +102,8 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	if opt.Preamble != "" {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(opt.Preamble))
 	}
-	fmt.Fprintf(&b, "%d result directories, %d incomplete. Figures are the median over rounds with (min–max); "+
-		"latency is corrected for coordinated omission.\n\n", r.Results, len(r.Incomplete))
+	fmt.Fprintf(&b, "%s, %d incomplete. Figures are the median over rounds with (min–max); "+
+		"latency is corrected for coordinated omission.\n\n", Count(r.Results, "result directory", "result directories"), len(r.Incomplete))
 
 	if busy := r.busiest(); busy > busyThreshold {
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+

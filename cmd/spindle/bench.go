@@ -85,15 +85,15 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
 	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
 	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
-	fs.Var(durationFlag{&a.think, time.Millisecond}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
+	fs.Var(durationFlag{&a.think}, "mock-think-time", "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
-	fs.DurationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
-	fs.DurationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
+	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
+	fs.durationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
 	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
@@ -103,6 +103,11 @@ func benchFlags() (*flagSet, *benchArgs) {
 	a.ports.register(fs)
 	a.slo.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")
+	fs.example(
+		`spindle bench --mode carrier --rate 5000 --perf-stat --output-dir results/x`,
+		`spindle bench --mode nethttp --duration 10s --slo 'p99<=10ms,errors<=0.1%' --json - > summary.json`,
+		`spindle bench --mode carrier --profile cpu --server-cpuset 2-3 --load-cpuset 0-1 --mock-cpuset 4`,
+	)
 	return fs, a
 }
 
@@ -191,8 +196,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if dir == "" {
 		dir = filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
 	}
-	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
-		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
+	fmt.Fprintf(stdout, "spindle bench %s: server %s (%s), load %s, mock %s -> %s\n",
+		cfg.Name, cfg.ServerCPUs, report.Count(cfg.Threads, "thread", "threads"), cfg.LoadCPUs, cfg.MockCPUs, dir)
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}

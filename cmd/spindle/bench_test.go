@@ -131,7 +131,10 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
 		{[]string{"compare", "--rounds", "0"}, "rounds"},
-		{[]string{"compare", "--only", "nope"}, "no configuration"},
+		{[]string{"compare", "--only", "nope"}, "unknown configuration"},
+		{[]string{"compare", "--only", "carrier,nope"}, "unknown configuration \"nope\""},
+		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
+		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
 		{[]string{"bench", "--slo", "p99<=10"}, "bench: --slo"},
@@ -204,20 +207,36 @@ func TestReportListsUnfinished(t *testing.T) {
 	}
 }
 
+// Every duration flag needs a unit; a bare number is refused with the
+// spellings it might have meant.
 func TestDurationFlag(t *testing.T) {
 	var d time.Duration
-	f := durationFlag{&d, time.Millisecond}
-	for in, want := range map[string]time.Duration{"1": time.Millisecond, "30": 30 * time.Millisecond, "1.5": 1500 * time.Microsecond, "2s": 2 * time.Second} {
-		if err := f.Set(in); err != nil || d != want {
-			t.Errorf("Set(%q) = %v, %v; want %v", in, d, err, want)
+	f := durationFlag{&d}
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		{"2s", 2 * time.Second, ""},
+		{"1.5ms", 1500 * time.Microsecond, ""},
+		{"0", 0, ""},
+		{"1", 0, `"1" needs a unit: 1s, 1ms or 1us`},
+		{"30", 0, "needs a unit"},
+		{"1.5", 0, "needs a unit"},
+		{"x", 0, "is not a duration"},
+		{"", 0, "is not a duration"},
+	} {
+		d = -1
+		err := f.Set(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Set(%q) = %v, want an error with %q", tc.in, err, tc.wantErr)
+			}
+			continue
 		}
-	}
-	if err := f.Set("x"); err == nil {
-		t.Error("Set(x) succeeded")
-	}
-	f = durationFlag{&d, time.Second}
-	if err := f.Set("10"); err != nil || d != 10*time.Second {
-		t.Errorf("seconds: Set(10) = %v, %v; want 10s", d, err)
+		if err != nil || d != tc.want {
+			t.Errorf("Set(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
+		}
 	}
 }
 

@@ -56,9 +56,9 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.ioBound, "io-bound", false, fmt.Sprintf("the I/O-bound preset: think time %v, %d connections, %d carriers, %v warm-up, %v window",
 		bench.IOThinkTime, bench.IOConnections, bench.IOCarriers, bench.IOWarmup, bench.IODuration))
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
-	fs.DurationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
+	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
-	fs.DurationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
+	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
 	fs.StringVar(&a.outDir, "output-dir", "", "output directory (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
@@ -68,10 +68,16 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it (a number is ms)")
+	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
+	fs.example(
+		`spindle compare`,
+		`spindle compare --full --rounds 5`,
+		`spindle compare --only nethttp,carrier --sweep`,
+		`spindle compare --slo 'p99<=10ms' --json findings.json`,
+	)
 	return fs, a
 }
 
@@ -158,8 +164,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
 	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
-	fmt.Fprintf(stdout, "%d runs (%d configurations x %d loads x %d rounds), about %s -> %s\n",
-		plan.Runs(), len(plan.Phases[0].Configs), len(plan.Phases), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
+		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
+		report.Count(plan.Rounds, "round", "rounds"), plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func loadFlags() (*flagSet, *loadConfig) {
 	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL (http or https) and prints wrk2's report. With -R the
 requests follow a fixed schedule and latency is corrected for coordinated
 omission; without it the load is closed loop at maximum throughput, like wrk.
-Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
+Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
 	c.threads.whole, c.conns.whole = true, true
@@ -60,7 +60,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
 	}
 	for _, n := range []string{"d", "duration"} {
-		fs.Var(durationFlag{&c.duration, time.Second}, n, "measured duration")
+		fs.Var(durationFlag{&c.duration}, n, "measured duration")
 	}
 	for _, n := range []string{"R", "rate"} {
 		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
@@ -74,17 +74,17 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	for _, n := range []string{"H", "header"} {
 		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
 	}
-	fs.Var(durationFlag{&c.timeout, time.Second}, "timeout", "per-request and connect timeout")
+	fs.Var(durationFlag{&c.timeout}, "timeout", "per-request and connect timeout")
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
-	fs.Var(durationFlag{&c.warmup, time.Second}, "warmup", "warm-up before the measured duration: sent, not recorded")
+	fs.Var(durationFlag{&c.warmup}, "warmup", "warm-up before the measured duration: sent, not recorded")
 	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
 	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
-	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
+	fs.StringVar(&c.hgrm, "hgrm", "", "write `PREFIX`.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
-	fs.Var(durationFlag{&c.hlogInterval, time.Second}, "hlog-interval", "interval of --hlog")
+	fs.Var(durationFlag{&c.hlogInterval}, "hlog-interval", "interval of --hlog")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
-	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
+	fs.durationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
 	for _, n := range []string{"k", "insecure"} {
 		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
 	}
@@ -92,6 +92,11 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
 	fs.StringVar(&c.tlsMin, "tls-min", load.TLSVersionName(load.DefaultTLSMin), "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
 	fs.StringVar(&c.tlsMax, "tls-max", load.TLSVersionName(load.DefaultTLSMax), "https: highest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.example(
+		`spindle load -t2 -c100 -d30s -R20000 --latency http://127.0.0.1:8081/fruits`,
+		`spindle load -R20k -d30s --slo 'p99<=10ms,errors<=0.1%' --json - http://127.0.0.1:8081/ > load.json`,
+		`spindle load -k --hlog load.hlog https://127.0.0.1:8443/`,
+	)
 	return fs, c
 }
 
@@ -262,6 +267,8 @@ type metricFlag struct {
 	// which would otherwise be truncated silently.
 	whole bool
 }
+
+func (f *metricFlag) placeholder() string { return "N" }
 
 func (f *metricFlag) String() string {
 	if f == nil || (!f.set && f.v == 0) {

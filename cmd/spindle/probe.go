@@ -37,7 +37,11 @@ func probeFlags() (*flagSet, *probeArgs) {
 		"the measured cost of one block-and-wake (B) and of one PAUSE, steal time, and whether the\n"+
 		"carriers' pollers (epoll, io_uring) can run here, with the reason when not.")
 	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
-	fs.DurationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	fs.durationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	fs.example(
+		`spindle probe`,
+		`spindle probe --json > probe.json`,
+	)
 	return fs, a
 }
 

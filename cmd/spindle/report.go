@@ -37,9 +37,15 @@ func reportFlags() (*flagSet, *reportArgs) {
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of a sweep's capacity figures (a number is ms)")
+	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of a sweep's capacity figures")
 	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
 		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
+	fs.example(
+		`spindle report results/compare-20261201-120000`,
+		`spindle report --output-dir out results/a results/b`,
+		`spindle report out/load.json`,
+		`spindle report --spread results/compare-a results/compare-b`,
+	)
 	return fs, a
 }
 
@@ -104,7 +110,7 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	printHeadlines(stdout, rep)
-	fmt.Fprintf(stdout, "report: %s (%d result directories)\n", filepath.Join(out, report.File), rep.Results)
+	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(out, report.File), report.Count(rep.Results, "result directory", "result directories"))
 	return nil
 }
 

@@ -39,7 +39,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
-	fs.DurationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
+	fs.durationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
 	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
@@ -51,6 +51,10 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.BoolVar(&a.reusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
 	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
 	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --host; 0: off")
+	fs.example(
+		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
+		`spindle serve --mode nethttp --threads 2`,
+	)
 	return fs, a
 }
 

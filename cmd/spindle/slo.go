@@ -49,20 +49,12 @@ func (f *sloFlag) check(w io.Writer, cmd string, results []report.Result) error 
 	for _, c := range checks {
 		title := "SLO"
 		if len(checks) > 1 {
-			title = fmt.Sprintf("SLO %s %s (%s)", c.Phase, c.Name, plural(c.Runs, "run"))
+			title = fmt.Sprintf("SLO %s %s (%s)", c.Phase, c.Name, report.Count(c.Runs, "run", "runs"))
 		}
 		failed += printSLO(w, title, c.Outcomes)
 		total += len(c.Outcomes)
 	}
 	return sloFailure(cmd, failed, total)
-}
-
-// plural formats a count with its noun: "1 run", "3 runs".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // printSLO prints outcomes under title and returns how many failed.

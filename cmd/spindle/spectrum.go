@@ -50,7 +50,7 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 		"interleaved; figures are medians with [min-max]. Modes and placements this machine cannot\n"+
 		"run are listed as skipped with the reason.")
 	fs.BoolVar(&a.quick, "quick", false, fmt.Sprintf("short runs (%v each) and no second-scale bursts: all presets in under 3 minutes on 2 CPUs", spectrum.DefaultQuickDuration))
-	fs.DurationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
+	fs.durationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
 	fs.IntVar(&a.repeats, "repeats", spectrum.DefaultRepeats, "runs of every cell")
 	fs.StringVar(&a.kernels, "kernel", "", "comma-separated kernels, scalar and avx512 (default: all this CPU runs; placement and bursty use the first)")
 	fs.StringVar(&a.modes, "modes", "", "comma-separated background modes (default: each preset's own): "+strings.Join(spectrum.Modes(), ", "))
@@ -60,8 +60,12 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
 	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
 	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
-	fs.DurationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
+	fs.durationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
 		"(0: measure the sleep overshoot on the driver's thread before the first bursty run; negative: sleep only)")
+	fs.example(
+		`spindle spectrum --quick`,
+		`spindle spectrum --repeats 5 --out spectrum-results knee bursty`,
+	)
 	return fs, a
 }
 
