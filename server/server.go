@@ -141,6 +141,14 @@ type backendURL struct {
 	target string // request target ("/fruits")
 }
 
+// CheckBackend reports whether raw is a backend URL Start accepts (an
+// http://host:port/path URL), so that a command refuses a bad one as bad
+// input before starting anything.
+func CheckBackend(raw string) error {
+	_, err := parseBackend(raw)
+	return err
+}
+
 func parseBackend(raw string) (backendURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {

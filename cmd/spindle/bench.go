@@ -98,7 +98,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
 	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
 	fs.StringVar(&a.profile, "profile", "", "profile the server over the observers' window: `KIND` cpu (cpu.pprof, top functions in the report)")
-	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
+	fs.StringVar(&a.outDir, "output-dir", "", "result directory, new or empty (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
 	a.ports.register(fs)
 	a.slo.register(fs)
@@ -192,9 +192,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if a.jsonPath == "-" { // stdout carries the JSON alone
 		stdout = stderr
 	}
-	dir := a.outDir
-	if dir == "" {
-		dir = filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
+	dir, err := outputDir("output-dir", a.outDir, filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405")))
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "spindle bench %s: server %s (%s), load %s, mock %s -> %s\n",
 		cfg.Name, cfg.ServerCPUs, report.Count(cfg.Threads, "thread", "threads"), cfg.LoadCPUs, cfg.MockCPUs, dir)

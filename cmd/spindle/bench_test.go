@@ -118,6 +118,8 @@ func TestBenchBadInput(t *testing.T) {
 	}
 	defer ln.Close()
 	busy := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	used := t.TempDir() // an earlier run's directory
+	os.WriteFile(filepath.Join(used, "summary.json"), []byte("{}"), 0o644)
 	tests := []struct {
 		args []string
 		want string
@@ -135,6 +137,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--only", "carrier,nope"}, "unknown configuration \"nope\""},
 		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
+		{[]string{"bench", "--output-dir", used}, "not empty"},
+		{[]string{"compare", "--output-dir", used}, "not empty"},
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
 		{[]string{"bench", "--slo", "p99<=10"}, "bench: --slo"},
@@ -373,7 +377,7 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, exe, "compare", "--only", "nethttp,carrier", "--rounds", "1", "--sweep",
-		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50", "--output-dir", dir).CombinedOutput()
+		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50ms", "--output-dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("spindle compare --sweep: %v\n%s", err, out)
 	}

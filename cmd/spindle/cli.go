@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"spindle/cpu"
@@ -333,4 +336,39 @@ func listenAddr(host, portFlag string, port int) (string, error) {
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// outputDir returns the directory a run writes into, never one that holds
+// an earlier run: given (an --output-dir flag) is refused when it exists
+// and is not empty; without it, def (a default such as
+// results/bench-NAME-TIME) is made unique with "-2", "-3"... when taken.
+func outputDir(flagName, given, def string) (string, error) {
+	if given != "" {
+		es, err := os.ReadDir(given)
+		switch {
+		case err == nil && len(es) > 0:
+			return "", badInput("--%s %s: exists and is not empty (choose another directory or remove it)", flagName, given)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return "", badInput("--%s %s: %v", flagName, given, err)
+		}
+		return given, nil
+	}
+	for i := 1; ; i++ {
+		dir := def
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", def, i)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir, nil
+		}
+	}
+}
+
+// listenFailure marks a failure to listen on an address that is taken or
+// not this machine's as bad input (exit 2), as bench does for its ports.
+func listenFailure(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL) {
+		return asBadInput(err)
+	}
+	return err
 }

@@ -60,7 +60,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
 	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
-	fs.StringVar(&a.outDir, "output-dir", "", "output directory (default: results/compare-TIME)")
+	fs.StringVar(&a.outDir, "output-dir", "", "output directory, new or empty (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
@@ -159,9 +159,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	dir := a.outDir
-	if dir == "" {
-		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
+	dir, err := outputDir("output-dir", a.outDir, filepath.Join("results", "compare-"+time.Now().Format("20060102-150405")))
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),

@@ -50,7 +50,7 @@ func TestLoadBadInput(t *testing.T) {
 		{"duration zero", []string{"load", "-d", "0", srv.URL}, "duration"},
 		{"duration negative", []string{"load", "-d", "-1s", srv.URL}, "duration"},
 		{"bad duration", []string{"load", "-d", "soon", srv.URL}, "not a duration"},
-		{"unreachable", []string{"load", "-d", "1", deadURL}, "unreachable"},
+		{"unreachable", []string{"load", "-d", "1s", deadURL}, "unreachable"},
 		{"bad header", []string{"load", "-H", "nocolon", srv.URL}, "header"},
 		{"missing CPU", []string{"load", "--cpuset", "4000", srv.URL}, "not available"},
 		{"unknown flag", []string{"load", "--bogus", srv.URL}, "bogus"},
@@ -127,7 +127,7 @@ func TestLoadReport(t *testing.T) {
 
 	// Closed loop against a path that answers 404: counted as non-2xx/3xx.
 	out.Reset()
-	if err := run(context.Background(), []string{"load", "-t1", "-c1", "-d0.2", srv.URL + "/missing"}, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"load", "-t1", "-c1", "-d200ms", srv.URL + "/missing"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "Non-2xx or 3xx responses: ") {

@@ -77,7 +77,7 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return asBadInput(err)
 	}
 	if err != nil {
-		return err
+		return listenFailure(err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()

@@ -81,6 +81,9 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	if err := server.CheckBackend(a.backend); err != nil {
+		return o, badInput("--backend: %v", err)
+	}
 	switch {
 	case a.threads < 0:
 		return o, badInput("--threads %d: must not be negative", a.threads)
@@ -134,7 +137,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	s, err := server.Start(ctx, o)
 	if err != nil {
-		return err
+		return listenFailure(err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()

@@ -58,7 +58,7 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	fs.IntVar(&a.bg, "bg", 0, "background threads, or the largest count a sweep reaches (default: the preset's own)")
 	fs.StringVar(&a.scales, "scales", "", "comma-separated burst scales: us, ms, s (default: all; --quick leaves s out)")
 	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
-	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
+	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots, new or empty (\"\" writes neither; the default gets -2, -3... when taken)")
 	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
 	fs.durationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
 		"(0: measure the sleep overshoot on the driver's thread before the first bursty run; negative: sleep only)")
@@ -98,6 +98,15 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if a.out != "" { // an earlier run's files are never overwritten
+		given := ""
+		if explicit["out"] {
+			given = a.out
+		}
+		if a.out, err = outputDir("out", given, a.out); err != nil {
+			return err
+		}
+	}
 	if a.quick && !explicit["duration"] {
 		a.duration = spectrum.DefaultQuickDuration
 	}
