@@ -186,6 +186,11 @@ func TestLoadSLOExitStatus(t *testing.T) {
 			}
 			continue
 		}
+		// stderr is not a terminal here: the run's start and end are logged.
+		if !strings.Contains(stderr.String(), "spindle load: started: 200ms at "+srv.URL) ||
+			!strings.Contains(stderr.String(), "spindle load: finished\n") {
+			t.Errorf("%s: stderr lacks the started and finished lines:\n%s", tt.name, stderr.String())
+		}
 		var r load.Result
 		if err := latency.ReadJSON(&stdout, &r); err != nil {
 			t.Fatalf("%s: stdout is not the JSON result: %v", tt.name, err)
