@@ -35,6 +35,11 @@ type pollDesc struct {
 	// rop and wop are the conn's read and write when the poller does them
 	// (PollerURing; ringIO).
 	rop, wop ioOp
+	// hup is set once epoll reports the peer's end of stream (or an
+	// error): a short read then does not mean drained, since the end of
+	// stream still waits to be read and no further edge will announce it
+	// (data and FIN arriving together make one event).
+	hup bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -208,7 +213,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 			if n == 0 && len(p) > 0 {
 				return 0, io.EOF
 			}
-			if n < len(p) {
+			if n < len(p) && !pd.hup {
 				pd.unread = false
 			}
 			t.opDone()
@@ -344,6 +349,17 @@ func (cn *Conn) Close() error {
 	}
 	cn.pd.shut()
 	return nil
+}
+
+// CloseWrite shuts down the sending side of the connection (the peer reads
+// the end of the stream) and keeps the receiving side open: a server that
+// ends a conversation half-closes and drains before it closes, so that its
+// last answer is not destroyed by a TCP reset.
+func (cn *Conn) CloseWrite() error {
+	if cn.pd.closed {
+		return net.ErrClosed
+	}
+	return unix.Shutdown(cn.pd.fd, unix.SHUT_WR)
 }
 
 // SetDeadline sets the read and write deadlines; the zero time clears them.

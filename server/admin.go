@@ -28,6 +28,8 @@ type metrics struct {
 	// class (index code/100; 0 and 1 unused: the handlers answer 2xx-5xx).
 	duration  [6]prometheus.Observer
 	openConns atomic.Int64
+	// rejectedConns counts connections closed at accept for MaxConns.
+	rejectedConns prometheus.Counter
 }
 
 // backendErrorKinds are the kinds of spindle_server_backend_errors_total,
@@ -45,7 +47,7 @@ const nativeFactor = 1.1
 
 // knownStatuses are the statuses whose request counters are resolved at
 // start, so that counting them costs one atomic add.
-var knownStatuses = []int{200, 400, 404, 408, 413, 431, 500, 501, 502, 504, 505}
+var knownStatuses = []int{200, 400, 404, 405, 408, 413, 431, 500, 501, 502, 504, 505}
 
 // newMetrics returns the metrics of a server in mode (a label of the
 // request-duration histogram), with the Go runtime's and the process's
@@ -61,6 +63,10 @@ func newMetrics(mode string) *metrics {
 			Help: "Failed backend exchanges, by kind: refused, reset, timeout, status, decode, protocol.",
 		}, []string{"kind"}),
 		byStatus: map[int]prometheus.Counter{},
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spindle_server_rejected_connections_total",
+			Help: "Client connections closed as soon as accepted: more than --max-conns were open.",
+		}),
 	}
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "spindle_server_request_duration_seconds",
@@ -76,7 +82,7 @@ func newMetrics(mode string) *metrics {
 	for class := 2; class <= 5; class++ {
 		m.duration[class] = duration.WithLabelValues(mode, strconv.Itoa(class)+"xx")
 	}
-	m.reg.MustRegister(m.requests, m.backendErrs, duration, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, duration, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "spindle_server_open_connections", Help: "Client connections open now.",
 	}, func() float64 { return float64(m.openConns.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -221,6 +227,12 @@ func histogram(d *prometheus.Desc, h carrier.Histogram, first, last int, scale f
 	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum)*scale, buckets, labels...)
 }
 
+// adminWriteTimeout bounds the time from an admin request's head to the end
+// of its answer: a scraper that stops reading is dropped. net/http/pprof
+// refuses (400) a profile or trace longer than it, so it is over the
+// longest one worth taking of a benchmark window.
+const adminWriteTimeout = 2 * time.Minute
+
 // startAdmin serves /metrics, /debug/pprof/ and /debug/carrier.
 func (s *Server) startAdmin() error {
 	if s.group != nil {
@@ -232,16 +244,20 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", oneAtATime(&cpuProfiling, "a CPU profile", pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", oneAtATime(&tracing, "an execution trace", pprof.Trace))
 	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
 	ln, err := net.Listen("tcp", s.o.AdminAddr)
 	if err != nil {
 		return err
 	}
 	s.adminLn = ln
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout}
+	s.admin = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout,
+		WriteTimeout:      adminWriteTimeout,
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
