@@ -188,6 +188,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := a.slo.parse("bench"); err != nil {
 		return err
 	}
+	if err := checkOutFile("json", a.jsonPath); err != nil {
+		return err
+	}
 	jsonOut := stdout
 	if a.jsonPath == "-" { // stdout carries the JSON alone
 		stdout = stderr

@@ -138,6 +138,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"bench", "--output-dir", used}, "not empty"},
+		{[]string{"bench", "--json", "/no/such/dir/summary.json"}, "does not exist"},
+		{[]string{"compare", "--json", "/no/such/dir/findings.json"}, "does not exist"},
 		{[]string{"compare", "--output-dir", used}, "not empty"},
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},

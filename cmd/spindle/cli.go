@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -376,4 +377,18 @@ func listenFailure(err error) error {
 		return asBadInput(err)
 	}
 	return err
+}
+
+// checkOutFile refuses, before anything runs, an output file flag whose
+// directory does not exist: the file is written at the end of a run that
+// may take minutes. "" (no file) and "-" (stdout) pass.
+func checkOutFile(flagName, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInput("--%s %s: directory %s does not exist", flagName, path, dir)
+	}
+	return nil
 }

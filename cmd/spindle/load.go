@@ -141,6 +141,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if c.hlog != "" {
 		o.Interval = c.hlogInterval
 	}
+	for _, f := range []struct{ name, path string }{{"json", c.jsonPath}, {"hgrm", c.hgrm}} {
+		if err := checkOutFile(f.name, f.path); err != nil {
+			return err
+		}
+	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
 	}

@@ -305,6 +305,8 @@ func TestLoadHlog(t *testing.T) {
 		want string
 	}{
 		{[]string{"--hlog", filepath.Join(dir, "no", "such", "dir", "x.hlog")}, "--hlog"},
+		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "x.json")}, "--json"},
+		{[]string{"--hgrm", filepath.Join(dir, "no", "such", "dir", "x")}, "--hgrm"},
 		{[]string{"--hlog", hlog, "--hlog-interval", "10us"}, "interval"},
 	} {
 		err := run(context.Background(), append(append([]string{"load", "-d", "100ms"}, tt.args...), srv.URL), io.Discard, io.Discard)
