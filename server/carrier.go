@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"spindle/carrier"
@@ -62,7 +63,7 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 		r := routeFor(req.Method, req.Target)
 		start := time.Now()
 		t.Offload(func() {
-			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
+			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, func() ([]byte, error) { return b.get(context.Background()) })
 		})
 		s.m.handled(rep.Status, time.Since(start))
 	}, s.m.request)
