@@ -517,7 +517,7 @@ func TestTelemetryJSONAndSub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{`"io_cycles"`, `"io_events"`, `"tasks_run"`, `"queue_depth"`, `"submit_to_run"`, `"steals_in"`, `"waits"`, `"spun_ns"`, `"blocked_ns"`, `"open_conns"`, `"tasks_live"`} {
+	for _, k := range []string{`"io_cycles"`, `"io_events"`, `"tasks_run"`, `"queue_depth"`, `"submit_to_run"`, `"steals_in"`, `"waits"`, `"spun_ns"`, `"blocked_ns"`, `"open_connections"`, `"tasks_live"`} {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("telemetry JSON lacks %s: %s", k, b)
 		}

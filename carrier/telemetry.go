@@ -150,24 +150,24 @@ var kindNames = [numKinds]string{
 // by the events of one loop turn between fields.
 type Telemetry struct {
 	Carrier        int               `json:"carrier"`
-	CPU            int               `json:"cpu"`             // pinned CPU or -1
-	IOCycles       uint64            `json:"io_cycles"`       // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
-	IOEvents       uint64            `json:"io_events"`       // events those calls returned
-	Drains         uint64            `json:"drains"`          // drain passes
-	TasksRun       uint64            `json:"tasks_run"`       // task resumptions in those passes
-	QueueDepth     Histogram         `json:"queue_depth"`     // runnable tasks at drain start
-	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
-	StealsIn       uint64            `json:"steals_in"`       // tasks this carrier took from others
-	StealsOut      uint64            `json:"steals_out"`      // tasks others took from this carrier
-	MigrationsIn   uint64            `json:"migrations_in"`   // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
-	Waits          map[string]uint64 `json:"waits"`           // idle waits by wait.Kind: none, spin, block, timer
-	SpunNs         uint64            `json:"spun_ns"`         // ns spent spinning while idle
-	BlockedNs      uint64            `json:"blocked_ns"`      // ns spent blocked in epoll_wait while idle
-	Panics         uint64            `json:"panics"`          // tasks that panicked (recovered)
-	Pinned         uint64            `json:"pinned"`          // task runs longer than Options.PinnedThreshold: code that blocked the carrier
-	AcceptBackoffs uint64            `json:"accept_backoffs"` // accepts that failed for lack of fds and backed off
-	OpenConns      int64             `json:"open_conns"`      // gauge: conns registered on this carrier
-	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
+	CPU            int               `json:"cpu"`              // pinned CPU or -1
+	IOCycles       uint64            `json:"io_cycles"`        // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
+	IOEvents       uint64            `json:"io_events"`        // events those calls returned
+	Drains         uint64            `json:"drains"`           // drain passes
+	TasksRun       uint64            `json:"tasks_run"`        // task resumptions in those passes
+	QueueDepth     Histogram         `json:"queue_depth"`      // runnable tasks at drain start
+	SubmitToRun    Histogram         `json:"submit_to_run"`    // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
+	StealsIn       uint64            `json:"steals_in"`        // tasks this carrier took from others
+	StealsOut      uint64            `json:"steals_out"`       // tasks others took from this carrier
+	MigrationsIn   uint64            `json:"migrations_in"`    // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
+	Waits          map[string]uint64 `json:"waits"`            // idle waits by wait.Kind: none, spin, block, timer
+	SpunNs         uint64            `json:"spun_ns"`          // ns spent spinning while idle
+	BlockedNs      uint64            `json:"blocked_ns"`       // ns spent blocked in epoll_wait while idle
+	Panics         uint64            `json:"panics"`           // tasks that panicked (recovered)
+	Pinned         uint64            `json:"pinned"`           // task runs longer than Options.PinnedThreshold: code that blocked the carrier
+	AcceptBackoffs uint64            `json:"accept_backoffs"`  // accepts that failed for lack of fds and backed off
+	OpenConns      int64             `json:"open_connections"` // gauge: conns registered on this carrier
+	TasksLive      int64             `json:"tasks_live"`       // gauge: tasks started and not finished
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`      // io_uring_enter calls

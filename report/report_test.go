@@ -68,8 +68,10 @@ func TestGolden(t *testing.T) {
 			if name == "compare" && len(rep.Incomplete) == 0 {
 				t.Error("the fixture's interrupted run was not listed as incomplete")
 			}
-			var fs []Finding
-			if err := latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fs); err != nil || len(fs) != 6 || fs[0].Claim == "" || fs[0].Verdict == "" {
+			var fj FindingsJSON
+			err = latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fj)
+			fs := fj.Findings
+			if err != nil || len(fs) != 6 || fs[0].Claim == "" || fs[0].Verdict == "" {
 				t.Errorf("%s: %v, %+v", FindingsFile, err, fs)
 			}
 			if name == "dev2vcpu" {

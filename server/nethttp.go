@@ -158,9 +158,11 @@ func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.netHTTPRequestOK(w, r) {
 		return
 	}
+	start := time.Now()
 	b := r.Context().Value(backendKey{}).(*netBackend)
 	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), func() ([]byte, error) { return b.get(r.Context()) })
 	s.write(w, status, ctype, body, closeConn)
+	s.m.handled(status, time.Since(start))
 }
 
 func (s *Server) write(w http.ResponseWriter, status int, ctype string, body []byte, closeConn bool) {

@@ -159,6 +159,14 @@ type backendURL struct {
 	target string // request target ("/fruits")
 }
 
+// CheckBackend reports whether raw is a backend URL Start accepts (an
+// http://host:port/path URL), so that a command refuses a bad one as bad
+// input before starting anything.
+func CheckBackend(raw string) error {
+	_, err := parseBackend(raw)
+	return err
+}
+
 func parseBackend(raw string) (backendURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -194,7 +202,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics()}
+	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics(o.Mode.String())}
 	switch o.Mode {
 	case ModeNetHTTP:
 		err = s.startNetHTTP()

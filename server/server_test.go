@@ -577,6 +577,83 @@ func TestFloatingCarriers(t *testing.T) {
 	}
 }
 
+// TestMetricsSeries: every documented series is there from the start (label
+// sets pre-created), carrier histograms are Prometheus histograms at the
+// telemetry's log2 edges, the request-duration histogram counts handled
+// requests by mode and class, the Go and process collectors are on, one
+// name for open connections, and no made-up CPU for unpinned carriers.
+func TestMetricsSeries(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		scrape := func() string {
+			resp, err := (&http.Client{Transport: tr}).Get("http://" + e.srv.AdminAddr().String() + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		value := func(metrics, series string) float64 {
+			for _, line := range strings.Split(metrics, "\n") {
+				if v, ok := strings.CutPrefix(line, series+" "); ok {
+					var f float64
+					fmt.Sscan(v, &f)
+					return f
+				}
+			}
+			t.Errorf("no series %s", series)
+			return -1
+		}
+		m := scrape()
+		want := []string{
+			`spindle_server_backend_errors_total{kind="refused"} 0`,
+			`spindle_server_backend_errors_total{kind="protocol"} 0`,
+			`spindle_server_requests_total{code="502"} 0`,
+			`spindle_server_request_duration_seconds_bucket{class="5xx",mode="` + mode.String() + `",le="2.5e-05"} 0`,
+			`spindle_server_request_duration_seconds_count{class="4xx",mode="` + mode.String() + `"} 0`,
+			"spindle_server_open_connections ",
+			"go_goroutines ", "go_gc_duration_seconds", "process_cpu_seconds_total ", "process_open_fds ",
+		}
+		if mode != ModeNetHTTP {
+			want = append(want,
+				`spindle_carrier_queue_depth_bucket{carrier="0",le="0"}`,
+				`spindle_carrier_queue_depth_bucket{carrier="0",le="131071"}`,
+				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="1.27e-07"}`,
+				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="+Inf"}`,
+				`spindle_carrier_waits_total{carrier="0",kind="spin"}`,
+				`spindle_carrier_open_connections{carrier="0"}`,
+			)
+		}
+		for _, w := range want {
+			if !strings.Contains(m, w) {
+				t.Errorf("/metrics lacks %s", w)
+			}
+		}
+		for _, bad := range []string{`cpu="-1"`, "open_conns", "spindle_carrier_cpu{"} { // unpinned: no CPU
+			if strings.Contains(m, bad) {
+				t.Errorf("/metrics has %s", bad)
+			}
+		}
+		for _, line := range strings.Split(m, "\n") {
+			if strings.HasPrefix(line, "spindle_") && strings.Contains(line, "quantile=") {
+				t.Errorf("a summary among spindle's series: %s", line)
+			}
+		}
+		series := `spindle_server_request_duration_seconds_count{class="2xx",mode="` + mode.String() + `"}`
+		before := value(m, series)
+		c := e.dial()
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+		c.Close()
+		if after := value(scrape(), series); after != before+1 {
+			t.Errorf("%s went from %v to %v after one request", series, before, after)
+		}
+	})
+}
+
 // TestNetHTTPCarrierSameBytes: the nethttp-carrier mode runs the nethttp
 // mode's code on carriers, so its answers are the same bytes (but for the
 // Date field's time).

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -81,9 +80,13 @@ func connmemFlags() (*flagSet, *connmemArgs) {
 	fs.IntVar(&a.threads, "threads", 0, "the child's --threads (0: its default)")
 	fs.Int64Var(&a.goal, "goal", DefaultConnmemGoal, "most RSS the held bodies may add (bytes)")
 	fs.Int64Var(&a.back, "back", DefaultConnmemBack, "RSS above the baseline that counts as fallen back (bytes)")
-	fs.DurationVar(&a.hold, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
-	fs.DurationVar(&a.settle, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
+	fs.durationVar(&a.hold, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
+	fs.durationVar(&a.settle, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
 	fs.BoolVar(&a.json, "json", false, "write the result as JSON")
+	fs.example(
+		`spindle connmem --mode carrier --threads 1`,
+		`spindle connmem --mode nethttp --conns 500 --json > connmem.json`,
+	)
 	return fs, a
 }
 
@@ -167,10 +170,8 @@ func runConnmem(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+	if a.json { // with its schema_version, as every JSON spindle writes
+		if err := writeJSONOut("-", stdout, r); err != nil {
 			return err
 		}
 	} else {

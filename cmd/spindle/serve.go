@@ -40,7 +40,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
-	fs.DurationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
+	fs.durationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
 	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
@@ -54,6 +54,10 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
 	fs.StringVar(&a.adminHost, "admin-host", DefaultHost, "address the admin port listens on (\"\": every address)")
 	connFlags(fs, &a.connArgs)
+	fs.example(
+		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
+		`spindle serve --mode nethttp --threads 2`,
+	)
 	return fs, a
 }
 
@@ -79,6 +83,9 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	admin, err := listenAddrOf("admin-host", a.adminHost, "admin-port", a.adminPort)
 	if err != nil {
 		return o, err
+	}
+	if err := server.CheckBackend(a.backend); err != nil {
+		return o, badInput("--backend: %v", err)
 	}
 	if err := a.connArgs.check(); err != nil {
 		return o, err
@@ -138,7 +145,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	s, err := server.Start(ctx, o)
 	if err != nil {
-		return err
+		return listenFailure(err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()
