@@ -238,11 +238,16 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		tok, e, op := c.poll.event(i)
 		if op != nil { // a read or write completed: wake the task waiting for it
 			handled++
-			w := op.pd.rwait
-			if op.write {
-				w = op.pd.wwait
+			if !op.write {
+				if w := op.pd.rwait; w != nil {
+					c.wakeTask(w, true)
+				}
+				continue
 			}
-			if w != nil {
+			if w := op.pd.wwait; w != nil {
+				c.wakeTask(w, true)
+			}
+			if w := op.pd.cwait; w != nil { // a Close waiting for the write-behind buffer
 				c.wakeTask(w, true)
 			}
 			continue

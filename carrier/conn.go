@@ -35,6 +35,11 @@ type pollDesc struct {
 	// rop and wop are the conn's read and write when the poller does them
 	// (PollerURing; ringIO).
 	rop, wop ioOp
+	cwait    *Task // task parked in Close until the write-behind buffer is sent
+	wb       writeBehind
+	gone     bool // shut: removed from the poller and the fd table
+	kops     int  // reads and writes the kernel holds (PollerURing): the fd stays open until 0
+	closeFd  bool // shut while kops > 0: the last completion closes the fd
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -82,19 +87,41 @@ func (c *Carrier) forget(pd *pollDesc) {
 // shut closes the fd, removes it from the poller, forgets it and wakes the
 // tasks parked on it (they see closed).
 func (pd *pollDesc) shut() {
-	if pd.closed {
+	if pd.gone {
 		return
 	}
-	pd.closed = true
+	pd.closed, pd.gone = true, true
 	c := pd.c
 	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
-	unix.Close(pd.fd)
-	if t := pd.rwait; t != nil {
-		c.wakeTask(t, false)
+	pd.wb.drop()
+	if pd.kops > 0 {
+		// The kernel still has a read or write of this fd (cancelled by
+		// remove): the last completion closes it (opEnded), so that no
+		// request can meet a new file that reuses the number.
+		pd.closeFd = true
+	} else {
+		unix.Close(pd.fd)
 	}
-	if t := pd.wwait; t != nil {
-		c.wakeTask(t, false)
+	pd.wakeAll()
+}
+
+// wakeAll wakes every task parked on pd (they see closed).
+func (pd *pollDesc) wakeAll() {
+	for _, t := range [...]*Task{pd.rwait, pd.wwait, pd.cwait} {
+		if t != nil {
+			pd.c.wakeTask(t, false)
+		}
+	}
+}
+
+// opEnded is called by the poller when the kernel gives back a read or
+// write of pd's fd: the last one of a conn already shut closes the fd.
+func (pd *pollDesc) opEnded() {
+	pd.kops--
+	if pd.kops == 0 && pd.closeFd {
+		pd.closeFd = false
+		unix.Close(pd.fd)
 	}
 }
 
@@ -183,6 +210,9 @@ func (cn *Conn) Read(p []byte) (int, error) {
 		return 0, ErrNotInTask
 	}
 	if cio := pd.c.cio; cio != nil && len(p) > 0 {
+		if err := pd.wb.err; err != nil && !pd.closed { // a SEND of an earlier Write failed
+			return 0, err
+		}
 		n, err := cn.ringIO(t, cio, &pd.rop, p, &cn.rdl)
 		if err == nil && n == 0 {
 			return 0, io.EOF
@@ -227,26 +257,20 @@ func (cn *Conn) Read(p []byte) (int, error) {
 
 // Write writes all of p, parking the task while the socket buffer is full;
 // it returns the bytes written and an error when it could not write all.
+// With the io_uring poller it returns once p is copied into the conn's
+// write-behind buffer, which the carrier sends on its next pass; a send
+// that fails later is reported by the next Write, Read or Close
+// (writebehind.go).
 func (cn *Conn) Write(p []byte) (int, error) {
 	pd := &cn.pd
 	t := pd.current()
 	if t == nil {
 		return 0, ErrNotInTask
 	}
-	written := 0
 	if cio := pd.c.cio; cio != nil {
-		for written < len(p) {
-			n, err := cn.ringIO(t, cio, &pd.wop, p[written:], &cn.wdl)
-			written += n
-			if err == nil && n == 0 { // a SEND that took nothing would loop for ever
-				err = io.ErrShortWrite
-			}
-			if err != nil {
-				return written, err
-			}
-		}
-		return written, nil
+		return cn.writeBehind(t, cio, p)
 	}
+	written := 0
 	for written < len(p) {
 		if pd.closed {
 			return written, net.ErrClosed
@@ -290,7 +314,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 	if op.write {
 		slot = &pd.wwait
 	}
-	op.pd, op.done, op.pending = pd, false, true
+	op.pd, op.behind, op.done, op.pending = pd, false, false, true
 	if !cio.startIO(op, p) {
 		op.pending = false
 		return 0, errRingFull
@@ -331,7 +355,10 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 var errRingFull = errors.New("carrier: io_uring submission queue full")
 
 // Close closes the connection; tasks parked on it resume with
-// net.ErrClosed. Closing twice returns net.ErrClosed.
+// net.ErrClosed. Closing twice returns net.ErrClosed. With the io_uring
+// poller it first sends the bytes Write accepted, for at most
+// Options.CloseFlush, and returns a write error not yet reported or one
+// that says how many bytes it dropped (writebehind.go).
 func (cn *Conn) Close() error {
 	if cn.pd.closed {
 		return net.ErrClosed
@@ -342,8 +369,12 @@ func (cn *Conn) Close() error {
 			o.accepted = nil
 		}
 	}
+	var err error
+	if cn.pd.c != nil && cn.pd.c.cio != nil {
+		err = cn.flushOnClose()
+	}
 	cn.pd.shut()
-	return nil
+	return err
 }
 
 // SetDeadline sets the read and write deadlines; the zero time clears them.
