@@ -40,6 +40,7 @@ type pollDesc struct {
 	gone     bool // shut: removed from the poller and the fd table
 	kops     int  // reads and writes the kernel holds (PollerURing): the fd stays open until 0
 	closeFd  bool // shut while kops > 0: the last completion closes the fd
+	nopoll   bool // no readiness poll (a conn with PollerURing; see register)
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -56,9 +57,16 @@ func (c *Carrier) register(pd *pollDesc) error {
 	c.gen++
 	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
-	if err := c.poll.add(pd.fd, pd.token()); err != nil {
-		c.free = append(c.free, slot)
-		return err
+	// With PollerURing a conn's reads and writes are RECV and SEND
+	// requests, which wait for the socket themselves: a readiness poll
+	// would only add a completion (and sometimes a wake-up) per arrival.
+	// Dial arms one while it connects (connectPoll).
+	pd.nopoll = pd.conn && c.cio != nil
+	if !pd.nopoll {
+		if err := c.poll.add(pd.fd, pd.token()); err != nil {
+			c.free = append(c.free, slot)
+			return err
+		}
 	}
 	c.fds[slot] = pd
 	if pd.conn {
@@ -485,6 +493,13 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 	}
 	t.adopt(cn)
 	if cerr != nil { // in progress: writable means connected or failed
+		if cn.pd.nopoll {
+			if err := t.home.poll.add(fd, cn.pd.token()); err != nil {
+				cn.Close()
+				return nil, opErr(err)
+			}
+			defer cn.pd.connectPollDone()
+		}
 		for {
 			if err := cn.pd.await(t, &cn.pd.wwait, deadline); err != nil {
 				cn.Close()
@@ -508,6 +523,14 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 		return nil, opErr(err)
 	}
 	return cn, nil
+}
+
+// connectPollDone removes the readiness poll Dial armed on a conn that
+// has none otherwise (nopoll), unless a close removed it already.
+func (pd *pollDesc) connectPollDone() {
+	if !pd.gone {
+		pd.c.poll.remove(pd.fd, pd.token(), false)
+	}
 }
 
 // isConnected reports whether a connecting socket has a peer (the

@@ -169,9 +169,9 @@ type Telemetry struct {
 	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
 
 	// io_uring poller only (zero with epoll).
-	RingEnters      uint64    `json:"ring_enters,omitempty"`      // io_uring_enter calls
-	RingSubmissions uint64    `json:"ring_submissions,omitempty"` // SQEs those calls submitted
-	RingCompletions Histogram `json:"ring_completions"`           // CQEs reaped per pass that found any
+	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
+	RingSubmissions uint64    `json:"ring_submissions,omitempty"`  // SQEs those calls submitted
+	RingCompletions Histogram `json:"ring_completions"`            // CQEs reaped per pass that found any
 	RingInlineSends uint64    `json:"ring_inline_sends,omitempty"` // write-behind SENDs that sent everything inside their enter, without a completion
 }
 
