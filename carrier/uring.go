@@ -354,8 +354,9 @@ func (p *uringPoller) queueWrite(pd *pollDesc) {
 }
 
 // prepWrites queues an inline SEND of each queued conn's buffer, unless
-// the kernel still has one of its SENDs (whose end starts the next).
-func (p *uringPoller) prepWrites() {
+// the kernel still has one of its SENDs (whose end starts the next). It
+// reports whether a task waits for one of those it queued.
+func (p *uringPoller) prepWrites() (awaited bool) {
 	for i, pd := range p.flushq {
 		p.flushq[i] = nil
 		pd.wb.queued = false
@@ -372,8 +373,10 @@ func (p *uringPoller) prepWrites() {
 		p.inline = append(p.inline, inlineSend{pd: pd, buf: pd.wb.buf, idx: p.r.SQIndex() - 1})
 		pd.wb.inline = true
 		pd.kops++
+		awaited = awaited || pd.wwait != nil || pd.cwait != nil
 	}
 	p.flushq = p.flushq[:0]
+	return awaited
 }
 
 // settle ends the inline SENDs the kernel has consumed: those without a
@@ -453,15 +456,21 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 	if p.recancel {
 		p.cancelAgain()
 	}
-	p.prepWrites()
+	// An inline SEND posts nothing when it succeeds: a task parked until
+	// one settles (a Write on a full buffer, a Close) must not sleep
+	// through it, so the enter that submits it does not wait.
+	awaited := p.prepWrites()
 	toSubmit := p.r.Flush()
-	if len(p.evs) > 0 || timeoutNs == 0 {
+	if len(p.evs) > 0 || timeoutNs == 0 || awaited {
 		if toSubmit > 0 || p.r.SQFlags()&(unix.IORING_SQ_TASKRUN|unix.IORING_SQ_CQ_OVERFLOW) != 0 {
 			p.enter(toSubmit, 0, unix.IORING_ENTER_GETEVENTS)
 			p.reap()
 		}
 		p.settle()
-		return len(p.evs)
+		if len(p.evs) > 0 || timeoutNs == 0 {
+			return len(p.evs)
+		}
+		toSubmit = p.r.Flush() // the rest of a SEND that found the socket full, say
 	}
 	minComplete := uint32(1)
 	if timeoutNs > 0 {
