@@ -355,8 +355,8 @@ func (p *uringPoller) queueWrite(pd *pollDesc) {
 
 // prepWrites queues an inline SEND of each queued conn's buffer, unless
 // the kernel still has one of its SENDs (whose end starts the next). It
-// reports whether a task waits for one of those it queued.
-func (p *uringPoller) prepWrites() (awaited bool) {
+// reports whether a task waits for an inline SEND not yet settled.
+func (p *uringPoller) prepWrites() bool {
 	for i, pd := range p.flushq {
 		p.flushq[i] = nil
 		pd.wb.queued = false
@@ -373,10 +373,14 @@ func (p *uringPoller) prepWrites() (awaited bool) {
 		p.inline = append(p.inline, inlineSend{pd: pd, buf: pd.wb.buf, idx: p.r.SQIndex() - 1})
 		pd.wb.inline = true
 		pd.kops++
-		awaited = awaited || pd.wwait != nil || pd.cwait != nil
 	}
 	p.flushq = p.flushq[:0]
-	return awaited
+	for _, e := range p.inline { // also one an enter left in the SQ before
+		if e.pd.wwait != nil || e.pd.cwait != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // settle ends the inline SENDs the kernel has consumed: those without a

@@ -90,9 +90,10 @@ func (w *writeBehind) add(p []byte, limit int) {
 }
 
 // busyWriting reports whether the conn has bytes to send or a SEND the
-// kernel has not given back.
+// kernel has not given back (a Write's own SEND that completed and that
+// its task has not seen yet is given back).
 func (pd *pollDesc) busyWriting() bool {
-	return len(pd.wb.buf) > 0 || pd.wb.inline || pd.wop.pending
+	return len(pd.wb.buf) > 0 || pd.wb.inline || (pd.wop.pending && !pd.wop.done)
 }
 
 // writeBehind is Write with the io_uring poller.

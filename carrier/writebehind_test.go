@@ -395,3 +395,38 @@ func TestURingPollerWriteBehind(t *testing.T) {
 		t.Fatalf("after a failed SEND: err %v, %d bytes, kops %d", b.wb.err, len(b.wb.buf), b.kops)
 	}
 }
+
+// A Close from another task while a large Write waits for the peer ends
+// that Write with net.ErrClosed at once, and Close does not wait for its
+// flush bound (with write-behind the Write's own SEND is cancelled, not
+// flushed: Write had not accepted those bytes).
+func TestCloseDuringLargeWrite(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	inTaskWithConn(t, Options{Carriers: 1}, func(nc net.Conn) { <-release }, func(tk *Task, c *Conn) {
+		defer close(release)
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		werr := make(chan error, 1)
+		tk.Go(func(*Task) {
+			_, err := c.Write(make([]byte, 16<<20)) // more than loopback buffers hold
+			werr <- err
+		})
+		for range 5 {
+			tk.Sleep(time.Millisecond) // the writer parks
+		}
+		start := time.Now()
+		err := c.Close()
+		if el := time.Since(start); el > DefaultCloseFlush/2 {
+			t.Errorf("close waited %v for a write it had not accepted", el)
+		}
+		if err != nil {
+			t.Errorf("close: %v", err)
+		}
+		for len(werr) == 0 {
+			tk.Yield()
+		}
+		if err := <-werr; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the parked write returned %v, want net.ErrClosed", err)
+		}
+	})
+}
