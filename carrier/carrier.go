@@ -50,6 +50,12 @@ type Carrier struct {
 	poll     poller   // epoll or io_uring (Options.Poller)
 	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
 	efd      int
+	// keepEfd says the eventfd is never drained: io_uring's multishot poll
+	// posts a completion for every write to it, whatever the counter, so
+	// the read that resets it (epoll's eventfd is level-triggered) would
+	// be a system call per wake-up for nothing. The counter, one per
+	// wake-up, cannot reach its 2^64-2 limit.
+	keepEfd bool
 	strat    wait.Strategy
 	tid      atomic.Int64
 
@@ -253,7 +259,9 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 			continue
 		}
 		if tok == 0 {
-			unix.EventfdDrain(c.efd)
+			if !c.keepEfd {
+				unix.EventfdDrain(c.efd)
+			}
 			continue
 		}
 		slot := int(uint32(tok)) - 1
