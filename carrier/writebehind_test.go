@@ -430,3 +430,32 @@ func TestCloseDuringLargeWrite(t *testing.T) {
 		}
 	})
 }
+
+// A floating carrier does not hand over a task whose conn the ring still
+// writes for: bytes buffered, an inline SEND not settled, a SEND of the
+// buffer in flight, or the task's own SEND not completed.
+func TestMovableWithWriteBehind(t *testing.T) {
+	c := &Carrier{g: &Group{opts: Options{FloatSettle: DefaultFloatSettle}}}
+	tests := []struct {
+		name    string
+		set     func(pd *pollDesc)
+		movable bool
+	}{
+		{"idle conn", func(*pollDesc) {}, true},
+		{"bytes buffered", func(pd *pollDesc) { pd.wb.buf = []byte("x") }, false},
+		{"inline SEND not settled", func(pd *pollDesc) { pd.wb.inline = true }, false},
+		{"SEND of the buffer in flight", func(pd *pollDesc) { pd.wop.pending, pd.wop.behind = true, true }, false},
+		{"the task's SEND in flight", func(pd *pollDesc) { pd.wop.pending = true }, false},
+		{"the task's SEND done, not yet seen", func(pd *pollDesc) { pd.wop.pending, pd.wop.done = true, true }, true},
+		{"RECV in flight", func(pd *pollDesc) { pd.rop.pending = true }, false},
+	}
+	for _, tc := range tests {
+		tk := &Task{}
+		cn := &Conn{}
+		tc.set(&cn.pd)
+		tk.adopt(cn)
+		if got := c.movable(tk); got != tc.movable {
+			t.Errorf("%s: movable %v, want %v", tc.name, got, tc.movable)
+		}
+	}
+}
