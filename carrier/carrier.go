@@ -56,8 +56,8 @@ type Carrier struct {
 	// be a system call per wake-up for nothing. The counter, one per
 	// wake-up, cannot reach its 2^64-2 limit.
 	keepEfd bool
-	strat    wait.Strategy
-	tid      atomic.Int64
+	strat   wait.Strategy
+	tid     atomic.Int64
 
 	// Run queues. lifo, fifo and timers belong to the carrier's thread.
 	lifo   *Task
