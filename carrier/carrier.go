@@ -277,6 +277,7 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		// pending) waits for its completion, not for readiness.
 		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			pd.unread = true
+			pd.hup = pd.hup || e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 			if pd.rwait != nil && !pd.rop.pending {
 				c.wakeTask(pd.rwait, true)
 			}

@@ -41,6 +41,11 @@ type pollDesc struct {
 	kops     int  // reads and writes the kernel holds (PollerURing): the fd stays open until 0
 	closeFd  bool // shut while kops > 0: the last completion closes the fd
 	nopoll   bool // no readiness poll (a conn with PollerURing; see register)
+	// hup is set once epoll reports the peer's end of stream (or an
+	// error): a short read then does not mean drained, since the end of
+	// stream still waits to be read and no further edge will announce it
+	// (data and FIN arriving together make one event).
+	hup bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -246,7 +251,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 			if n == 0 && len(p) > 0 {
 				return 0, io.EOF
 			}
-			if n < len(p) {
+			if n < len(p) && !pd.hup {
 				pd.unread = false
 			}
 			t.opDone()
@@ -383,6 +388,25 @@ func (cn *Conn) Close() error {
 	}
 	cn.pd.shut()
 	return err
+}
+
+// CloseWrite shuts down the sending side of the connection (the peer reads
+// the end of the stream) and keeps the receiving side open: a server that
+// ends a conversation half-closes and drains before it closes, so that its
+// last answer is not destroyed by a TCP reset. With the io_uring poller
+// it first sends the bytes Write accepted, waiting as Close does (at most
+// Options.CloseFlush, or until the write deadline); when they cannot all
+// be sent it returns that error and leaves the sending side open.
+func (cn *Conn) CloseWrite() error {
+	if cn.pd.closed {
+		return net.ErrClosed
+	}
+	if cn.pd.c != nil && cn.pd.c.cio != nil {
+		if err := cn.flushWrites("close write"); err != nil {
+			return err
+		}
+	}
+	return unix.Shutdown(cn.pd.fd, unix.SHUT_WR)
 }
 
 // SetDeadline sets the read and write deadlines; the zero time clears them.

@@ -140,25 +140,38 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 
 // flushOnClose runs in Close before the conn is shut, with the io_uring
 // poller: it marks the conn closed (other tasks' operations end with
-// net.ErrClosed), then parks until the accepted bytes are sent, within
-// Options.CloseFlush or the write deadline. It returns a write error
-// not yet reported, or one for the bytes it had to drop.
+// net.ErrClosed: a parked reader cancels its RECV, a writer parked on the
+// full buffer returns what it accepted) and sends what was accepted
+// (flushWrites).
 func (cn *Conn) flushOnClose() error {
 	pd := &cn.pd
-	c := pd.c
 	pd.closed = true
+	if pd.rwait != nil {
+		pd.c.wakeTask(pd.rwait, false)
+	}
+	if pd.wwait != nil {
+		pd.c.wakeTask(pd.wwait, false)
+	}
+	return cn.flushWrites("close")
+}
+
+// flushWrites parks the task until the accepted bytes are sent, within
+// Options.CloseFlush or the write deadline if that is earlier. It returns
+// a write error not yet reported, or one for the bytes still unsent (op
+// names the caller in it); it cannot wait outside a task or while the
+// carrier stops.
+func (cn *Conn) flushWrites(op string) error {
+	pd := &cn.pd
+	c := pd.c
 	if !pd.busyWriting() || pd.wb.err != nil {
 		return pd.wb.err
 	}
 	t := pd.current()
-	if t == nil || c.stopping.Load() {
-		return fmt.Errorf("close: %d bytes not sent: %w", len(pd.wb.buf), net.ErrClosed)
+	if t == nil {
+		return fmt.Errorf("%s: %d bytes not sent: %w", op, len(pd.wb.buf), ErrNotInTask)
 	}
-	if pd.rwait != nil { // a reader's RECV is cancelled by its own task once it sees closed
-		c.wakeTask(pd.rwait, false)
-	}
-	if pd.wwait != nil { // a writer parked on the full buffer returns what it accepted
-		c.wakeTask(pd.wwait, false)
+	if c.stopping.Load() {
+		return fmt.Errorf("%s: %d bytes not sent: %w", op, len(pd.wb.buf), errStopped)
 	}
 	now := wait.Now()
 	deadline := now + int64(c.g.opts.CloseFlush)
@@ -167,7 +180,7 @@ func (cn *Conn) flushOnClose() error {
 	}
 	for pd.busyWriting() && pd.wb.err == nil {
 		if err := pd.await(t, &pd.cwait, deadline); err != nil {
-			return fmt.Errorf("close: %d bytes not sent within %v: %w", len(pd.wb.buf), time.Duration(deadline-now), err)
+			return fmt.Errorf("%s: %d bytes not sent within %v: %w", op, len(pd.wb.buf), time.Duration(deadline-now), err)
 		}
 	}
 	return pd.wb.err

@@ -116,6 +116,10 @@ type progress struct {
 	seen  int // pending bytes taken so far: the head and chunked framing
 	moves int // b.moves when the message's slices into the input were made
 	dec   ChunkedDecoder
+	// With DiscardBody: the body was started and pr.left of its
+	// Content-Length bytes are still to come.
+	counting bool
+	left     int64
 }
 
 // incoming is a message a reader takes from its connection: a *Request or
@@ -154,6 +158,15 @@ func (r *reader) begin() {
 	r.pr.hp.Reset()
 	r.pr.head, r.pr.seen, r.pr.moves = 0, 0, r.b.moves
 	r.pr.dec = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes}
+	r.pr.counting, r.pr.left = false, 0
+}
+
+// trim drops m's chunked-body scratch buffer when a large body grew it, so
+// a connection keeps at most keepBuffer bytes of it between messages.
+func trim(m *Message) {
+	if cap(m.chunks) > keepBuffer {
+		m.chunks = nil
+	}
 }
 
 // advance goes on parsing m from the pending input where the last call
@@ -193,6 +206,9 @@ func (r *reader) advance(m incoming) error {
 // message, or ErrIncomplete.
 func (r *reader) body(p []byte, m *Message) (int, error) {
 	pr := &r.pr
+	if r.o.DiscardBody {
+		return r.discard(p, m)
+	}
 	if !m.Chunked {
 		return fixedBody(p, pr.head, m, r.b.eof, r.o.MaxBodyBytes)
 	}
@@ -213,6 +229,39 @@ func (r *reader) body(p []byte, m *Message) (int, error) {
 	return pr.seen, nil
 }
 
+// discard goes on with the body of a request read with DiscardBody: body
+// bytes are counted (pr.left) or decoded (chunked) and dropped, so only the
+// head stays buffered. m.Body stays nil. Its results are body's.
+func (r *reader) discard(p []byte, m *Message) (int, error) {
+	pr := &r.pr
+	if pr.seen == pr.head && !pr.counting { // the body starts
+		if !m.Chunked && m.ContentLength > r.o.MaxBodyBytes {
+			return 0, errBodyTooLarge
+		}
+		pr.counting, pr.left = true, max(m.ContentLength, 0)
+	}
+	if m.Chunked {
+		for pr.seen < len(p) && !pr.dec.Done() {
+			n, _, err := pr.dec.Decode(p[pr.seen:])
+			if err != nil {
+				return 0, err
+			}
+			pr.seen += n
+		}
+	} else {
+		n := min(int64(len(p)-pr.seen), pr.left)
+		pr.seen += int(n)
+		pr.left -= n
+	}
+	if (m.Chunked && pr.dec.Done()) || (!m.Chunked && pr.left == 0) {
+		return pr.seen, nil
+	}
+	// All of p is taken: keep only the head buffered.
+	r.b.end = r.b.start + pr.head
+	pr.seen = pr.head
+	return 0, ErrIncomplete
+}
+
 // ServerReader reads pipelined requests from one client connection,
 // enforcing Options' limits and timeouts. It allocates its buffer once and
 // reuses it.
@@ -221,26 +270,36 @@ type ServerReader struct {
 	// sendContinue, when set, writes "100 Continue" (ServeConn sets it, so
 	// that the interim response follows the responses it still holds).
 	sendContinue func() error
+	opened       time.Time // when the reader was made: the connection's accept
+	started      bool      // a request was begun: later waits are idle
 }
 
-// NewServerReader returns a reader of requests from c.
-func NewServerReader(c Conn, o Options) *ServerReader { return &ServerReader{reader: newReader(c, o)} }
+// NewServerReader returns a reader of requests from c, a connection
+// accepted now: its first request's timeouts run from now.
+func NewServerReader(c Conn, o Options) *ServerReader {
+	return &ServerReader{reader: newReader(c, o), opened: time.Now()}
+}
 
 // Next reads the next request into req; its slices are valid until the next
 // call. It returns io.EOF when the client closed between requests,
 // io.ErrUnexpectedEOF when it closed within one, an error wrapping
-// os.ErrDeadlineExceeded when the client was idle for IdleTimeout or took
-// longer than ReadHeaderTimeout to send a request (head and body), and an
-// *Error for a request to refuse.
+// os.ErrDeadlineExceeded when a timeout of Options passed (the client was
+// idle too long, or slow with a request's head or whole), and an *Error for
+// a request to refuse.
 //
 // Parsing resumes where it stopped when more input arrives: a request of n
 // bytes costs O(n) however it is split into reads, and a chunked body is
-// decoded as it arrives (as ClientReader does).
+// decoded as it arrives (as ClientReader does). With DiscardBody the body
+// is dropped as it arrives.
 func (r *ServerReader) Next(req *Request) error {
 	var (
-		first     time.Time // when the first byte of this request was seen
+		first     time.Time // when this request's clock started
 		continued bool      // Expect: 100-continue was considered
 	)
+	if !r.started {
+		first, r.started = r.opened, true
+	}
+	trim(&req.Message)
 	r.begin()
 	for {
 		if r.b.end > r.b.start {
@@ -266,13 +325,18 @@ func (r *ServerReader) Next(req *Request) error {
 		}
 		now := time.Now()
 		var err error
-		if r.b.end == r.b.start {
+		switch {
+		case r.b.end == r.b.start && first.IsZero():
 			err = r.b.setDeadline(r.c, now.Add(r.o.IdleTimeout), deadlineSlack)
-		} else {
+		default:
 			if first.IsZero() {
 				first = now
 			}
-			err = r.b.setDeadline(r.c, first.Add(r.o.ReadHeaderTimeout), 0)
+			limit := r.o.ReadTimeout
+			if r.pr.head == 0 {
+				limit = min(limit, r.o.ReadHeaderTimeout)
+			}
+			err = r.b.setDeadline(r.c, first.Add(limit), 0)
 		}
 		if err != nil {
 			return err
@@ -306,6 +370,7 @@ func NewClientReader(c Conn, o Options) *ClientReader { return &ClientReader{new
 // decoded into resp as it arrives, so only its head and the undecoded
 // remainder stay buffered.
 func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
+	trim(&resp.Message)
 	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
 		return err
 	}

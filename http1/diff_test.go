@@ -146,8 +146,18 @@ func FuzzRequestDifferential(f *testing.F) {
 					t.Fatalf("505 for HTTP/1.x %q", data)
 				}
 			case err == errNoHost:
-				if gerr == nil && (len(greq.Header["Host"]) > 0 || !greq.ProtoAtLeast(1, 1)) {
+				if gerr == nil && (len(greq.Header["Host"]) > 0 || !greq.ProtoAtLeast(1, 1) || greq.Method == "CONNECT") {
 					t.Fatalf("missing Host, but net/http saw one in %q", data)
+				}
+			case err == errBadHost:
+				// net/http's server refuses it after ReadRequest.
+				if gerr == nil && validHost([]byte(greq.Host)) && greq.URL.Host == "" {
+					t.Fatalf("Host refused, net/http's %q valid in %q", greq.Host, data)
+				}
+			case err == errCoding10:
+				// Deliberate (RFC 9112 §6.1): net/http ignores it.
+				if gerr == nil && greq.ProtoAtLeast(1, 1) {
+					t.Fatalf("HTTP/1.0 Transfer-Encoding refused in HTTP/1.1 %q", data)
 				}
 			case err == errBadHeader && hasSpacedName(data):
 				// Deliberate: whitespace in a field name refused.
@@ -175,7 +185,9 @@ func FuzzRequestDifferential(f *testing.F) {
 		if !bytes.Equal(req.Body, gbody) {
 			t.Fatalf("body %q, net/http %q", req.Body, gbody)
 		}
-		if req.KeepAlive == greq.Close {
+		// Deliberate (RFC 9112 §6.3): Content-Length beside chunked closes.
+		smuggle := req.Chunked && req.Get("Content-Length") != nil
+		if req.KeepAlive == greq.Close && !(smuggle && !req.KeepAlive) {
 			t.Fatalf("keep-alive %v, net/http close %v", req.KeepAlive, greq.Close)
 		}
 		if n != gn {

@@ -29,7 +29,17 @@
 // share one resume step, so either reads a message of n bytes in O(n)
 // however it is split into reads. ParseRequest also makes the checks
 // net/http's server adds after ReadRequest: an HTTP/1.1 request without a
-// Host field is refused (400), a major version other than 1 too (505).
+// Host field (CONNECT excepted) or with a malformed one is refused (400), a
+// major version other than 1 too (505). Beyond net/http, as RFC 9112 asks,
+// an HTTP/1.0 request with Transfer-Encoding is refused (400, §6.1) and one
+// with both Content-Length and chunked coding is read as chunked and closes
+// the connection after its answer (§6.3).
+//
+// ServeConn bounds what a connection costs: with Options.DiscardBody bodies
+// are dropped as they arrive, buffers grown by a large message go back to
+// their first size, every read and write has a deadline (Options), and a
+// connection the server ends is half-closed and drained before it is closed,
+// so that the client reads its last answer instead of a reset.
 package http1
 
 import (
@@ -38,8 +48,18 @@ import (
 	"time"
 )
 
-// Limits and timeouts of a server connection. The zero value of every field
-// means its Default* constant.
+// Limits and timeouts of a server connection. The zero value of every
+// numeric field means its Default* constant.
+//
+// The timeouts follow one rule, net/http's: a new connection has
+// ReadHeaderTimeout for the head of its first request; a keep-alive
+// connection has IdleTimeout between requests; once a request's first byte
+// arrives (for the first request: once the connection is accepted), its head
+// must arrive within ReadHeaderTimeout and the whole request, body included,
+// within ReadTimeout. A connection past a read timeout is closed without an
+// answer, as net/http and nginx do. Each write of responses must complete
+// within WriteTimeout, so a client that sends requests and never reads its
+// answers is closed too.
 type Options struct {
 	// MaxHeaderBytes bounds the request line plus header section, in bytes;
 	// a request over it is answered 431 and the connection closed.
@@ -48,12 +68,25 @@ type Options struct {
 	// bodies); a request over it is answered 413 and the connection closed.
 	MaxBodyBytes int64
 	// ReadHeaderTimeout is the longest time from the first byte of a request
-	// to the end of its header section; a slower client is disconnected.
+	// (from the accept, for a connection's first request) to the end of its
+	// header section.
 	ReadHeaderTimeout time.Duration
+	// ReadTimeout is the longest time from the same start to the end of the
+	// whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout is the longest time one write of responses may take (a
+	// client that does not read fills the socket buffers and then stalls it).
+	WriteTimeout time.Duration
 	// IdleTimeout is the longest time a keep-alive connection may wait for
 	// the first byte of its next request; an idle client is disconnected
 	// (by ServerReader within one second after it).
 	IdleTimeout time.Duration
+	// DiscardBody makes ServerReader read request bodies and drop them as
+	// they arrive instead of keeping them whole: Request.Body is then nil
+	// and a connection's buffer stays within about twice MaxHeaderBytes
+	// however large the body (a server whose handlers ignore bodies bounds
+	// its memory per connection so).
+	DiscardBody bool
 }
 
 const (
@@ -65,6 +98,14 @@ const (
 	// DefaultReadHeaderTimeout is 10 s: generous for any real client, short
 	// enough that slow-loris connections do not pile up.
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout is 10 s too: a 1 MiB body (DefaultMaxBodyBytes)
+	// then needs a client of about 100 KB/s, and a body trickled a byte at
+	// a time holds its connection no longer than a slow head does.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultWriteTimeout is 10 s, as long as a request may take to read: a
+	// client that stops reading its answers is as dead as one that stops
+	// sending (nginx's send_timeout is 60 s between two writes).
+	DefaultWriteTimeout = 10 * time.Second
 	// DefaultIdleTimeout is 60 s, nginx's keepalive_timeout default (75 s)
 	// rounded down to a minute.
 	DefaultIdleTimeout = 60 * time.Second
@@ -80,6 +121,12 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.ReadHeaderTimeout <= 0 {
 		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
@@ -113,6 +160,8 @@ var (
 	errFolded          = &Error{400, "obsolete line folding in header"}
 	errManyHosts       = &Error{400, "too many Host headers"}
 	errNoHost          = &Error{400, "missing required Host header"}
+	errBadHost         = &Error{400, "malformed Host header"}
+	errCoding10        = &Error{400, "Transfer-Encoding in an HTTP/1.0 request"}
 	errBadLength       = &Error{400, "invalid Content-Length"}
 	errLengths         = &Error{400, "differing Content-Length headers"}
 	errTooLarge        = &Error{431, "request header fields too large"}

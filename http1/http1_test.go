@@ -43,6 +43,22 @@ func TestParseRequestStatuses(t *testing.T) {
 		{"gzip chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, false, ""},
 		{"bad chunk", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, false, ""},
 		{"chunked too large", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n", 413, false, ""},
+		// RFC 9112 §6.3: chunked wins over Content-Length, then close.
+		{"length and chunked", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n", 0, false, "a"},
+		// RFC 9112 §6.1: faulty framing in HTTP/1.0.
+		{"http10 chunked", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n", 400, false, ""},
+		{"http10 gzip", "POST / HTTP/1.0\r\nTransfer-Encoding: gzip\r\nContent-Length: 1\r\n\r\na", 400, false, ""},
+		{"host with space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400, false, ""},
+		{"host with slash", "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", 400, false, ""},
+		{"host with at", "GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400, false, ""},
+		{"host with obs-text", "GET / HTTP/1.1\r\nHost: \xff\r\n\r\n", 400, false, ""},
+		{"http10 bad host", "GET / HTTP/1.0\r\nHost: a b\r\n\r\n", 400, false, ""},
+		{"ipv6 host", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n", 0, true, ""},
+		{"empty host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 0, true, ""},
+		{"connect without host", "CONNECT example.com:443 HTTP/1.1\r\n\r\n", 0, true, ""},
+		{"absolute form", "GET http://x/fruits HTTP/1.1\r\nHost: x\r\n\r\n", 0, true, ""},
+		{"options star", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 0, true, ""},
+		{"h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,20 +207,32 @@ func TestServerReader(t *testing.T) {
 }
 
 func TestServerReaderTimeouts(t *testing.T) {
+	const short = 50 * time.Millisecond
 	for _, tt := range []struct {
 		name string
 		send string
 		o    Options
+		skip int // requests read before the one that times out
 	}{
-		{"idle", "", Options{IdleTimeout: 50 * time.Millisecond}},
-		{"read header", "GET / HTTP/1.1\r\n", Options{ReadHeaderTimeout: 50 * time.Millisecond}},
+		{"new connection silent", "", Options{ReadHeaderTimeout: short}, 0},
+		{"idle after a request", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", Options{IdleTimeout: short}, 1},
+		{"read header", "GET / HTTP/1.1\r\n", Options{ReadHeaderTimeout: short}, 0},
+		{"slow body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab", Options{ReadTimeout: short}, 0},
+		{"slow discarded body", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nab", Options{ReadTimeout: short, DiscardBody: true}, 0},
+		{"slow second body", "GET / HTTP/1.1\r\nHost: x\r\n\r\nPOST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na", Options{ReadTimeout: short}, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			client, server := pipeConn(t)
 			client.Write([]byte(tt.send))
 			start := time.Now()
 			var r Request
-			err := NewServerReader(server, tt.o).Next(&r)
+			rd := NewServerReader(server, tt.o)
+			for range tt.skip {
+				if err := rd.Next(&r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := rd.Next(&r)
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("err = %v, want deadline exceeded", err)
 			}
@@ -321,7 +349,8 @@ func (c *countConn) Read(p []byte) (int, error) {
 	return c.repeatConn.Read(p)
 }
 
-func (c *countConn) Write(p []byte) (int, error) { c.writes++; return len(p), nil }
+func (c *countConn) Write(p []byte) (int, error)      { c.writes++; return len(p), nil }
+func (c *countConn) SetWriteDeadline(time.Time) error { return nil }
 
 // chunkConn returns data in reads of the sizes listed in sizes (each plus
 // one, cycled), or without sizes of piece bytes (0: 1), then io.EOF; i
@@ -375,20 +404,58 @@ func FuzzServerReaderChunking(f *testing.F) {
 			want = append(want, got{string(r.Method), string(r.Target), fmt.Sprintf("%q", r.Headers), string(r.Body)})
 			rest = rest[n:]
 		}
-		rd := NewServerReader(&chunkConn{data: data, sizes: sizes}, Options{})
-		for i := 0; ; i++ {
-			err := rd.Next(&r)
-			if err != nil {
-				if i != len(want) || err != wantErr {
-					t.Fatalf("after %d requests: %v; want %d requests, then %v", i, err, len(want), wantErr)
+		// The same with bodies dropped as they arrive: the same requests
+		// with no bodies, the same final error.
+		for _, discard := range []bool{false, true} {
+			rd := NewServerReader(&chunkConn{data: data, sizes: sizes}, Options{DiscardBody: discard})
+			for i := 0; ; i++ {
+				err := rd.Next(&r)
+				if err != nil {
+					if i != len(want) || err != wantErr {
+						t.Fatalf("discard %v: after %d requests: %v; want %d requests, then %v", discard, i, err, len(want), wantErr)
+					}
+					break
 				}
-				return
-			}
-			if i >= len(want) || (got{string(r.Method), string(r.Target), fmt.Sprintf("%q", r.Headers), string(r.Body)}) != want[i] {
-				t.Fatalf("request %d: %q %q %q; want %v", i, r.Method, r.Target, r.Body, want)
+				w := got{}
+				if i < len(want) {
+					w = want[i]
+				}
+				if discard {
+					w.body = ""
+				}
+				if i >= len(want) || (got{string(r.Method), string(r.Target), fmt.Sprintf("%q", r.Headers), string(r.Body)}) != w {
+					t.Fatalf("discard %v: request %d: %q %q %q; want %v", discard, i, r.Method, r.Target, r.Body, want)
+				}
 			}
 		}
 	})
+}
+
+// TestServerReaderDiscardBounded reads 1 MiB bodies, by length and
+// chunked, arriving in 64 KiB pieces, with DiscardBody: the read buffer
+// never grows past twice the head limit (without it, it grows to the body).
+func TestServerReaderDiscardBounded(t *testing.T) {
+	const size = DefaultMaxBodyBytes
+	byLength := append([]byte(fmt.Sprintf("POST /l HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", size)), bytes.Repeat([]byte("b"), size)...)
+	chunked, _ := chunkedRequest("", size, 10000)
+	data := append(append(byLength, chunked...), "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"...)
+	for _, discard := range []bool{false, true} {
+		rd := NewServerReader(&chunkConn{data: data, piece: 64 << 10}, Options{DiscardBody: discard})
+		var r Request
+		largest := 0
+		for _, want := range []string{"/l", "/upload", "/next"} {
+			if err := rd.Next(&r); err != nil || string(r.Target) != want {
+				t.Fatalf("discard %v: %q, %v; want %q", discard, r.Target, err, want)
+			}
+			if want != "/next" && discard != (r.Body == nil) {
+				t.Fatalf("discard %v: body of %d bytes", discard, len(r.Body))
+			}
+			largest = max(largest, cap(rd.b.buf), cap(r.chunks))
+		}
+		if bounded := largest <= 2*DefaultMaxHeaderBytes; bounded != discard {
+			t.Fatalf("discard %v: largest buffer %d bytes", discard, largest)
+		}
+	}
 }
 
 // chunkedRequest returns a POST with a chunked body of size bytes in chunks
@@ -538,4 +605,47 @@ func TestReadersMovedHead(t *testing.T) {
 			t.Fatalf("%s: second: %d bytes, Content-Type %q, %v; want %d bytes, %q", tt.name, len(m.Body), got, err, len(body), tt.ctype)
 		}
 	}
+}
+
+func TestTargetPath(t *testing.T) {
+	for _, tt := range []struct{ target, want string }{
+		{"/fruits", "/fruits"},
+		{"/fruits?x=1", "/fruits"},
+		{"/a%2Fb?q", "/a%2Fb"},
+		{"http://x/fruits", "/fruits"},
+		{"HTTP://x:8080/fruits?q=http://y/z", "/fruits"},
+		{"http://x", ""},
+		{"http://x?q", ""},
+		{"*", "*"},
+		{"example.com:443", "example.com:443"},
+		{"", ""},
+	} {
+		if got := TargetPath(tt.target); got != tt.want {
+			t.Errorf("TargetPath(%q) = %q, want %q", tt.target, got, tt.want)
+		}
+		if got := TargetPath([]byte(tt.target)); string(got) != tt.want {
+			t.Errorf("TargetPath([]byte(%q)) = %q, want %q", tt.target, got, tt.want)
+		}
+	}
+}
+
+// FuzzTargetPath: the path is a part of the target with no '?', begins
+// with '/' when not empty and the target is in origin or absolute form, and
+// the string and byte forms agree.
+func FuzzTargetPath(f *testing.F) {
+	for _, s := range []string{"/a?b", "http://h/p?q", "h:1", "*", "x://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		p := TargetPath(target)
+		if string(TargetPath([]byte(target))) != p {
+			t.Fatalf("string and []byte disagree on %q", target)
+		}
+		if !strings.Contains(target, p) || strings.Contains(p, "?") {
+			t.Fatalf("TargetPath(%q) = %q", target, p)
+		}
+		if p != "" && strings.Contains(target[:strings.Index(target, p)], "://") && p[0] != '/' {
+			t.Fatalf("absolute form %q: path %q", target, p)
+		}
+	})
 }

@@ -121,7 +121,11 @@ func isOWS(c byte) bool { return c == ' ' || c == '\t' }
 // isTokenChar reports whether c is an RFC 9110 tchar.
 func isTokenChar(c byte) bool { return tokenTable[c] }
 
-var tokenTable = func() (t [256]bool) {
+var tokenTable = alnumAnd("!#$%&'*+-.^_`|~")
+
+// alnumAnd returns the table of ASCII letters, digits and the bytes of
+// extra.
+func alnumAnd(extra string) (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
@@ -129,11 +133,11 @@ var tokenTable = func() (t [256]bool) {
 		t[c] = true
 		t[c-'a'+'A'] = true
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
+	for _, c := range extra {
 		t[c] = true
 	}
 	return t
-}()
+}
 
 // isValueChar reports whether c may appear in a header value: HTAB, SP,
 // VCHAR or obs-text.
@@ -179,10 +183,12 @@ func validValue(v []byte) bool {
 type framing struct {
 	length    int64 // Content-Length, -1 if absent
 	chunked   bool
-	closeTok  bool // Connection: close
-	keepTok   bool // Connection: keep-alive
-	hosts     int  // number of Host fields
-	badTrail  bool // Trailer names a field that may not be a trailer
+	closeTok  bool   // Connection: close
+	keepTok   bool   // Connection: keep-alive
+	hosts     int    // number of Host fields
+	host      []byte // value of the last Host field
+	te        bool   // a Transfer-Encoding field is present
+	badTrail  bool   // Trailer names a field that may not be a trailer
 	hasTrailr bool
 }
 
@@ -198,6 +204,7 @@ func frame(m *Message) (framing, error) {
 		case len("host"):
 			if equalLower(h.Name, "host") {
 				f.hosts++
+				f.host = h.Value
 			}
 		case len("content-length"):
 			if equalLower(h.Name, "content-length") {
@@ -224,7 +231,9 @@ func frame(m *Message) (framing, error) {
 			}
 		}
 	}
-	// HTTP/1.0 messages cannot be chunked: net/http ignores the field.
+	// HTTP/1.0 messages cannot be chunked: net/http ignores the field (a
+	// request's caller refuses it, see Request.frame).
+	f.te = tes > 0
 	if tes > 0 && (m.Major > 1 || m.Major == 1 && m.Minor >= 1) {
 		if tes > 1 || !equalLower(te, "chunked") {
 			return f, errCoding
@@ -243,6 +252,21 @@ func frame(m *Message) (framing, error) {
 	}
 	return f, nil
 }
+
+// validHost reports whether a Host field value has only the bytes
+// net/http's server accepts (httpguts.ValidHostHeader): letters, digits
+// and "!$%&'()*+,-.:;=[]_~", so a host with a space, '/', '@' or a byte
+// over 0x7f is refused.
+func validHost(v []byte) bool {
+	for _, c := range v {
+		if !hostTable[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostTable = alnumAnd("!$%&'()*+,-.:;=[]_~")
 
 // parseLength parses a Content-Length: decimal digits (leading zeros
 // allowed, as strconv.ParseUint does), below 2^63.

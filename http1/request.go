@@ -13,20 +13,48 @@ type Request struct {
 	Message
 }
 
-// Path returns the target without its query.
-func (r *Request) Path() []byte {
-	if i := bytes.IndexByte(r.Target, '?'); i >= 0 {
-		return r.Target[:i]
+// Path returns the path of the target, as sent: TargetPath(r.Target).
+func (r *Request) Path() []byte { return TargetPath(r.Target) }
+
+// TargetPath returns the path of a request target as sent (not unescaped):
+// the origin form "/p?q" gives "/p"; the absolute form "http://h/p?q" gives
+// "/p", which a server must accept (RFC 9112 §3.2.2), and "http://h" gives
+// ""; any other form (authority, "*") is returned without its query. It
+// serves []byte targets of this package and net/http's RequestURI alike.
+func TargetPath[T string | []byte](target T) T {
+	for i := 0; i < len(target); i++ {
+		if target[i] == '?' {
+			target = target[:i]
+			break
+		}
 	}
-	return r.Target
+	if len(target) == 0 || target[0] == '/' {
+		return target
+	}
+	for i := 0; i+2 < len(target); i++ {
+		if target[i] == ':' && target[i+1] == '/' && target[i+2] == '/' {
+			rest := target[i+3:] // authority, then the path
+			for j := 0; j < len(rest); j++ {
+				if rest[j] == '/' {
+					return rest[j:]
+				}
+			}
+			return rest[:0]
+		}
+	}
+	return target
 }
 
 // ParseRequest parses one complete request from the start of buf into r and
 // returns the number of bytes it took. It returns ErrIncomplete when buf
 // holds only part of a request, and an *Error for a request to refuse.
 // Limits come from o (zero fields: defaults). A request for HTTP/1.1 must
-// carry exactly one Host field (RFC 9112 §3.2); more than one is refused in
-// every version.
+// carry exactly one Host field (RFC 9112 §3.2; CONNECT excepted, as in
+// net/http); more than one is refused in every version, and so is one with
+// bytes net/http's server refuses in a host. Beyond net/http, as RFC 9112
+// asks: an HTTP/1.0 request with Transfer-Encoding is refused (§6.1), and
+// one with both Transfer-Encoding and Content-Length is read as chunked with
+// KeepAlive false, so that the server closes after answering (§6.3).
 func ParseRequest(buf []byte, r *Request, o Options) (int, error) {
 	o = o.WithDefaults()
 	var p HeadParser
@@ -99,8 +127,19 @@ func (r *Request) frame() error {
 	if f.hosts > 1 {
 		return errManyHosts
 	}
-	if f.hosts == 0 && r.Minor >= 1 {
+	// CONNECT names its host in its target: net/http's server does not
+	// require the field for it (the server package refuses CONNECT anyway).
+	if f.hosts == 0 && r.Minor >= 1 && string(r.Method) != "CONNECT" {
 		return errNoHost
+	}
+	if f.hosts == 1 && !validHost(f.host) {
+		return errBadHost
+	}
+	// RFC 9112 §6.1: an HTTP/1.0 request with Transfer-Encoding has
+	// faulty framing (net/http ignores the field and reads what follows as
+	// the next request).
+	if r.Minor == 0 && f.te {
+		return errCoding10
 	}
 	if r.Minor == 0 {
 		r.KeepAlive = f.keepTok && !f.closeTok
@@ -110,6 +149,12 @@ func (r *Request) frame() error {
 	switch {
 	case f.chunked:
 		r.Chunked, r.ContentLength = true, -1
+		// RFC 9112 §6.3: with both fields the chunked coding wins and
+		// the server must close the connection after answering (a
+		// request smuggling attempt, perhaps, or a broken client).
+		if f.length >= 0 {
+			r.KeepAlive = false
+		}
 	case f.length > 0:
 		r.ContentLength = f.length
 	}
@@ -125,8 +170,8 @@ func expectsContinue(r *Request) bool {
 // treatment of CONNECT) accepts target. The common origin form is checked
 // here without allocating; other forms go to net/url.
 func validTarget(method, target []byte) bool {
-	if len(target) == 0 {
-		return false
+	if len(target) == 0 { // net/http parses CONNECT's as "http://"
+		return string(method) == "CONNECT"
 	}
 	for _, c := range target {
 		if c < 0x20 || c == 0x7f {

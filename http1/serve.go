@@ -5,14 +5,36 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 )
 
 // ServerConn is a client connection a server answers on: a carrier.Conn or
-// a net.Conn.
+// a net.Conn. One that also has CloseWrite (both do) is half-closed and
+// drained before ServeConn returns after a response that ends the
+// connection, so that the client reads the response (see linger).
 type ServerConn interface {
 	Conn
 	Write(p []byte) (int, error)
+	SetWriteDeadline(t time.Time) error
 }
+
+// halfCloser is a connection that can stop sending and go on receiving.
+type halfCloser interface{ CloseWrite() error }
+
+const (
+	// lingerTime bounds how long a connection the server ends is drained
+	// after its last response, and lingerBytes how much is read from it
+	// meanwhile: closing a socket with unread input sends a TCP RST, which
+	// may destroy the response in the client's receive buffer before the
+	// client reads it (a client still uploading a refused body). nginx
+	// lingers up to 30 s, net/http 500 ms; 2 s and 8 MiB let a client on
+	// loopback or a LAN see its answer without letting one hold the
+	// connection for long.
+	lingerTime  = 2 * time.Second
+	lingerBytes = 8 << 20
+	// lingerBuffer is the size of the buffer the drain reads into.
+	lingerBuffer = 4 << 10
+)
 
 // Reply is a handler's answer to one request.
 type Reply struct {
@@ -44,9 +66,10 @@ const continueLine = "HTTP/1.1 100 Continue\r\n\r\n"
 const flushAt = 64 << 10
 
 // ServeConn reads requests from c and answers each with h, in order, until
-// the client closes, stays idle or slow past o's timeouts, sends a request
-// to refuse (answered with its status and "Connection: close"), or a
-// response closes the connection. Responses to pipelined requests are
+// the client closes, stays idle or slow past o's timeouts, does not read
+// its answers within o.WriteTimeout, sends a request to refuse (answered
+// with its status and "Connection: close"), or a response closes the
+// connection (then c is half-closed and drained for a while, see linger). Responses to pipelined requests are
 // written together once no further request is buffered. A client that sent
 // "Expect: 100-continue" gets "100 Continue" when its body is awaited. HEAD
 // requests get
@@ -54,15 +77,17 @@ const flushAt = 64 << 10
 // conversation ended normally (including timeouts and refused requests),
 // else the I/O error.
 func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
+	o = o.WithDefaults()
 	rd := NewServerReader(c, o)
 	var (
 		req Request
 		rep Reply
 		w   Writer
 		out = make([]byte, 0, initialBuffer)
+		wd  writeDeadline
 	)
 	rd.sendContinue = func() error {
-		err := flush(c, append(out, continueLine...), nil)
+		err := wd.flush(c, append(out, continueLine...), o.WriteTimeout)
 		out = out[:0]
 		return err
 	}
@@ -71,19 +96,22 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
-				return endError(flush(c, out, nil))
+				return endError(wd.flush(c, out, o.WriteTimeout))
 			}
 			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true},
 				[]byte(StatusText(e.Status)))
 			if obs != nil {
 				obs(e.Status)
 			}
-			return endError(flush(c, out, nil))
+			if err := wd.flush(c, out, o.WriteTimeout); err != nil {
+				return endError(err)
+			}
+			return endError(linger(c))
 		}
 		rep = Reply{}
 		h(&req, &rep)
 		if rep.Abort {
-			return endError(flush(c, out, nil))
+			return endError(wd.flush(c, out, o.WriteTimeout))
 		}
 		if rep.Status == 0 {
 			rep.Status = 200
@@ -100,15 +128,65 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			obs(rep.Status)
 		}
 		if !keep || rd.Buffered() == 0 || len(out) >= flushAt {
-			if err := flush(c, out, nil); err != nil {
+			if err := wd.flush(c, out, o.WriteTimeout); err != nil {
 				return endError(err)
 			}
 			out = out[:0]
+			if cap(out) > keepBuffer { // grown by a long pipeline
+				out = make([]byte, 0, initialBuffer)
+			}
 		}
 		if !keep {
-			return nil
+			return endError(linger(c))
 		}
 	}
+}
+
+// writeDeadline is the write deadline ServeConn last armed on its
+// connection.
+type writeDeadline struct{ at time.Time }
+
+// flush writes out to c within timeout. The deadline is re-armed only when
+// the one armed ends more than deadlineSlack sooner than now+timeout, so a
+// busy connection sets it about once a second, not on every response.
+func (d *writeDeadline) flush(c ServerConn, out []byte, timeout time.Duration) error {
+	if len(out) == 0 {
+		return nil
+	}
+	if want := time.Now().Add(timeout); d.at.Before(want) {
+		d.at = want.Add(deadlineSlack)
+		if err := c.SetWriteDeadline(d.at); err != nil {
+			return err
+		}
+	}
+	return flush(c, out, nil)
+}
+
+// linger ends a connection the server closes after a response: it stops
+// sending (the client sees the end of the stream after the response) and
+// reads and drops what the client still sends, until the client closes or
+// lingerTime or lingerBytes is reached, so that closing does not reset the
+// connection under a response the client has yet to read (RFC 9112 §9.6).
+func linger(c ServerConn) error {
+	hc, ok := c.(halfCloser)
+	if !ok {
+		return nil
+	}
+	if err := hc.CloseWrite(); err != nil {
+		return err
+	}
+	if err := c.SetReadDeadline(time.Now().Add(lingerTime)); err != nil {
+		return err
+	}
+	buf := make([]byte, lingerBuffer)
+	for n := 0; n < lingerBytes; {
+		k, err := c.Read(buf)
+		n += k
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flush writes out to c, returning err when the write succeeds.

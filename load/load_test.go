@@ -346,3 +346,22 @@ func testHotPathAllocations(t *testing.T, scheme string) {
 		t.Errorf("%.4f allocations per request, want at most %g", perReq, limit)
 	}
 }
+
+// TestBodyLongerThanLength: a response with more body bytes than its
+// Content-Length is malformed, not a success.
+func TestBodyLongerThanLength(t *testing.T) {
+	s := startServer(t, func(n int64, w io.Writer) bool {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok, and more")
+		return true
+	})
+	r, err := Run(context.Background(), Options{
+		URL: s.url(), Threads: 1, Connections: 1, Duration: 300 * time.Millisecond, Rate: 20, Timeout: time.Second,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Errors.Parse == 0 || r.ByStatus.C2xx != 0 {
+		t.Fatalf("malformed %d, 2xx %d: want every response malformed", r.Errors.Parse, r.ByStatus.C2xx)
+	}
+}

@@ -508,7 +508,14 @@ func (w *worker) consume(c *conn, data []byte, now int64) bool {
 		return false
 	}
 	if c.parser.done() {
-		w.complete(c, now, c.parser.keepAliveAfter() && used == len(data))
+		if used < len(data) {
+			// Bytes beyond the response, which came with it: a body longer
+			// than its Content-Length (a request is never pipelined, so
+			// nothing else may follow).
+			w.fail(c, failParse, now)
+			return false
+		}
+		w.complete(c, now, c.parser.keepAliveAfter())
 		return false
 	}
 	return true

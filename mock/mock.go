@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"spindle/carrier"
@@ -84,8 +85,13 @@ type Options struct {
 	CloseRate float64
 	// Seed seeds the fault and jitter draws (carrier i uses Seed+i).
 	Seed uint64
-	// HTTP are the request limits and timeouts.
+	// HTTP are the request limits and timeouts. Request bodies are dropped
+	// as they arrive whatever its DiscardBody says: nothing reads them.
 	HTTP http1.Options
+	// MaxConns bounds the connections open at once; one beyond it is
+	// accepted and closed at once, and counted (Server.Rejected). 0: no
+	// bound.
+	MaxConns int
 }
 
 // ErrBadOptions is wrapped by Start's errors for invalid Options.
@@ -100,6 +106,8 @@ type Server struct {
 	close sync.Once
 	done  chan struct{}
 	err   error
+
+	open, rejected atomic.Int64 // connections open, connections refused for MaxConns
 }
 
 // Start starts the mock; it stops when ctx is cancelled or Close is called.
@@ -114,7 +122,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: think time %v and jitter %v must not be negative", ErrBadOptions, o.ThinkTime, o.ThinkJitter)
 	case !(o.FailRate >= 0 && o.FailRate <= 1) || !(o.CloseRate >= 0 && o.CloseRate <= 1):
 		return nil, fmt.Errorf("%w: fail rate %v and close rate %v must be within 0 and 1", ErrBadOptions, o.FailRate, o.CloseRate)
+	case o.MaxConns < 0:
+		return nil, fmt.Errorf("%w: max conns %d: must not be negative", ErrBadOptions, o.MaxConns)
 	}
+	o.HTTP.DiscardBody = true
 	g, err := carrier.New(carrier.Options{Carriers: o.Threads, CPUs: o.CPUs})
 	if err != nil {
 		return nil, fmt.Errorf("mock: %w", err)
@@ -141,6 +152,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // Addr returns the address the mock listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// Open returns the number of client connections open now.
+func (s *Server) Open() int64 { return s.open.Load() }
+
+// Rejected returns the number of connections closed as soon as accepted
+// because MaxConns were open.
+func (s *Server) Rejected() int64 { return s.rejected.Load() }
+
 // Close stops the mock: listener, connections and carriers.
 func (s *Server) Close() error {
 	s.close.Do(func() {
@@ -152,9 +170,16 @@ func (s *Server) Close() error {
 
 // serve answers one client connection.
 func (s *Server) serve(t *carrier.Task, c *carrier.Conn) {
+	if n := s.open.Add(1); s.o.MaxConns > 0 && n > int64(s.o.MaxConns) {
+		s.open.Add(-1)
+		s.rejected.Add(1)
+		c.Close()
+		return
+	}
+	defer s.open.Add(-1)
 	rng := s.rngs[t.Carrier().ID()]
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
-		switch string(req.Path()) {
+		switch string(req.Path()) { // origin or absolute form
 		case "/health":
 			rep.ContentType, rep.Body = "text/plain; charset=utf-8", healthBody
 		case "/fruits", "/":

@@ -3,6 +3,7 @@ package observe
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,13 +63,27 @@ func TestCpufreqChanging(t *testing.T) {
 	if err := os.WriteFile(path, []byte("1200000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
+	// The value rises every millisecond until FindFreq returns, replaced
+	// whole (a rename, so no read sees a half-written file): any two
+	// readings of the calibration differ, however late the writer is
+	// scheduled, as long as it runs once in the calibration's first sample.
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		time.Sleep(5 * time.Millisecond)
-		_ = os.WriteFile(path, []byte("3500000\n"), 0o644)
-		close(done)
+		defer close(done)
+		tmp := filepath.Join(root, "next")
+		for khz := 1200001; ; khz++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if os.WriteFile(tmp, []byte(strconv.Itoa(khz)+"\n"), 0o644) == nil {
+				_ = os.Rename(tmp, path)
+			}
+		}
 	}()
-	m, srcs := FindFreq(SourceOptions{SysRoot: root, DevRoot: root, Calibrate: 50 * time.Millisecond, CPUs: cpu.Set{0}})
+	m, srcs := FindFreq(SourceOptions{SysRoot: root, DevRoot: root, Calibrate: 500 * time.Millisecond, CPUs: cpu.Set{0}})
+	close(stop)
 	<-done
 	if m == nil || !srcs[1].Available {
 		t.Fatalf("cpufreq not available: %v", srcs)

@@ -7,6 +7,7 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,11 +23,13 @@ type metrics struct {
 	byStatus    map[int]prometheus.Counter // pre-resolved children for the statuses the server writes
 	backendErrs *prometheus.CounterVec
 	openConns   atomic.Int64
+	// rejectedConns counts connections closed at accept for MaxConns.
+	rejectedConns prometheus.Counter
 }
 
 // knownStatuses are the statuses whose request counters are resolved at
 // start, so that counting them costs one atomic add.
-var knownStatuses = []int{200, 400, 404, 408, 413, 431, 500, 501, 502, 504, 505}
+var knownStatuses = []int{200, 400, 404, 405, 408, 413, 431, 500, 501, 502, 504, 505}
 
 func newMetrics() *metrics {
 	m := &metrics{
@@ -39,11 +42,15 @@ func newMetrics() *metrics {
 			Help: "Failed backend exchanges, by kind: refused, reset, timeout, status, decode, protocol.",
 		}, []string{"kind"}),
 		byStatus: map[int]prometheus.Counter{},
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spindle_server_rejected_connections_total",
+			Help: "Client connections closed as soon as accepted: more than --max-conns were open.",
+		}),
 	}
 	for _, code := range knownStatuses {
 		m.byStatus[code] = m.requests.WithLabelValues(strconv.Itoa(code))
 	}
-	m.reg.MustRegister(m.requests, m.backendErrs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "spindle_server_open_connections", Help: "Client connections open now.",
 	}, func() float64 { return float64(m.openConns.Load()) }))
 	return m
@@ -157,6 +164,12 @@ func summary(d *prometheus.Desc, h carrier.Histogram, scale float64, labels []st
 	return prometheus.MustNewConstSummary(d, h.Count(), float64(h.Sum)*scale, qs, labels...)
 }
 
+// adminWriteTimeout bounds the time from an admin request's head to the end
+// of its answer: a scraper that stops reading is dropped. net/http/pprof
+// refuses (400) a profile or trace longer than it, so it is over the
+// longest one worth taking of a benchmark window.
+const adminWriteTimeout = 2 * time.Minute
+
 // startAdmin serves /metrics, /debug/pprof/ and /debug/carrier.
 func (s *Server) startAdmin() error {
 	if s.group != nil {
@@ -168,16 +181,20 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", oneAtATime(&cpuProfiling, "a CPU profile", pprof.Profile))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", oneAtATime(&tracing, "an execution trace", pprof.Trace))
 	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
 	ln, err := net.Listen("tcp", s.o.AdminAddr)
 	if err != nil {
 		return err
 	}
 	s.adminLn = ln
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout}
+	s.admin = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout,
+		WriteTimeout:      adminWriteTimeout,
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

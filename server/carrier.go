@@ -32,13 +32,16 @@ func (s *Server) startCarriers() error {
 // serveCarrier answers one client connection entirely on its carrier: the
 // backend socket is dialed and polled by the same carrier.
 func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
-	s.m.openConns.Add(1)
-	defer s.m.openConns.Add(-1)
+	if !s.admit() {
+		c.Close()
+		return
+	}
+	defer s.release()
 	b := &nativeBackend{s: s, t: t}
 	defer b.drop()
 	fetch := b.get
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
-		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeOf(req.Path()), fetch)
+		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeFor(req.Method, req.Target), fetch)
 	}, s.m.request)
 }
 
@@ -46,12 +49,15 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 // the client socket, each request's handler runs on a plain goroutine with
 // a blocking net/http backend client.
 func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
-	s.m.openConns.Add(1)
-	defer s.m.openConns.Add(-1)
+	if !s.admit() {
+		c.Close()
+		return
+	}
+	defer s.release()
 	b := s.newNetBackend()
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
-		r := routeOf(req.Path())
+		r := routeFor(req.Method, req.Target)
 		t.Offload(func() {
 			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
 		})

@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"spindle/cpu"
-	"spindle/http1"
 )
 
 // netHTTPHeaderSlack is what net/http reads beyond Server.MaxHeaderBytes
@@ -94,14 +92,23 @@ func (s *Server) startNetHTTP() error {
 	if err != nil {
 		return err
 	}
+	if s.o.MaxConns > 0 {
+		ln = limitListener{Listener: ln, s: s}
+	}
 	o := s.o.HTTP.WithDefaults()
 	var backends sync.Map // net.Conn -> *netBackend
 	s.ln = ln.Addr()
 	s.hs = &http.Server{
 		Handler:           http.HandlerFunc(s.serveNetHTTP),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
-		IdleTimeout:       o.IdleTimeout,
-		MaxHeaderBytes:    max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
+		ReadTimeout:       o.ReadTimeout,
+		// net/http's write deadline runs from the end of the request
+		// head to the end of the answer, so it also covers the handler's
+		// backend exchange: that time is added, so that only the write
+		// is bounded by WriteTimeout, as in the carrier modes.
+		WriteTimeout:   o.WriteTimeout + s.o.BackendTimeout,
+		IdleTimeout:    o.IdleTimeout,
+		MaxHeaderBytes: max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			b := s.newNetBackend()
 			backends.Store(c, b)
@@ -133,23 +140,11 @@ func (s *Server) startNetHTTP() error {
 
 // serveNetHTTP is the nethttp mode's handler.
 func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
-	maxBody := s.o.HTTP.WithDefaults().MaxBodyBytes
-	if r.ContentLength > maxBody {
-		s.write(w, 413, textPlain, []byte(http1.StatusText(413)), true)
-		return
-	}
-	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxBody)); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.write(w, 413, textPlain, []byte(http1.StatusText(413)), true)
-			return
-		}
-		s.write(w, 400, textPlain, []byte(http1.StatusText(400)), true)
+	if !s.netHTTPRequestOK(w, r) {
 		return
 	}
 	b := r.Context().Value(backendKey{}).(*netBackend)
-	path, _, _ := strings.Cut(r.RequestURI, "?")
-	status, ctype, body, closeConn := s.answer(routeOf(path), b.get)
+	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), b.get)
 	s.write(w, status, ctype, body, closeConn)
 }
 

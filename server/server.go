@@ -106,8 +106,14 @@ type Options struct {
 	// AdminAddr is where /metrics, /debug/pprof/ and /debug/carrier are
 	// served; "": no admin server.
 	AdminAddr string
-	// HTTP are the client request limits and timeouts.
+	// HTTP are the client request limits and timeouts (every mode; the
+	// carrier modes drop request bodies as they arrive whatever its
+	// DiscardBody says: no handler reads them).
 	HTTP http1.Options
+	// MaxConns bounds the client connections open at once; a connection
+	// beyond it is accepted and closed at once, and counted in
+	// spindle_server_rejected_connections_total. 0: no bound.
+	MaxConns int
 }
 
 // Server is a running server.
@@ -168,6 +174,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Threads < 0 {
 		return nil, fmt.Errorf("server: threads %d: must not be negative", o.Threads)
 	}
+	if o.MaxConns < 0 {
+		return nil, fmt.Errorf("server: max conns %d: must not be negative", o.MaxConns)
+	}
+	o.HTTP.DiscardBody = true
 	b, err := parseBackend(o.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -257,8 +267,10 @@ func ignoreClosed(err error) error {
 var (
 	healthBody   = []byte("OK")
 	notFoundBody = []byte("Not Found")
-	textPlain    = "text/plain; charset=utf-8"
-	appJSON      = "application/json"
+	// methodNotAllowedBody answers CONNECT.
+	methodNotAllowedBody = []byte("Method Not Allowed")
+	textPlain            = "text/plain; charset=utf-8"
+	appJSON              = "application/json"
 )
 
 // route is what a path asks for.
@@ -268,6 +280,8 @@ const (
 	routeNotFound route = iota
 	routeHealth
 	routeFruits
+	routeOptions // OPTIONS *: 200, no body
+	routeConnect // CONNECT: 405, close (not a proxy)
 )
 
 // routeOf maps a raw path (the request target before any '?') to its route.
@@ -353,6 +367,10 @@ func (s *Server) answer(r route, fetch func() ([]byte, error)) (status int, ctyp
 	case routeFruits:
 		status, ctype, body = s.fruits(fetch())
 		return status, ctype, body, false
+	case routeOptions:
+		return 200, "", nil, false
+	case routeConnect:
+		return 405, textPlain, methodNotAllowedBody, true
 	}
 	return 404, textPlain, notFoundBody, true
 }

@@ -386,21 +386,7 @@ func TestAdmin(t *testing.T) {
 		e.send(c, fmt.Sprintf(get, "/fruits"))
 		c.read(200)
 		c.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		hc := &http.Client{Transport: tr}
-		fetch := func(path string) string {
-			resp, err := hc.Get("http://" + e.srv.AdminAddr().String() + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s: %d %q", path, resp.StatusCode, b)
-			}
-			return string(b)
-		}
+		fetch := func(path string) string { return adminGet(t, e, path) }
 		metrics := fetch("/metrics")
 		for _, want := range []string{`spindle_server_requests_total{code="200"}`, "spindle_server_open_connections"} {
 			if !strings.Contains(metrics, want) {

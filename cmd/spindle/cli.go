@@ -185,12 +185,17 @@ const DefaultHost = "127.0.0.1"
 // both: the host must be an IP address (or empty: every address), since the
 // carriers' listener resolves no names.
 func listenAddr(host, portFlag string, port int) (string, error) {
+	return listenAddrOf("host", host, portFlag, port)
+}
+
+// listenAddrOf is listenAddr for a host flag other than --host.
+func listenAddrOf(hostFlag, host, portFlag string, port int) (string, error) {
 	if port < 0 || port > 65535 {
 		return "", badInput("--%s %d: must be within 0 and 65535", portFlag, port)
 	}
 	if host != "" {
 		if _, err := netip.ParseAddr(host); err != nil {
-			return "", badInput("--host %q: want an IP address such as 127.0.0.1 or ::1, or \"\" for every address", host)
+			return "", badInput("--%s %q: want an IP address such as 127.0.0.1 or ::1, or \"\" for every address", hostFlag, host)
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil

@@ -20,6 +20,7 @@ func init() {
 }
 
 type mockArgs struct {
+	connArgs
 	host             string
 	port             int
 	think, jitter    time.Duration
@@ -43,6 +44,7 @@ func mockFlags() (*flagSet, *mockArgs) {
 	fs.Float64Var(&a.failRate, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
 	fs.Float64Var(&a.closeR, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
 	fs.Uint64Var(&a.seed, "seed", 1, "seed of the fault and jitter draws")
+	connFlags(fs, &a.connArgs)
 	return fs, a
 }
 
@@ -61,6 +63,9 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err := checkCPUs("cpuset", a.cpus.set); err != nil {
 		return err
 	}
+	if err := a.connArgs.check(); err != nil {
+		return err
+	}
 	addr, err := listenAddr(a.host, "port", a.port)
 	if err != nil {
 		return err
@@ -68,6 +73,7 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	s, err := mock.Start(ctx, mock.Options{
 		Addr: addr, Threads: a.threads, CPUs: a.cpus.set,
 		ThinkTime: a.think, ThinkJitter: a.jitter, FailRate: a.failRate, CloseRate: a.closeR, Seed: a.seed,
+		HTTP: a.http, MaxConns: a.maxConns,
 	})
 	if errors.Is(err, mock.ErrBadOptions) { // think time, jitter, rates
 		return asBadInput(err)

@@ -22,8 +22,9 @@ func init() {
 }
 
 type serveArgs struct {
+	connArgs
 	mode, backend, wait, wsScope, topology, host string
-	poller                                       string
+	poller, adminHost                            string
 	port, threads, adminPort                     int
 	ws, float, nplus1, reusePort                 bool
 	cpus                                         cpuSetFlag
@@ -50,7 +51,9 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.BoolVar(&a.nplus1, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
 	fs.BoolVar(&a.reusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
 	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
-	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --host; 0: off")
+	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
+	fs.StringVar(&a.adminHost, "admin-host", DefaultHost, "address the admin port listens on (\"\": every address)")
+	connFlags(fs, &a.connArgs)
 	return fs, a
 }
 
@@ -73,8 +76,11 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err != nil {
 		return o, err
 	}
-	admin, err := listenAddr(a.host, "admin-port", a.adminPort)
+	admin, err := listenAddrOf("admin-host", a.adminHost, "admin-port", a.adminPort)
 	if err != nil {
+		return o, err
+	}
+	if err := a.connArgs.check(); err != nil {
 		return o, err
 	}
 	switch {
@@ -101,6 +107,8 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		BackendTimeout: a.backendTimeout,
 		Threads:        a.threads,
 		ReusePort:      a.reusePort,
+		HTTP:           a.http,
+		MaxConns:       a.maxConns,
 		Carrier: carrier.Options{
 			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1, Float: a.float,
 			Poller: a.poller,

@@ -31,6 +31,14 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--float", "--cpuset", "0"},
 		{"serve", "--poller", "kqueue"},
 		{"serve", "extra"},
+		{"serve", "--admin-host", "localhost", "--admin-port", "9090"},
+		{"serve", "--max-conns", "-1"},
+		{"serve", "--read-timeout", "0s"},
+		{"serve", "--write-timeout", "-1s"},
+		{"serve", "--read-header-timeout", "0s"},
+		{"serve", "--idle-timeout", "0s"},
+		{"mock", "--max-conns", "-5"},
+		{"mock", "--read-timeout", "0s"},
 		{"mock", "--fail-rate", "1.5"},
 		{"mock", "--threads", "0"},
 		{"mock", "--think-time", "-1ms"},
@@ -92,6 +100,29 @@ func startCommand(t *testing.T, args ...string) string {
 		t.Fatalf("%q printed no address", args)
 	}
 	return ""
+}
+
+// TestServeAdminHost: the admin port listens on --admin-host, loopback by
+// default, whatever --host says.
+func TestServeAdminHost(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--host", "", "--admin-port", "9090"}, "127.0.0.1:9090"},
+		{[]string{"--admin-host", "", "--admin-port", "9090"}, ":9090"},
+		{[]string{"--admin-host", "::1", "--admin-port", "9090"}, "[::1]:9090"},
+		{[]string{"--admin-host", "10.0.0.1"}, ""}, // no admin port: no admin server
+	} {
+		fs, a := serveFlags()
+		if _, err := fs.parse(tt.args, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		o, err := serveOptions(a)
+		if err != nil || o.AdminAddr != tt.want {
+			t.Errorf("%q: admin address %q, %v; want %q", tt.args, o.AdminAddr, err, tt.want)
+		}
+	}
 }
 
 // TestServeAndMockCommands serves /fruits in carrier mode with every

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"spindle/http1"
+	"spindle/observe"
+	"spindle/server"
+)
+
+func init() {
+	register(command{
+		name:    "connmem",
+		summary: "measure the RSS a server mode or the mock adds for many connections: idle, holding partial request bodies, after they close",
+		run:     runConnmem,
+		flags:   func() *flagSet { fs, _ := connmemFlags(); return fs },
+	})
+}
+
+// Defaults of connmem's flags: the goal of issue 11.
+const (
+	// DefaultConnmemConns is the number of client connections.
+	DefaultConnmemConns = 1000
+	// DefaultConnmemUnsent is how much of each body is not sent (bytes), so
+	// that every request stays open, near its end.
+	DefaultConnmemUnsent = 1 << 10
+	// DefaultConnmemGoal is the most RSS the connections holding partial
+	// bodies may add (bytes): 64 MiB.
+	DefaultConnmemGoal = 64 << 20
+	// DefaultConnmemBack is how close to the baseline RSS must come after
+	// the connections close to count as fallen back (bytes): a quarter of
+	// the goal.
+	DefaultConnmemBack = 16 << 20
+	// DefaultConnmemSettle is how long RSS is watched after the close.
+	DefaultConnmemSettle = 10 * time.Second
+	// DefaultConnmemHold is how long the partial bodies are held, RSS
+	// sampled, after the last one is written.
+	DefaultConnmemHold = 2 * time.Second
+)
+
+// connmemSample is how often RSS is read while it moves.
+const connmemSample = 50 * time.Millisecond
+
+// connmemTimeout is the read timeout the child gets: longer than any
+// measurement, so that the server does not close the connections itself.
+const connmemTimeout = 10 * time.Minute
+
+type connmemArgs struct {
+	mode           string
+	conns, threads int
+	body, unsent   int64
+	goal, back     int64
+	hold, settle   time.Duration
+	json           bool
+}
+
+func connmemFlags() (*flagSet, *connmemArgs) {
+	a := &connmemArgs{}
+	fs := newFlagSet("connmem", "", "Starts \"spindle serve --mode MODE\" (or \"spindle mock\") as a child on a free loopback port,\n"+
+		"reads its RSS (/proc/PID/statm), opens --conns connections and measures the RSS they add idle,\n"+
+		"then while each holds a POST /health whose body of --body bytes lacks its last --unsent bytes,\n"+
+		"then watches RSS for --settle after they close. Exits 1 when the peak is over --goal or RSS\n"+
+		"is not back within --back of its baseline by the end. Measure on a quiet machine.")
+	fs.StringVar(&a.mode, "mode", "carrier", "what to measure: nethttp, handoff, carrier or mock")
+	fs.IntVar(&a.conns, "conns", DefaultConnmemConns, "client connections")
+	fs.Int64Var(&a.body, "body", http1.DefaultMaxBodyBytes, "declared body size of each request (bytes, at most the 1 MiB limit)")
+	fs.Int64Var(&a.unsent, "unsent", DefaultConnmemUnsent, "bytes of each body not sent, so the request stays open")
+	fs.IntVar(&a.threads, "threads", 0, "the child's --threads (0: its default)")
+	fs.Int64Var(&a.goal, "goal", DefaultConnmemGoal, "most RSS the held bodies may add (bytes)")
+	fs.Int64Var(&a.back, "back", DefaultConnmemBack, "RSS above the baseline that counts as fallen back (bytes)")
+	fs.DurationVar(&a.hold, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
+	fs.DurationVar(&a.settle, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
+	fs.BoolVar(&a.json, "json", false, "write the result as JSON")
+	return fs, a
+}
+
+// connmemResult is what connmem measured; sizes in bytes.
+type connmemResult struct {
+	Mode      string `json:"mode"`
+	Conns     int    `json:"conns"`
+	Body      int64  `json:"body_bytes"`
+	Sent      int64  `json:"sent_bytes_each"`
+	Baseline  int64  `json:"baseline_rss"`
+	Idle      int64  `json:"idle_added"`  // RSS added by the idle connections
+	Peak      int64  `json:"peak_added"`  // most RSS added while bodies were held
+	Final     int64  `json:"final_added"` // RSS added at the end of the settle time
+	Goal      int64  `json:"goal"`        // most Peak may be
+	Back      int64  `json:"back"`        // most Final (or an earlier sample) may be to count as back
+	BackAfter string `json:"back_after"`  // time from the close until RSS was back, "" if it was not
+	Settle    string `json:"settle"`
+}
+
+func (a *connmemArgs) check() error {
+	switch a.mode {
+	case "mock":
+	default:
+		if _, err := server.ParseMode(a.mode); err != nil {
+			return badInput("--mode: %v", err)
+		}
+	}
+	switch {
+	case a.conns < 1:
+		return badInput("--conns %d: must be at least 1", a.conns)
+	case a.body < 1 || a.body > http1.DefaultMaxBodyBytes:
+		return badInput("--body %d: must be within 1 and %d (the servers refuse larger ones at once)", a.body, http1.DefaultMaxBodyBytes)
+	case a.unsent < 1 || a.unsent > a.body:
+		return badInput("--unsent %d: must be within 1 and --body", a.unsent)
+	case a.threads < 0:
+		return badInput("--threads %d: must not be negative", a.threads)
+	case a.goal <= 0 || a.back <= 0:
+		return badInput("--goal %d and --back %d: must be positive", a.goal, a.back)
+	case a.hold <= 0 || a.settle <= 0:
+		return badInput("--hold %v and --settle %v: must be positive", a.hold, a.settle)
+	}
+	return nil
+}
+
+// childArgs are the arguments of the child measured.
+func (a *connmemArgs) childArgs() []string {
+	long := connmemTimeout.String()
+	args := []string{"serve", "--mode", a.mode, "--backend", "http://127.0.0.1:1/fruits"}
+	if a.mode == "mock" {
+		args = []string{"mock", "--think-time", "0"}
+	}
+	args = append(args, "--port", "0", "--read-header-timeout", long, "--read-timeout", long, "--idle-timeout", long)
+	if a.threads > 0 {
+		args = append(args, "--threads", strconv.Itoa(a.threads))
+	}
+	return args
+}
+
+func runConnmem(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	fs, a := connmemFlags()
+	pos, err := fs.parse(args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("connmem takes no arguments (got %q)", pos[0])
+	}
+	if err := a.check(); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("connmem: %w", err)
+	}
+	ch, err := startMeasured(ctx, exe, a.childArgs())
+	if err != nil {
+		return err
+	}
+	defer ch.stop()
+	r, err := measureConns(ctx, a, ch)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else {
+		writeConnmem(stdout, r)
+	}
+	switch {
+	case r.Peak > r.Goal:
+		return fmt.Errorf("connmem: %d connections holding partial bodies added %s, over the goal of %s", r.Conns, mib(r.Peak), mib(r.Goal))
+	case r.BackAfter == "":
+		return fmt.Errorf("connmem: RSS not back within %s of its baseline %s after the close", mib(r.Back), r.Settle)
+	}
+	return nil
+}
+
+// measuredChild is the server or mock measured.
+type measuredChild struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{} // closed when the child has exited
+}
+
+// startMeasured starts exe with args and waits for its "listening on ADDR"
+// line.
+func startMeasured(ctx context.Context, exe string, args []string) (*measuredChild, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("connmem: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("connmem: start %s: %w", args[0], err)
+	}
+	ch := &measuredChild{cmd: cmd, done: make(chan struct{})}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		close(ch.done)
+	}()
+	select {
+	case l := <-line:
+		addr, ok := strings.CutPrefix(l, "listening on ")
+		if !ok {
+			ch.stop()
+			return nil, fmt.Errorf("connmem: %s printed %q, not its address", args[0], l)
+		}
+		ch.addr = addr
+		return ch, nil
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	ch.stop()
+	return nil, fmt.Errorf("connmem: %s did not say where it listens within 10s", args[0])
+}
+
+// stop ends the child: SIGTERM, then SIGKILL after 5 s.
+func (ch *measuredChild) stop() {
+	ch.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-ch.done:
+	case <-time.After(5 * time.Second):
+		ch.cmd.Process.Kill()
+		<-ch.done
+	}
+}
+
+// rss reads the child's RSS.
+func (ch *measuredChild) rss() (int64, error) {
+	select {
+	case <-ch.done:
+		return 0, errors.New("connmem: the measured child exited")
+	default:
+	}
+	return observe.ReadRSS("", ch.cmd.Process.Pid)
+}
+
+// measureConns makes the measurement on a running child.
+func measureConns(ctx context.Context, a *connmemArgs, ch *measuredChild) (*connmemResult, error) {
+	r := &connmemResult{Mode: a.mode, Conns: a.conns, Body: a.body, Sent: a.body - a.unsent,
+		Goal: a.goal, Back: a.back, Settle: a.settle.String()}
+	// One answered request first, so that the server's request path has
+	// run before the baseline.
+	if err := healthOnce(ch.addr); err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	base, err := ch.rss()
+	if err != nil {
+		return nil, err
+	}
+	r.Baseline = base
+	conns := make([]net.Conn, 0, a.conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range a.conns {
+		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("connmem: connection %d of %d: %w (raise the open-file limit?)", len(conns)+1, a.conns, err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(time.Second)
+	idle, err := ch.rss()
+	if err != nil {
+		return nil, err
+	}
+	r.Idle = idle - base
+
+	// Partial bodies, written from a few goroutines, RSS sampled meanwhile
+	// and for the hold time after.
+	peak := idle
+	stop := make(chan struct{})
+	sampled := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(connmemSample)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				sampled <- nil
+				return
+			case <-t.C:
+				v, err := ch.rss()
+				if err != nil {
+					sampled <- err
+					return
+				}
+				peak = max(peak, v)
+			}
+		}
+	}()
+	head := fmt.Sprintf("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", a.body)
+	payload := make([]byte, a.body-a.unsent)
+	werr := writeAll(conns, head, payload)
+	if werr == nil {
+		select {
+		case <-time.After(a.hold):
+		case <-ctx.Done():
+			werr = ctx.Err()
+		}
+	}
+	close(stop)
+	if err := errors.Join(werr, <-sampled); err != nil {
+		return nil, err
+	}
+	r.Peak = peak - base
+
+	// Close and watch RSS come down.
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = conns[:0]
+	closed := time.Now()
+	for {
+		v, err := ch.rss()
+		if err != nil {
+			return nil, err
+		}
+		r.Final = v - base
+		if r.BackAfter == "" && r.Final <= a.back {
+			r.BackAfter = time.Since(closed).Round(time.Millisecond).String()
+		}
+		if time.Since(closed) >= a.settle {
+			return r, nil
+		}
+		select {
+		case <-time.After(connmemSample):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// connmemWriters is how many goroutines write the partial bodies.
+const connmemWriters = 16
+
+// writeAll writes head and payload on every conn.
+func writeAll(conns []net.Conn, head string, payload []byte) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan net.Conn)
+	)
+	for range connmemWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				c.SetWriteDeadline(time.Now().Add(time.Minute))
+				_, err := io.WriteString(c, head)
+				if err == nil {
+					_, err = c.Write(payload)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, c := range conns {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("connmem: %d of %d bodies not written: %w", len(errs), len(conns), errs[0])
+	}
+	return nil
+}
+
+// healthOnce gets /health on a connection of its own.
+func healthOnce(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("connmem: %w", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); err != nil {
+		return fmt.Errorf("connmem: /health: %w", err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 200 ") {
+		return fmt.Errorf("connmem: /health answered %.40q, %v", b, err)
+	}
+	return nil
+}
+
+// mib formats bytes in MiB.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func writeConnmem(w io.Writer, r *connmemResult) {
+	per := func(b int64) string { return fmt.Sprintf("%.1f KiB each", float64(b)/float64(r.Conns)/1024) }
+	verdict := "met"
+	if r.Peak > r.Goal {
+		verdict = "MISSED"
+	}
+	fmt.Fprintf(w, "connmem: %s, %d connections, bodies of %d bytes, %d sent each\n", r.Mode, r.Conns, r.Body, r.Sent)
+	fmt.Fprintf(w, "  baseline RSS            %s\n", mib(r.Baseline))
+	fmt.Fprintf(w, "  idle connections        +%s (%s)\n", mib(r.Idle), per(r.Idle))
+	fmt.Fprintf(w, "  holding partial bodies  +%s (%s); goal at most +%s: %s\n", mib(r.Peak), per(r.Peak), mib(r.Goal), verdict)
+	if r.BackAfter != "" {
+		fmt.Fprintf(w, "  after the close         back within %s of the baseline after %s; +%s after %s\n", mib(r.Back), r.BackAfter, mib(r.Final), r.Settle)
+	} else {
+		fmt.Fprintf(w, "  after the close         NOT back within %s of the baseline in %s: +%s\n", mib(r.Back), r.Settle, mib(r.Final))
+	}
+}
