@@ -180,16 +180,16 @@ func TestCloseFlushes(t *testing.T) {
 	}
 }
 
-// fill writes 1 KiB chunks until the write deadline d from now ends a
-// Write (the peer does not read), checks that it waited about d, and
-// returns the bytes written.
+// fill writes 1 KiB chunks, each with a write deadline d after its start,
+// until one waits out its deadline (the peer does not read), checks that
+// it waited about d, and returns the bytes written.
 func fill(t *testing.T, c *Conn, d time.Duration) int {
 	t.Helper()
 	chunk := pattern(1 << 10)
-	c.SetWriteDeadline(time.Now().Add(d))
-	start := time.Now()
 	total := 0
 	for {
+		start := time.Now()
+		c.SetWriteDeadline(start.Add(d))
 		n, err := c.Write(chunk)
 		total += n
 		if err == nil {
