@@ -42,6 +42,13 @@ func (k *fakeKernel) enter(r *unix.Ring, toSubmit, minComplete, _ uint32) (int, 
 	for len(k.overflow) > 0 && r.KernelPostCQE(k.overflow[0]) {
 		k.overflow = k.overflow[1:]
 	}
+	defer func() { // the kernel flags completions left in its overflow list
+		f := r.SQFlags() &^ unix.IORING_SQ_CQ_OVERFLOW
+		if len(k.overflow) > 0 {
+			f |= unix.IORING_SQ_CQ_OVERFLOW
+		}
+		r.KernelSetSQFlags(f)
+	}()
 	sqes := r.KernelTakeSQEs(toSubmit)
 	k.sqes = append(k.sqes, sqes...)
 	for _, s := range sqes {

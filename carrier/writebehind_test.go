@@ -459,3 +459,30 @@ func TestMovableWithWriteBehind(t *testing.T) {
 		}
 	}
 }
+
+// An inline SEND whose failure completion overflowed the CQ is not taken
+// for sent: settle waits until the overflow is flushed and the failure
+// reaped, and the bytes then go as an ordinary SEND, none lost.
+func TestInlineSendFailureOverflowed(t *testing.T) {
+	p, k, r := fakePoller(t, 8, 2)
+	c := &Carrier{poll: p, cio: p}
+	c.g = &Group{opts: Options{WriteBuffer: DefaultWriteBuffer}}
+	pd := &pollDesc{fd: 9, c: c, slot: 1, gen: 1, conn: true}
+	pd.wb.add([]byte("abc"), DefaultWriteBuffer)
+	p.cancel(1 << 40) // two cancellations of nothing: their failures fill the CQ
+	p.cancel(2 << 40)
+	p.queueWrite(pd)
+	k.sendFail = map[uint64]int32{pd.token() | udInline: -int32(unix.EAGAIN)}
+	p.wait(0)
+	if len(k.overflow) != 1 || r.SQFlags()&unix.IORING_SQ_CQ_OVERFLOW == 0 {
+		t.Fatalf("the SEND's failure did not overflow: %d in the overflow list", len(k.overflow))
+	}
+	if !pd.wb.inline || string(pd.wb.buf) != "abc" {
+		t.Fatalf("settled with its failure unreaped: inline %v, buffer %q", pd.wb.inline, pd.wb.buf)
+	}
+	p.wait(0) // the overflow flag makes it enter, which flushes the overflow
+	if pd.wb.inline || string(pd.wb.buf) != "abc" || !pd.wop.pending || pd.wb.err != nil {
+		t.Fatalf("after the failure was reaped: inline %v, buffer %q, SEND pending %v, err %v; want the bytes in an ordinary SEND",
+			pd.wb.inline, pd.wb.buf, pd.wop.pending, pd.wb.err)
+	}
+}
