@@ -65,7 +65,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 	// With PollerURing a conn's reads and writes are RECV and SEND
 	// requests, which wait for the socket themselves: a readiness poll
 	// would only add a completion (and sometimes a wake-up) per arrival.
-	// Dial arms one while it connects (connectPoll).
+	// Dial arms one while it connects (connectPollDone removes it).
 	pd.nopoll = pd.conn && c.cio != nil
 	if !pd.nopoll {
 		if err := c.poll.add(pd.fd, pd.token()); err != nil {

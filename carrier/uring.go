@@ -18,9 +18,11 @@ import (
 // PollerURingPoll that is all, and reads and writes stay non-blocking
 // system calls made by the task, as with epoll. With PollerURing (rw) the
 // poller also does conns' reads and writes as RECV and SEND requests
-// (startIO; Conn.ringIO parks the task until they complete), which saves
-// the task's system calls: docs/carrier.md ("Pollers") has the measurement
-// that decided it.
+// (startIO; Conn.ringIO parks the task until a RECV completes; writes are
+// write-behind, sent by the next wait: prepWrites, settle and
+// writebehind.go), which saves the task's system calls, and conns then
+// have no poll (register): docs/carrier.md ("Pollers") has the
+// measurements that decided it.
 //
 //   - Submission is batched: add, remove and the wait's timeout only fill
 //     SQEs; the next wait hands them all to the kernel in the same
