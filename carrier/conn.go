@@ -62,6 +62,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 	c.gen++
 	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
+	pd.hup = false
 	// With PollerURing a conn's reads and writes are RECV and SEND
 	// requests, which wait for the socket themselves: a readiness poll
 	// would only add a completion (and sometimes a wake-up) per arrival.
