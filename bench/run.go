@@ -649,6 +649,11 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 		tot = tot.Add(t)
 	}
 	const nsPerUs = 1e3
+	per10s := func(n uint64) float64 { return float64(n) * (10 * time.Second).Seconds() / window.Seconds() }
+	ringEnters, completions := math.NaN(), math.NaN() // epoll: no ring
+	if tot.RingEnters > 0 {
+		ringEnters, completions = per10s(tot.RingEnters), tot.RingCompletions.Mean()
+	}
 	return report.CarrierFigures{
 		Carriers:         len(ts),
 		IOCyclesPer10s:   report.Num(float64(tot.IOCycles) * (10 * time.Second).Seconds() / window.Seconds()),
@@ -660,6 +665,10 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 		SubmitToRunP99Us: report.Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
 		Steals:           tot.StealsIn,
 		Migrations:       tot.MigrationsIn,
+
+		RingEntersPer10s:    report.Num(ringEnters),
+		SubmissionsPerEnter: report.Num(tot.SubmissionsPerEnter()),
+		CompletionsPerPass:  report.Num(completions),
 	}
 }
 

@@ -51,8 +51,14 @@ type Carrier struct {
 	poll     poller   // epoll or io_uring (Options.Poller)
 	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
 	efd      int
-	strat    wait.Strategy
-	tid      atomic.Int64
+	// keepEfd says the eventfd is never drained: io_uring's multishot poll
+	// posts a completion for every write to it, whatever the counter, so
+	// the read that resets it (epoll's eventfd is level-triggered) would
+	// be a system call per wake-up for nothing. The counter, one per
+	// wake-up, cannot reach its 2^64-2 limit.
+	keepEfd bool
+	strat   wait.Strategy
+	tid     atomic.Int64
 
 	// Run queues. lifo, fifo and timers belong to the carrier's thread.
 	lifo   *Task
@@ -244,17 +250,24 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		tok, e, op := c.poll.event(i)
 		if op != nil { // a read or write completed: wake the task waiting for it
 			handled++
-			w := op.pd.rwait
-			if op.write {
-				w = op.pd.wwait
+			if !op.write {
+				if w := op.pd.rwait; w != nil {
+					c.wakeTask(w, true)
+				}
+				continue
 			}
-			if w != nil {
+			if w := op.pd.wwait; w != nil {
+				c.wakeTask(w, true)
+			}
+			if w := op.pd.cwait; w != nil { // a Close waiting for the write-behind buffer
 				c.wakeTask(w, true)
 			}
 			continue
 		}
 		if tok == 0 {
-			unix.EventfdDrain(c.efd)
+			if !c.keepEfd {
+				unix.EventfdDrain(c.efd)
+			}
 			continue
 		}
 		slot := int(uint32(tok)) - 1

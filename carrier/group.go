@@ -115,8 +115,11 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
 	}
-	if up, ok := c.poll.(*uringPoller); ok && up.rw {
-		c.cio = up
+	if up, ok := c.poll.(*uringPoller); ok {
+		c.keepEfd = true
+		if up.rw {
+			c.cio = up
+		}
 	}
 	return c, nil
 }

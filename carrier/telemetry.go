@@ -130,6 +130,7 @@ type stats struct {
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
+	ringInlineSends         atomic.Uint64
 	ringCQEs                histRec
 }
 
@@ -170,9 +171,10 @@ type Telemetry struct {
 	TasksLive      int64             `json:"tasks_live"`       // gauge: tasks started and not finished
 
 	// io_uring poller only (zero with epoll).
-	RingEnters      uint64    `json:"ring_enters,omitempty"`      // io_uring_enter calls
-	RingSubmissions uint64    `json:"ring_submissions,omitempty"` // SQEs those calls submitted
-	RingCompletions Histogram `json:"ring_completions"`           // CQEs reaped per pass that found any
+	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
+	RingSubmissions uint64    `json:"ring_submissions,omitempty"`  // SQEs those calls submitted
+	RingCompletions Histogram `json:"ring_completions"`            // CQEs reaped per pass that found any
+	RingInlineSends uint64    `json:"ring_inline_sends,omitempty"` // write-behind SENDs that sent everything inside their enter, without a completion
 }
 
 // SubmissionsPerEnter returns RingSubmissions/RingEnters, or NaN without
@@ -244,6 +246,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
+	d.RingInlineSends = op(t.RingInlineSends, o.RingInlineSends)
 	return d
 }
 
@@ -272,6 +275,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),
 		RingCompletions: s.ringCQEs.snapshot(),
+		RingInlineSends: s.ringInlineSends.Load(),
 	}
 	for k, name := range kindNames {
 		t.Waits[name] = s.waits[k].Load()

@@ -66,6 +66,8 @@ type Group struct {
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
 	SubmitP50, SubmitP99, Steals, Moved                                   Stat
+	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
+	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
@@ -233,6 +235,17 @@ func (g *Group) fill(ss []Summary) error {
 	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP99Us) })
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
 	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
+	ring := func(f func(c *CarrierFigures) Num) Stat {
+		return car(func(c *CarrierFigures) float64 {
+			if c.RingEntersPer10s == 0 { // a result written before ring figures existed
+				return nan
+			}
+			return float64(f(c))
+		})
+	}
+	g.RingEnters = ring(func(c *CarrierFigures) Num { return c.RingEntersPer10s })
+	g.SubmitsPerEnter = ring(func(c *CarrierFigures) Num { return c.SubmissionsPerEnter })
+	g.CQEsPerPass = ring(func(c *CarrierFigures) Num { return c.CompletionsPerPass })
 	var sums []latency.Summary
 	for _, s := range ss {
 		if s.Latency != nil && s.Latency.Count > 0 {

@@ -193,6 +193,21 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""), g.Moved.Format(0, ""))
 			}
 			b.WriteString("\n")
+			var rs []*Group
+			for _, g := range cs {
+				if g.RingEnters.N > 0 {
+					rs = append(rs, g)
+				}
+			}
+			if len(rs) > 0 {
+				b.WriteString("io_uring rings (carriers with an io_uring poller):\n\n")
+				b.WriteString("| configuration | io_uring_enter/10s | SQEs/enter | CQEs/pass |\n|---|---|---|---|\n")
+				for _, g := range rs {
+					fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.RingEnters.Format(0, ""),
+						g.SubmitsPerEnter.Format(2, ""), g.CQEsPerPass.Format(2, ""))
+				}
+				b.WriteString("\n")
+			}
 		}
 
 		tag := fileTag(phase)

@@ -195,6 +195,14 @@ type CarrierFigures struct {
 	// Migrations is the started tasks among Steals: handed over, with their
 	// conns, between floating carriers (carrier.Options.Float).
 	Migrations uint64 `json:"migrations,omitempty"`
+	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
+	// carriers; SubmissionsPerEnter the SQEs each submitted; and
+	// CompletionsPerPass the CQEs reaped per pass that found any. Only
+	// the io_uring pollers have them (null with epoll, and absent, read
+	// as 0, in results written before they existed).
+	RingEntersPer10s    Num `json:"ring_enters_per_10s"`
+	SubmissionsPerEnter Num `json:"submissions_per_enter"`
+	CompletionsPerPass  Num `json:"completions_per_pass"`
 }
 
 // Result is one result directory.
