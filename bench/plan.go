@@ -20,6 +20,10 @@ const (
 	ModeNetHTTP = "nethttp" // net/http, the Go scheduler's work stealing (the study's FJP)
 	ModeHandoff = "handoff" // carriers for I/O, a goroutine per request
 	ModeCarrier = "carrier" // everything on carriers, with affinity
+	// ModeNetHTTPCarrier is nethttp's handler and client code on carriers:
+	// with nethttp and carrier it splits carrier's gain into the
+	// scheduler's part and the code path's.
+	ModeNetHTTPCarrier = "nethttp-carrier"
 )
 
 // Defaults of one configuration, reused as the flags of "spindle bench".
@@ -165,7 +169,7 @@ func IOLayoutFor(cpus cpu.Set) (Layout, error) {
 type Config struct {
 	// Name labels the configuration in reports ("carrier+pinning").
 	Name string `json:"name"`
-	// Mode is ModeNetHTTP, ModeHandoff or ModeCarrier.
+	// Mode is ModeNetHTTP, ModeHandoff, ModeCarrier or ModeNetHTTPCarrier.
 	Mode string `json:"mode"`
 	// Threads is the server's carrier (or GOMAXPROCS) count.
 	Threads int `json:"threads"`
@@ -217,9 +221,9 @@ type Config struct {
 // sets.
 func (c Config) Validate(strict bool) error {
 	switch c.Mode {
-	case ModeNetHTTP, ModeHandoff, ModeCarrier:
+	case ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier:
 	default:
-		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier)
+		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier)
 	}
 	// The server's own rules, so that a plan fails before anything starts.
 	pin, err := carrier.ParsePinning(c.Topology)
@@ -272,6 +276,7 @@ type Variant struct {
 var Variants = []Variant{
 	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
 	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
+	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTPCarrier }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
@@ -68,6 +69,7 @@ type Carrier struct {
 	word     uint32 // bumped by every push to inject or local (Word)
 
 	cur    *Task              // the task whose coroutine is running, nil between tasks
+	pinNs  int64              // Options.PinnedThreshold in ns; 0: no watchdog
 	coros  map[*coro]struct{} // every coroutine alive, for shutdown
 	idle   []*coro            // coroutines waiting for a task
 	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
@@ -111,6 +113,10 @@ type Carrier struct {
 
 // ID returns the carrier's index in its group.
 func (c *Carrier) ID() int { return c.id }
+
+// PinnedThreshold returns the watchdog's threshold (Options.PinnedThreshold;
+// 0 when the watchdog is off).
+func (c *Carrier) PinnedThreshold() time.Duration { return time.Duration(c.pinNs) }
 
 // CPU returns the CPU the carrier is pinned to, or -1.
 func (c *Carrier) CPU() int { return c.cpu }
@@ -398,8 +404,7 @@ func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
 	n := uint64(0)
-	spent := func() bool {
-		c.now = wait.Now()
+	spent := func() bool { // c.run read the clock (c.now) when its task stopped
 		if t := c.yielded; t != nil {
 			t.readyAt = c.now
 			c.yielded = nil
@@ -489,8 +494,16 @@ func (c *Carrier) run(t *Task) {
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
 	c.cur = t
+	start := c.now
 	done, _ := t.co.next()
 	c.cur = nil
+	c.now = wait.Now()
+	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
+		add(&c.stats.pinned, 1)
+		if !done {
+			t.pinned++
+		}
+	}
 	if done {
 		c.finish(t)
 	} else if t.state == taskRunnable { // it yielded

@@ -56,6 +56,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 	c.gen++
 	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
+	pd.hup = false
 	if err := c.poll.add(pd.fd, pd.token()); err != nil {
 		c.free = append(c.free, slot)
 		return err

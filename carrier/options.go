@@ -20,6 +20,10 @@ const (
 	// and its backend round trip, few enough that one busy connection
 	// cannot hold its carrier for long.
 	DefaultOpBudget = 64
+	// DefaultPinnedThreshold is how long a task may run without parking or
+	// yielding before the watchdog counts it as holding its carrier: 20 ms,
+	// the threshold of the JDK's jdk.VirtualThreadPinned event.
+	DefaultPinnedThreshold = 20 * time.Millisecond
 	// DefaultBacklog is the listen backlog when ListenOptions.Backlog is 0
 	// (the kernel caps it at net.core.somaxconn).
 	DefaultBacklog = 4096
@@ -142,6 +146,11 @@ type Options struct {
 	// PollerURingPoll (see CheckPoller for whether io_uring can run
 	// here); "": DefaultPoller.
 	Poller string
+	// PinnedThreshold is how long one run of a task (from a resumption to
+	// the next park, yield or end) may take before the watchdog counts it
+	// in Telemetry.Pinned and Task.Pinned: a handler blocking the Go way
+	// holds its carrier. 0: DefaultPinnedThreshold; negative: no watchdog.
+	PinnedThreshold time.Duration
 	// SysRoot is where sysfs is mounted, for reading the topology (SMT
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
 	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
@@ -184,6 +193,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FloatSettle <= 0 {
 		o.FloatSettle = DefaultFloatSettle
+	}
+	if o.PinnedThreshold == 0 {
+		o.PinnedThreshold = DefaultPinnedThreshold
 	}
 	if o.SysRoot == "" {
 		o.SysRoot = cpu.DefaultSysRoot

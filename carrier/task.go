@@ -47,6 +47,8 @@ type Task struct {
 	afd   int
 	asa   unix.Sockaddr
 	panic any // a panic raised by an offloaded function, re-raised in the task
+
+	pinned uint64 // runs longer than Options.PinnedThreshold (see Pinned)
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
@@ -95,6 +97,17 @@ func (t *Task) suspend(state uint8) {
 	}
 	t.state = taskRunning
 }
+
+// Pinned returns how many of the task's runs so far (from a resumption to
+// the next park or yield) held the carrier longer than
+// Options.PinnedThreshold: the watchdog's count for this task.
+func (t *Task) Pinned() uint64 { return t.pinned }
+
+// RunningFor returns how long the task has run since it last resumed,
+// measured from the carrier's clock reading before it resumed: together
+// with Pinned, what a caller checks to see whether code it just called
+// blocked the carrier.
+func (t *Task) RunningFor() time.Duration { return time.Duration(wait.Now() - t.home.now) }
 
 // Yield lets the carrier run its other runnable tasks and poll I/O, then
 // resumes the task.

@@ -123,6 +123,7 @@ type stats struct {
 	waits              [numKinds]atomic.Uint64
 	spunNs, blockedNs  atomic.Uint64
 	panics             atomic.Uint64
+	pinned             atomic.Uint64
 	acceptBackoffs     atomic.Uint64
 	openConns          atomic.Int64
 	tasksLive          atomic.Int64
@@ -164,6 +165,7 @@ type Telemetry struct {
 	SpunNs         uint64            `json:"spun_ns"`         // ns spent spinning while idle
 	BlockedNs      uint64            `json:"blocked_ns"`      // ns spent blocked in epoll_wait while idle
 	Panics         uint64            `json:"panics"`          // tasks that panicked (recovered)
+	Pinned         uint64            `json:"pinned"`          // task runs longer than Options.PinnedThreshold: code that blocked the carrier
 	AcceptBackoffs uint64            `json:"accept_backoffs"` // accepts that failed for lack of fds and backed off
 	OpenConns      int64             `json:"open_conns"`      // gauge: conns registered on this carrier
 	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
@@ -239,6 +241,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.SpunNs = op(t.SpunNs, o.SpunNs)
 	d.BlockedNs = op(t.BlockedNs, o.BlockedNs)
 	d.Panics = op(t.Panics, o.Panics)
+	d.Pinned = op(t.Pinned, o.Pinned)
 	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
 	d.CorosTrimmed = op(t.CorosTrimmed, o.CorosTrimmed)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
@@ -264,6 +267,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		SpunNs:         s.spunNs.Load(),
 		BlockedNs:      s.blockedNs.Load(),
 		Panics:         s.panics.Load(),
+		Pinned:         s.pinned.Load(),
 		AcceptBackoffs: s.acceptBackoffs.Load(),
 		OpenConns:      s.openConns.Load(),
 		TasksLive:      s.tasksLive.Load(),

@@ -117,6 +117,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	b.WriteString("\n")
 
 	r.writeRatios(&b)
+	r.writeSplit(&b)
 
 	for _, phase := range r.Phases() {
 		if isSweep(phase) {

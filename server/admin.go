@@ -104,6 +104,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("spun_seconds_total", "Time spent spinning while idle."), func(t carrier.Telemetry) float64 { return u(t.SpunNs) / 1e9 }},
 			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
+			{desc("pinned_total", "Task runs that held the carrier longer than the watchdog's threshold (code blocking the Go way)."), func(t carrier.Telemetry) float64 { return u(t.Pinned) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
 			{desc("coros_trimmed_total", "Idle coroutines stopped because the pool went unused for a period."), func(t carrier.Telemetry) float64 { return u(t.CorosTrimmed) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"spindle/carrier"
@@ -59,7 +60,7 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
 		t.Offload(func() {
-			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
+			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, func() ([]byte, error) { return b.get(context.Background()) })
 		})
 	}, s.m.request)
 }

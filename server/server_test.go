@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"spindle/mock"
 )
 
-var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier}
+var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier}
 
 // wantFruits is the /fruits body every mode must send.
 var wantFruits = func() string {
@@ -393,6 +394,9 @@ func TestAdmin(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
+		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_pinned_total{carrier="0"`) {
+			t.Errorf("/metrics lacks the watchdog's counter")
+		}
 		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_tasks_run_total{carrier="0"`) {
 			t.Errorf("/metrics lacks carrier telemetry:\n%s", metrics)
 		}
@@ -570,5 +574,40 @@ func TestFloatingCarriers(t *testing.T) {
 			}
 			t.Logf("%d handler tasks moved between carriers", moved)
 		})
+	}
+}
+
+// TestNetHTTPCarrierSameBytes: the nethttp-carrier mode runs the nethttp
+// mode's code on carriers, so its answers are the same bytes (but for the
+// Date field's time).
+func TestNetHTTPCarrierSameBytes(t *testing.T) {
+	requests := []string{
+		"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"HEAD /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /fruits HTTP/1.0\r\n\r\n",
+		"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",
+		"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	}
+	answers := func(mode Mode) []string {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		var out []string
+		for _, raw := range requests {
+			c := e.dial()
+			e.send(c, raw)
+			b, _ := io.ReadAll(c.br)
+			c.Close()
+			lines := strings.Split(string(b), "\r\n")
+			lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Date: ") })
+			out = append(out, strings.Join(lines, "\r\n"))
+		}
+		return out
+	}
+	want, got := answers(ModeNetHTTP), answers(ModeNetHTTPCarrier)
+	for i := range requests {
+		if got[i] != want[i] {
+			t.Errorf("%q:\nnethttp-carrier %q\nnethttp         %q", requests[i], got[i], want[i])
+		}
 	}
 }

@@ -41,9 +41,10 @@ type compareArgs struct {
 
 func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
-	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
-		"carrier+ws, carrier+pinning, carrier+adaptive, carrier+float (where the server has 2 carriers\n"+
-		"or more), carrier+uring (the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
+	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff,\n"+
+		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
+		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
+		"(the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
 		"(where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
 		"lowest mode's max throughput, interleaved over rounds, with the CPU-bound case (think time\n"+
 		bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs available and printed.\n"+
