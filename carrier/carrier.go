@@ -82,6 +82,11 @@ type Carrier struct {
 	free   []int32            // free slots in fds
 	gen    uint32             // bumped by every registration: tokens are unique per carrier
 	polled bool               // I/O was polled since the last drain
+	// idleLow is the fewest coroutines idle since the last trim, and
+	// trimAt (wait.Now ns) when the next trim is due: the ones idle for a
+	// whole period beyond minIdleCoros are stopped (trimCoros).
+	idleLow int
+	trimAt  int64
 	// quota is what is left of the current drain round: how many of the
 	// tasks that were in the FIFO, the local queue and the inject queue
 	// when the round began have still to run (see drain).
@@ -335,6 +340,9 @@ func (c *Carrier) loop() {
 		}
 		now := wait.Now()
 		c.now = now
+		if now >= c.trimAt {
+			c.trimCoros(now)
+		}
 		c.fireTimers(now)
 		if c.hasWork() {
 			if !c.polled { // the strategy may just have polled
@@ -348,7 +356,7 @@ func (c *Carrier) loop() {
 			continue
 		}
 		c.waiting.Store(1)
-		r := c.strat.Wait(c, c.timers.peek())
+		r := c.strat.Wait(c, c.wakeAt())
 		c.waiting.Store(0)
 		if int(r.Kind) < numKinds {
 			add(&c.stats.waits[r.Kind], 1)
@@ -356,6 +364,37 @@ func (c *Carrier) loop() {
 		add(&c.stats.spunNs, uint64(r.Spun))
 		add(&c.stats.blockedNs, uint64(r.Blocked))
 	}
+}
+
+// wakeAt is the deadline of an idle wait: the next timer, or the next trim
+// while coroutines beyond minIdleCoros are idle (-1: none).
+func (c *Carrier) wakeAt() int64 {
+	at := c.timers.peek()
+	if len(c.idle) > minIdleCoros && (at < 0 || c.trimAt < at) {
+		at = c.trimAt
+	}
+	return at
+}
+
+// trimCoros stops the coroutines beyond minIdleCoros that stayed idle
+// since the last trim (their goroutine stacks, grown by the tasks they ran,
+// go back to the runtime) and schedules the next trim.
+func (c *Carrier) trimCoros(now int64) {
+	if surplus := min(c.idleLow, len(c.idle)) - minIdleCoros; surplus > 0 {
+		keep := len(c.idle) - surplus
+		for _, co := range c.idle[:surplus] { // the oldest: the bottom of the stack
+			delete(c.coros, co)
+			co.stop()
+		}
+		c.idle = append(c.idle[:0], c.idle[surplus:]...)
+		clear(c.idle[keep : keep+surplus])
+		if cap(c.idle) > 4*max(keep, minIdleCoros) {
+			c.idle = append([]*coro(nil), c.idle...) // drop the burst's backing array too
+		}
+		add(&c.stats.corosTrimmed, uint64(surplus))
+	}
+	c.idleLow = len(c.idle)
+	c.trimAt = now + int64(coroTrimPeriod)
 }
 
 func (c *Carrier) fireTimers(now int64) {
@@ -456,6 +495,7 @@ func (c *Carrier) run(t *Task) {
 			co = c.idle[k-1]
 			c.idle[k-1] = nil
 			c.idle = c.idle[:k-1]
+			c.idleLow = min(c.idleLow, k-1)
 		} else {
 			co = c.newCoro()
 		}

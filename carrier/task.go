@@ -219,6 +219,21 @@ func (c *Carrier) newCoro() *coro {
 // connections does not keep 10,000 idle goroutine stacks after it ends.
 const maxIdleCoros = 1024
 
+// The idle pool shrinks when it is not used: every coroTrimPeriod the
+// carrier stops the coroutines that stayed idle the whole period, keeping
+// minIdleCoros. A coroutine holds its goroutine's stack (8 KiB, more once a
+// task grew it: a carrier-mode connection's holds about 12 KiB), so 1,000
+// idle ones kept ~12 MiB after a burst of connections ended (docs/carrier.md).
+// The check is one comparison per loop turn; a carrier waiting with a surplus
+// wakes once per period until it is trimmed.
+const (
+	coroTrimPeriod = time.Second
+	// minIdleCoros is what the pool keeps however long it is idle: enough
+	// for a burst of short tasks without new goroutines, 1 MiB of stacks
+	// at most.
+	minIdleCoros = 64
+)
+
 // execute runs t's function in the current coroutine, recovering a panic:
 // the panic is counted and the conns the task holds are closed.
 func execute(t *Task) {

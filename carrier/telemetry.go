@@ -127,6 +127,7 @@ type stats struct {
 	acceptBackoffs     atomic.Uint64
 	openConns          atomic.Int64
 	tasksLive          atomic.Int64
+	corosTrimmed       atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
@@ -169,6 +170,7 @@ type Telemetry struct {
 	AcceptBackoffs uint64            `json:"accept_backoffs"`  // accepts that failed for lack of fds and backed off
 	OpenConns      int64             `json:"open_connections"` // gauge: conns registered on this carrier
 	TasksLive      int64             `json:"tasks_live"`       // gauge: tasks started and not finished
+	CorosTrimmed   uint64            `json:"coros_trimmed"`    // idle coroutines stopped because the pool went unused for a period
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
@@ -243,6 +245,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Panics = op(t.Panics, o.Panics)
 	d.Pinned = op(t.Pinned, o.Pinned)
 	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
+	d.CorosTrimmed = op(t.CorosTrimmed, o.CorosTrimmed)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
@@ -271,6 +274,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		AcceptBackoffs: s.acceptBackoffs.Load(),
 		OpenConns:      s.openConns.Load(),
 		TasksLive:      s.tasksLive.Load(),
+		CorosTrimmed:   s.corosTrimmed.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),

@@ -127,6 +127,12 @@ type ErrorCounts struct {
 	Write   int64 `json:"write"`   // the request could not be written
 	Timeout int64 `json:"timeout"` // no complete response within the timeout
 	Parse   int64 `json:"parse"`   // malformed response
+	// ParseLate counts, of Parse, the responses found malformed only after
+	// they completed: more body bytes than their Content-Length arrived in
+	// a later read, before the next request began. Their latencies are in
+	// the histograms (a histogram cannot take a value back), so the
+	// histograms' count is Completed+ParseLate. Not added again by Total.
+	ParseLate int64 `json:"parse_late,omitempty"`
 }
 
 // Total is the number of failed requests.
@@ -248,6 +254,9 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	if e.Parse > 0 {
 		ew.printf("  Malformed responses: %d\n", e.Parse)
+		if e.ParseLate > 0 {
+			ew.printf("  (of which %d had their extra body bytes arrive after the response, their latencies recorded)\n", e.ParseLate)
+		}
 	}
 	if n := r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx; n > 0 {
 		ew.printf("  Non-2xx or 3xx responses: %d\n", n)

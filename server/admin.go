@@ -151,6 +151,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
 			{desc("pinned_total", "Task runs that held the carrier longer than the watchdog's threshold (code blocking the Go way)."), func(t carrier.Telemetry) float64 { return u(t.Pinned) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
+			{desc("coros_trimmed_total", "Idle coroutines stopped because the pool went unused for a period."), func(t carrier.Telemetry) float64 { return u(t.CorosTrimmed) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
 			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},

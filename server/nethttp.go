@@ -90,7 +90,12 @@ func (b *netBackend) close() {
 	}
 }
 
-type backendKey struct{}
+// backendKey and framingKey are the context keys of a connection's
+// backend client and its framingConn.
+type (
+	backendKey struct{}
+	framingKey struct{}
+)
 
 func (s *Server) startNetHTTP() error {
 	if set := s.o.Carrier.CPUs; len(set) > 0 {
@@ -109,6 +114,7 @@ func (s *Server) startNetHTTP() error {
 		ln = limitListener{Listener: ln, s: s}
 	}
 	o := s.o.HTTP.WithDefaults()
+	ln = framingListener{Listener: ln, o: o}
 	var backends sync.Map // net.Conn -> *netBackend
 	s.ln = ln.Addr()
 	s.hs = &http.Server{
@@ -125,6 +131,7 @@ func (s *Server) startNetHTTP() error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			b := s.newNetBackend()
 			backends.Store(c, b)
+			ctx = context.WithValue(ctx, framingKey{}, c)
 			return context.WithValue(ctx, backendKey{}, b)
 		},
 		ConnState: func(c net.Conn, st http.ConnState) {

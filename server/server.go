@@ -46,6 +46,7 @@ import (
 	"spindle/carrier"
 	"spindle/carrierhttp"
 	"spindle/http1"
+	"spindle/internal/memrelease"
 	"spindle/mock"
 )
 
@@ -220,7 +221,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		select {
@@ -228,6 +229,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			s.shutdown()
 		case <-s.done:
 		}
+	}()
+	// Memory a burst of connections used goes back to the OS once it ends
+	// (package memrelease says why a server has to ask).
+	go func() {
+		defer s.wg.Done()
+		memrelease.New(s.m.openConns.Load, memrelease.Options{}).Run(s.done)
 	}()
 	return s, nil
 }
