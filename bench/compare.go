@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"spindle/quantile"
 	"spindle/report"
 )
 
@@ -193,7 +194,7 @@ func reference(pass, all map[string][]float64) float64 {
 	}
 	medians := map[string]float64{}
 	for name, v := range tp {
-		medians[name] = report.Median(v)
+		medians[name] = quantile.Of(v).Median // 0 when no run has it
 	}
 	return ReferenceMax(medians)
 }

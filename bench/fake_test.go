@@ -55,7 +55,7 @@ func fakeChild(name string, args []string) int {
 	warm := fs.Duration("warmup", 0, "")
 	jsonPath := fs.String("json", "", "")
 	rate := fs.Int("R", 0, "")
-	for _, f := range []string{"think-time", "threads", "cpuset", "backend", "wait", "topology", "t", "c", "hgrm"} {
+	for _, f := range []string{"think-time", "threads", "cpuset", "backend", "wait", "topology", "t", "c", "hgrm", "hlog"} {
 		fs.String(f, "", "")
 	}
 	fs.Bool("ws", false, "")

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"spindle/carrier"
+	"spindle/carrier/wait"
 	"spindle/cpu"
+	"spindle/report"
 )
 
 // Modes of the server under test.
@@ -20,6 +22,10 @@ const (
 	ModeNetHTTP = "nethttp" // net/http, the Go scheduler's work stealing (the study's FJP)
 	ModeHandoff = "handoff" // carriers for I/O, a goroutine per request
 	ModeCarrier = "carrier" // everything on carriers, with affinity
+	// ModeNetHTTPCarrier is nethttp's handler and client code on carriers:
+	// with nethttp and carrier it splits carrier's gain into the
+	// scheduler's part and the code path's.
+	ModeNetHTTPCarrier = "nethttp-carrier"
 )
 
 // Defaults of one configuration, reused as the flags of "spindle bench".
@@ -161,11 +167,14 @@ func IOLayoutFor(cpus cpu.Set) (Layout, error) {
 	return l, nil
 }
 
+// ProfileCPU is Config.Profile for a CPU profile of the server.
+const ProfileCPU = "cpu"
+
 // Config is one benchmark configuration: what "spindle bench" runs.
 type Config struct {
 	// Name labels the configuration in reports ("carrier+pinning").
 	Name string `json:"name"`
-	// Mode is ModeNetHTTP, ModeHandoff or ModeCarrier.
+	// Mode is ModeNetHTTP, ModeHandoff, ModeCarrier or ModeNetHTTPCarrier.
 	Mode string `json:"mode"`
 	// Threads is the server's carrier (or GOMAXPROCS) count.
 	Threads int `json:"threads"`
@@ -206,6 +215,9 @@ type Config struct {
 	PerfStat  bool `json:"perf_stat"`
 	PerfSched bool `json:"perf_sched"`
 	Pidstat   bool `json:"pidstat"`
+	// Profile is ProfileCPU for a CPU profile of the server over the
+	// observers' window (cpu.pprof), or "" for none.
+	Profile string `json:"profile,omitempty"`
 	// ServerPort, MockPort and AdminPort are loopback ports; 0 picks free
 	// ones.
 	ServerPort int `json:"server_port"`
@@ -217,9 +229,9 @@ type Config struct {
 // sets.
 func (c Config) Validate(strict bool) error {
 	switch c.Mode {
-	case ModeNetHTTP, ModeHandoff, ModeCarrier:
+	case ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier:
 	default:
-		return fmt.Errorf("mode %q: want %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier)
+		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier)
 	}
 	// The server's own rules, so that a plan fails before anything starts.
 	pin, err := carrier.ParsePinning(c.Topology)
@@ -228,6 +240,11 @@ func (c Config) Validate(strict bool) error {
 	}
 	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float, Poller: c.Poller}).Check(); err != nil {
 		return err
+	}
+	if err, known := wait.Available()[c.Wait]; !known {
+		return fmt.Errorf("wait %q: want one of %s", c.Wait, strings.Join(wait.Names(), ", "))
+	} else if err != nil {
+		return fmt.Errorf("wait %s: %w", c.Wait, err)
 	}
 	switch {
 	case c.Threads < 1:
@@ -240,6 +257,8 @@ func (c Config) Validate(strict bool) error {
 		return fmt.Errorf("connections %d: want at least one per load thread (%d)", c.Connections, c.LoadThreads)
 	case c.Duration <= 0 || c.Warmup < 0 || c.MockThinkTime < 0:
 		return fmt.Errorf("duration must be positive, warm-up and think time not negative")
+	case c.Profile != "" && c.Profile != ProfileCPU:
+		return fmt.Errorf("profile %q: want %s (or none)", c.Profile, ProfileCPU)
 	}
 	if strict {
 		sets := []struct {
@@ -272,6 +291,7 @@ type Variant struct {
 var Variants = []Variant{
 	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
 	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
+	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTPCarrier }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
@@ -379,6 +399,10 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	}
 	want := map[string]bool{}
 	for _, n := range o.Only {
+		n = strings.TrimSpace(n)
+		if !slices.ContainsFunc(Variants, func(v Variant) bool { return v.Name == n }) {
+			return Plan{}, fmt.Errorf("unknown configuration %q (variants: %s)", n, variantNames())
+		}
 		want[n] = true
 	}
 	var configs []Config
@@ -430,14 +454,16 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 
 // describe is a plan's layout and settings in one paragraph.
 func describe(l Layout, c Config, rounds int) string {
-	s := fmt.Sprintf("Layout: server CPUs %s (%d carriers), load CPUs %s (%d threads), mock CPUs %s (%d threads)",
-		l.Server, l.Carriers, l.Load, l.LoadThreads, l.Mock, l.MockThreads)
+	s := fmt.Sprintf("Layout: server CPUs %s (%s), load CPUs %s (%s), mock CPUs %s (%s)",
+		l.Server, report.Count(l.Carriers, "carrier", "carriers"), l.Load, report.Count(l.LoadThreads, "thread", "threads"),
+		l.Mock, report.Count(l.MockThreads, "thread", "threads"))
 	if len(l.Extra) > 0 {
 		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
 	}
-	return fmt.Sprintf("%s; %s. Think time %v, %d connections, warm-up %v, window %v, %d rounds; "+
+	return fmt.Sprintf("%s; %s. Think time %v, %s, warm-up %v, window %v, %s; "+
 		"the fixed rate is %.0f%% of the lowest configuration's max throughput.",
-		s, l.Note, c.MockThinkTime, c.Connections, c.Warmup, c.Duration, rounds, 100*FixedRateShare)
+		s, l.Note, c.MockThinkTime, report.Count(c.Connections, "connection", "connections"), c.Warmup, c.Duration,
+		report.Count(rounds, "round", "rounds"), 100*FixedRateShare)
 }
 
 // PlanFile is where RunPlan records the plan, fixed rate included.

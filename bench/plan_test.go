@@ -104,7 +104,7 @@ func TestComparePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nethttp", "handoff", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	want := []string{"nethttp", "handoff", "nethttp-carrier", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
 	if carrier.CheckPoller(carrier.PollerURing) == nil { // where the kernel lets this process use io_uring
 		want = append(want, "carrier+uring")
 	}
@@ -189,8 +189,10 @@ func TestComparePlan(t *testing.T) {
 		c.Warmup != IOWarmup || c.Duration != IODuration {
 		t.Errorf("I/O-bound preset = %+v, runs %d", c, io.Runs())
 	}
-	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nope"}}); err == nil {
-		t.Error("unknown variant accepted")
+	for _, only := range [][]string{{"nope"}, {"carrier", "carier"}} { // one typo among good names too
+		if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: only}); err == nil || !strings.Contains(err.Error(), "unknown configuration") {
+			t.Errorf("--only %v: %v, want unknown configuration", only, err)
+		}
 	}
 }
 
@@ -211,7 +213,7 @@ func TestRateFor(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := Config{Mode: ModeCarrier, Topology: "off", Threads: 2, Connections: 10, LoadThreads: 2, MockThreads: 1,
+	good := Config{Mode: ModeCarrier, Topology: "off", Wait: DefaultWait, Threads: 2, Connections: 10, LoadThreads: 2, MockThreads: 1,
 		Duration: time.Second, LoadCPUs: mustList(t, "0"), ServerCPUs: mustList(t, "1"), MockCPUs: mustList(t, "0")}
 	if err := good.Validate(false); err != nil {
 		t.Fatal(err)
@@ -228,6 +230,8 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Topology = "numa" },
 		func(c *Config) { c.Float, c.Topology = true, "cpu" },
 		func(c *Config) { c.Float, c.NPlus1 = true, true },
+		func(c *Config) { c.Wait = "spinny" },
+		func(c *Config) { c.Profile = "heap" },
 	}
 	for i, f := range bad {
 		c := good

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,8 @@ const (
 	LoadJSON        = "load.json"
 	LoadLog         = "load.log"
 	HgrmPrefix      = "load" // load.corrected.hgrm, load.uncorrected.hgrm
+	HlogFile        = report.HlogFile
+	ProfileFile     = report.ProfileFile
 	ServerLog       = "server.log"
 	MockLog         = "mock.log"
 	ThreadsText     = "threads.txt"
@@ -103,7 +107,7 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	if err := opt.Hosts.CheckCPUs(cfg); err != nil {
 		return report.Summary{}, err
 	}
-	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}}
+	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}, adminAddr: "127.0.0.1"}
 	if opt.Hosts.Remote() {
 		r.tag = newTag()
 		r.sum.Hosts = opt.Hosts.Layout()
@@ -307,7 +311,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress("warm-up")
 	loadStart := time.Now()
 	if len(h.Load) == 0 {
-		args := LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix))
+		args := LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile))
 		args[len(args)-1] = hostURL(serverAddr, cfg.ServerPort, "/fruits")
 		if r.load, err = r.start("load", nil, args, cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
 			return err
@@ -457,14 +461,16 @@ func ServerArgs(c Config) []string {
 	return a
 }
 
-// LoadArgs are the arguments of the load generator child.
-func LoadArgs(c Config, jsonPath, hgrmPrefix string) []string {
+// LoadArgs are the arguments of the load generator child: its JSON result,
+// .hgrm files and interval log (load.DefaultInterval) go to the paths given.
+func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
 	a := loadFlags(c, jsonPath)
-	a = append(a, "--hgrm", hgrmPrefix)
+	a = append(a, "--hgrm", hgrmPrefix, "--hlog", hlogPath)
 	return append(a, hostURL("127.0.0.1", c.ServerPort, "/fruits"))
 }
 
-// loadFlags are the load generator's flags without its URL.
+// loadFlags are the load generator's flags without its URL and files
+// other than its JSON result.
 func loadFlags(c Config, jsonPath string) []string {
 	a := []string{"load", "-t", strconv.Itoa(c.LoadThreads), "-c", strconv.Itoa(c.Connections),
 		"-d", c.Duration.String(), "--warmup", c.Warmup.String(), "--latency",
@@ -617,8 +623,42 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	} else {
 		off("perf-sched", "off (no --perf-sched)")
 	}
+	if r.cfg.Profile == ProfileCPU {
+		o.goRun(func() error {
+			top, err := r.profileCPU(ctx, window)
+			if err != nil {
+				na("profile", err)
+				return ctx.Err()
+			}
+			r.sum.Profile = top
+			return nil
+		})
+	}
 	return o
 }
+
+// profileCPU fetches the server's CPU profile over window from its admin
+// endpoint into cpu.pprof and returns its top functions. pprof takes whole
+// seconds: the profile covers window rounded down, at least 1 s.
+func (r *runner) profileCPU(ctx context.Context, window time.Duration) ([]report.ProfileFunc, error) {
+	secs := max(1, int(window/time.Second))
+	// The server answers after secs; a margin covers writing the profile.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+profileMargin)
+	defer cancel()
+	data, err := r.adminGet(ctx, "/debug/pprof/profile?seconds="+strconv.Itoa(secs))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(r.path(ProfileFile), data, 0o644); err != nil {
+		return nil, err
+	}
+	return report.TopFunctions(bytes.NewReader(data), report.DefaultTopFunctions)
+}
+
+// profileMargin is how long past its seconds the profile request may take:
+// the server writes the profile after the window, which takes well under a
+// second; 5 s leaves room on a busy machine.
+const profileMargin = 5 * time.Second
 
 // listTIDs lists the threads of process pid ("self" for this one) under
 // procRoot ("" means /proc); an error when the process is gone.
@@ -670,6 +710,33 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
+// adminGet reads path of the server's admin endpoint; an answer other than
+// 200 is an error with its status and the start of its body.
+func (r *runner) adminGet(ctx context.Context, path string) ([]byte, error) {
+	what := path
+	if i := strings.IndexByte(what, '?'); i >= 0 {
+		what = what[:i]
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, hostURL(r.adminAddr, r.cfg.AdminPort, path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512)) // a reason, not a page
+		return nil, fmt.Errorf("read %s: %s: %s", what, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return data, nil
+}
+
 // carrierSnapshot reads the server's /debug/carrier.
 func (r *runner) carrierSnapshot(ctx context.Context) ([]carrier.Telemetry, error) {
 	if r.cfg.Mode == ModeNetHTTP {
@@ -677,21 +744,12 @@ func (r *runner) carrierSnapshot(ctx context.Context) ([]carrier.Telemetry, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	url := hostURL(r.adminAddr, r.cfg.AdminPort, "/debug/carrier")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	data, err := r.adminGet(ctx, "/debug/carrier")
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read /debug/carrier: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read /debug/carrier: %s", resp.Status)
-	}
 	var ts []carrier.Telemetry
-	if err := json.NewDecoder(resp.Body).Decode(&ts); err != nil {
+	if err := json.Unmarshal(data, &ts); err != nil {
 		return nil, fmt.Errorf("read /debug/carrier: %w", err)
 	}
 	if len(ts) == 0 {
@@ -739,6 +797,11 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 		tot = tot.Add(t)
 	}
 	const nsPerUs = 1e3
+	per10s := func(n uint64) float64 { return float64(n) * (10 * time.Second).Seconds() / window.Seconds() }
+	ringEnters, completions := math.NaN(), math.NaN() // epoll: no ring
+	if tot.RingEnters > 0 {
+		ringEnters, completions = per10s(tot.RingEnters), tot.RingCompletions.Mean()
+	}
 	return report.CarrierFigures{
 		Carriers:         len(ts),
 		IOCyclesPer10s:   report.Num(float64(tot.IOCycles) * (10 * time.Second).Seconds() / window.Seconds()),
@@ -750,6 +813,10 @@ func CarrierFigures(ts []carrier.Telemetry, window time.Duration) report.Carrier
 		SubmitToRunP99Us: report.Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
 		Steals:           tot.StealsIn,
 		Migrations:       tot.MigrationsIn,
+
+		RingEntersPer10s:    report.Num(ringEnters),
+		SubmissionsPerEnter: report.Num(tot.SubmissionsPerEnter()),
+		CompletionsPerPass:  report.Num(completions),
 	}
 }
 
@@ -760,11 +827,7 @@ func (r *runner) readLoad() error {
 	if err != nil {
 		return fmt.Errorf("read load results: %w", err)
 	}
-	r.sum.Window = time.Duration(lr.DurationS * float64(time.Second))
-	r.sum.Throughput = lr.AchievedRate
-	// Errors are failed requests and answers other than 2xx.
-	r.sum.Requests, r.sum.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
-	r.sum.Latency, r.sum.Uncorrected = &lr.Corrected, &lr.Uncorrected
+	report.FillFromLoad(&r.sum, lr)
 	if lr.Completed == 0 {
 		// Nothing was measured: a run, not a figure of 0 req/s.
 		return fmt.Errorf("no request completed in the window (%d failed, %d in flight, %d not sent); see %s and %s",

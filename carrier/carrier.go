@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
@@ -50,8 +51,14 @@ type Carrier struct {
 	poll     poller   // epoll or io_uring (Options.Poller)
 	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
 	efd      int
-	strat    wait.Strategy
-	tid      atomic.Int64
+	// keepEfd says the eventfd is never drained: io_uring's multishot poll
+	// posts a completion for every write to it, whatever the counter, so
+	// the read that resets it (epoll's eventfd is level-triggered) would
+	// be a system call per wake-up for nothing. The counter, one per
+	// wake-up, cannot reach its 2^64-2 limit.
+	keepEfd bool
+	strat   wait.Strategy
+	tid     atomic.Int64
 
 	// Run queues. lifo, fifo and timers belong to the carrier's thread.
 	lifo   *Task
@@ -68,12 +75,18 @@ type Carrier struct {
 	word     uint32 // bumped by every push to inject or local (Word)
 
 	cur    *Task              // the task whose coroutine is running, nil between tasks
+	pinNs  int64              // Options.PinnedThreshold in ns; 0: no watchdog
 	coros  map[*coro]struct{} // every coroutine alive, for shutdown
 	idle   []*coro            // coroutines waiting for a task
 	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
 	free   []int32            // free slots in fds
 	gen    uint32             // bumped by every registration: tokens are unique per carrier
 	polled bool               // I/O was polled since the last drain
+	// idleLow is the fewest coroutines idle since the last trim, and
+	// trimAt (wait.Now ns) when the next trim is due: the ones idle for a
+	// whole period beyond minIdleCoros are stopped (trimCoros).
+	idleLow int
+	trimAt  int64
 	// quota is what is left of the current drain round: how many of the
 	// tasks that were in the FIFO, the local queue and the inject queue
 	// when the round began have still to run (see drain).
@@ -106,6 +119,10 @@ type Carrier struct {
 
 // ID returns the carrier's index in its group.
 func (c *Carrier) ID() int { return c.id }
+
+// PinnedThreshold returns the watchdog's threshold (Options.PinnedThreshold;
+// 0 when the watchdog is off).
+func (c *Carrier) PinnedThreshold() time.Duration { return time.Duration(c.pinNs) }
 
 // CPU returns the CPU the carrier is pinned to, or -1.
 func (c *Carrier) CPU() int { return c.cpu }
@@ -238,17 +255,24 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 		tok, e, op := c.poll.event(i)
 		if op != nil { // a read or write completed: wake the task waiting for it
 			handled++
-			w := op.pd.rwait
-			if op.write {
-				w = op.pd.wwait
+			if !op.write {
+				if w := op.pd.rwait; w != nil {
+					c.wakeTask(w, true)
+				}
+				continue
 			}
-			if w != nil {
+			if w := op.pd.wwait; w != nil {
+				c.wakeTask(w, true)
+			}
+			if w := op.pd.cwait; w != nil { // a Close waiting for the write-behind buffer
 				c.wakeTask(w, true)
 			}
 			continue
 		}
 		if tok == 0 {
-			unix.EventfdDrain(c.efd)
+			if !c.keepEfd {
+				unix.EventfdDrain(c.efd)
+			}
 			continue
 		}
 		slot := int(uint32(tok)) - 1
@@ -316,6 +340,9 @@ func (c *Carrier) loop() {
 		}
 		now := wait.Now()
 		c.now = now
+		if now >= c.trimAt {
+			c.trimCoros(now)
+		}
 		c.fireTimers(now)
 		if c.hasWork() {
 			if !c.polled { // the strategy may just have polled
@@ -329,7 +356,7 @@ func (c *Carrier) loop() {
 			continue
 		}
 		c.waiting.Store(1)
-		r := c.strat.Wait(c, c.timers.peek())
+		r := c.strat.Wait(c, c.wakeAt())
 		c.waiting.Store(0)
 		if int(r.Kind) < numKinds {
 			add(&c.stats.waits[r.Kind], 1)
@@ -337,6 +364,37 @@ func (c *Carrier) loop() {
 		add(&c.stats.spunNs, uint64(r.Spun))
 		add(&c.stats.blockedNs, uint64(r.Blocked))
 	}
+}
+
+// wakeAt is the deadline of an idle wait: the next timer, or the next trim
+// while coroutines beyond minIdleCoros are idle (-1: none).
+func (c *Carrier) wakeAt() int64 {
+	at := c.timers.peek()
+	if len(c.idle) > minIdleCoros && (at < 0 || c.trimAt < at) {
+		at = c.trimAt
+	}
+	return at
+}
+
+// trimCoros stops the coroutines beyond minIdleCoros that stayed idle
+// since the last trim (their goroutine stacks, grown by the tasks they ran,
+// go back to the runtime) and schedules the next trim.
+func (c *Carrier) trimCoros(now int64) {
+	if surplus := min(c.idleLow, len(c.idle)) - minIdleCoros; surplus > 0 {
+		keep := len(c.idle) - surplus
+		for _, co := range c.idle[:surplus] { // the oldest: the bottom of the stack
+			delete(c.coros, co)
+			co.stop()
+		}
+		c.idle = append(c.idle[:0], c.idle[surplus:]...)
+		clear(c.idle[keep : keep+surplus])
+		if cap(c.idle) > 4*max(keep, minIdleCoros) {
+			c.idle = append([]*coro(nil), c.idle...) // drop the burst's backing array too
+		}
+		add(&c.stats.corosTrimmed, uint64(surplus))
+	}
+	c.idleLow = len(c.idle)
+	c.trimAt = now + int64(coroTrimPeriod)
 }
 
 func (c *Carrier) fireTimers(now int64) {
@@ -359,8 +417,7 @@ func (c *Carrier) drain(start int64) {
 	c.stats.queueDepth.record(uint64(c.queued()))
 	budget := int64(c.g.opts.DrainBudget)
 	n := uint64(0)
-	spent := func() bool {
-		c.now = wait.Now()
+	spent := func() bool { // c.run read the clock (c.now) when its task stopped
 		if t := c.yielded; t != nil {
 			t.readyAt = c.now
 			c.yielded = nil
@@ -438,6 +495,7 @@ func (c *Carrier) run(t *Task) {
 			co = c.idle[k-1]
 			c.idle[k-1] = nil
 			c.idle = c.idle[:k-1]
+			c.idleLow = min(c.idleLow, k-1)
 		} else {
 			co = c.newCoro()
 		}
@@ -449,8 +507,16 @@ func (c *Carrier) run(t *Task) {
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
 	c.cur = t
+	start := c.now
 	done, _ := t.co.next()
 	c.cur = nil
+	c.now = wait.Now()
+	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
+		add(&c.stats.pinned, 1)
+		if !done {
+			t.pinned++
+		}
+	}
 	if done {
 		c.finish(t)
 	} else if t.state == taskRunnable { // it yielded

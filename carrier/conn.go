@@ -35,6 +35,12 @@ type pollDesc struct {
 	// rop and wop are the conn's read and write when the poller does them
 	// (PollerURing; ringIO).
 	rop, wop ioOp
+	cwait    *Task // task parked in Close until the write-behind buffer is sent
+	wb       writeBehind
+	gone     bool // shut: removed from the poller and the fd table
+	kops     int  // reads and writes the kernel holds (PollerURing): the fd stays open until 0
+	closeFd  bool // shut while kops > 0: the last completion closes the fd
+	nopoll   bool // no readiness poll (a conn with PollerURing; see register)
 	// hup is set once epoll reports the peer's end of stream (or an
 	// error): a short read then does not mean drained, since the end of
 	// stream still waits to be read and no further edge will announce it
@@ -56,9 +62,17 @@ func (c *Carrier) register(pd *pollDesc) error {
 	c.gen++
 	pd.gen = c.gen
 	pd.unread = true // unknown: try the first read
-	if err := c.poll.add(pd.fd, pd.token()); err != nil {
-		c.free = append(c.free, slot)
-		return err
+	pd.hup = false
+	// With PollerURing a conn's reads and writes are RECV and SEND
+	// requests, which wait for the socket themselves: a readiness poll
+	// would only add a completion (and sometimes a wake-up) per arrival.
+	// Dial arms one while it connects (connectPollDone removes it).
+	pd.nopoll = pd.conn && c.cio != nil
+	if !pd.nopoll {
+		if err := c.poll.add(pd.fd, pd.token()); err != nil {
+			c.free = append(c.free, slot)
+			return err
+		}
 	}
 	c.fds[slot] = pd
 	if pd.conn {
@@ -87,19 +101,41 @@ func (c *Carrier) forget(pd *pollDesc) {
 // shut closes the fd, removes it from the poller, forgets it and wakes the
 // tasks parked on it (they see closed).
 func (pd *pollDesc) shut() {
-	if pd.closed {
+	if pd.gone {
 		return
 	}
-	pd.closed = true
+	pd.closed, pd.gone = true, true
 	c := pd.c
 	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
-	unix.Close(pd.fd)
-	if t := pd.rwait; t != nil {
-		c.wakeTask(t, false)
+	pd.wb.drop()
+	if pd.kops > 0 {
+		// The kernel still has a read or write of this fd (cancelled by
+		// remove): the last completion closes it (opEnded), so that no
+		// request can meet a new file that reuses the number.
+		pd.closeFd = true
+	} else {
+		unix.Close(pd.fd)
 	}
-	if t := pd.wwait; t != nil {
-		c.wakeTask(t, false)
+	pd.wakeAll()
+}
+
+// wakeAll wakes every task parked on pd (they see closed).
+func (pd *pollDesc) wakeAll() {
+	for _, t := range [...]*Task{pd.rwait, pd.wwait, pd.cwait} {
+		if t != nil {
+			pd.c.wakeTask(t, false)
+		}
+	}
+}
+
+// opEnded is called by the poller when the kernel gives back a read or
+// write of pd's fd: the last one of a conn already shut closes the fd.
+func (pd *pollDesc) opEnded() {
+	pd.kops--
+	if pd.kops == 0 && pd.closeFd {
+		pd.closeFd = false
+		unix.Close(pd.fd)
 	}
 }
 
@@ -188,6 +224,9 @@ func (cn *Conn) Read(p []byte) (int, error) {
 		return 0, ErrNotInTask
 	}
 	if cio := pd.c.cio; cio != nil && len(p) > 0 {
+		if err := pd.wb.err; err != nil && !pd.closed { // a SEND of an earlier Write failed
+			return 0, err
+		}
 		n, err := cn.ringIO(t, cio, &pd.rop, p, &cn.rdl)
 		if err == nil && n == 0 {
 			return 0, io.EOF
@@ -232,26 +271,20 @@ func (cn *Conn) Read(p []byte) (int, error) {
 
 // Write writes all of p, parking the task while the socket buffer is full;
 // it returns the bytes written and an error when it could not write all.
+// With the io_uring poller it returns once p is copied into the conn's
+// write-behind buffer, which the carrier sends on its next pass; a send
+// that fails later is reported by the next Write, Read or Close
+// (writebehind.go).
 func (cn *Conn) Write(p []byte) (int, error) {
 	pd := &cn.pd
 	t := pd.current()
 	if t == nil {
 		return 0, ErrNotInTask
 	}
-	written := 0
 	if cio := pd.c.cio; cio != nil {
-		for written < len(p) {
-			n, err := cn.ringIO(t, cio, &pd.wop, p[written:], &cn.wdl)
-			written += n
-			if err == nil && n == 0 { // a SEND that took nothing would loop for ever
-				err = io.ErrShortWrite
-			}
-			if err != nil {
-				return written, err
-			}
-		}
-		return written, nil
+		return cn.writeBehind(t, cio, p)
 	}
+	written := 0
 	for written < len(p) {
 		if pd.closed {
 			return written, net.ErrClosed
@@ -295,7 +328,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 	if op.write {
 		slot = &pd.wwait
 	}
-	op.pd, op.done, op.pending = pd, false, true
+	op.pd, op.behind, op.done, op.pending = pd, false, false, true
 	if !cio.startIO(op, p) {
 		op.pending = false
 		return 0, errRingFull
@@ -336,7 +369,10 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 var errRingFull = errors.New("carrier: io_uring submission queue full")
 
 // Close closes the connection; tasks parked on it resume with
-// net.ErrClosed. Closing twice returns net.ErrClosed.
+// net.ErrClosed. Closing twice returns net.ErrClosed. With the io_uring
+// poller it first sends the bytes Write accepted, for at most
+// Options.CloseFlush, and returns a write error not yet reported or one
+// that says how many bytes it dropped (writebehind.go).
 func (cn *Conn) Close() error {
 	if cn.pd.closed {
 		return net.ErrClosed
@@ -347,17 +383,29 @@ func (cn *Conn) Close() error {
 			o.accepted = nil
 		}
 	}
+	var err error
+	if cn.pd.c != nil && cn.pd.c.cio != nil {
+		err = cn.flushOnClose()
+	}
 	cn.pd.shut()
-	return nil
+	return err
 }
 
 // CloseWrite shuts down the sending side of the connection (the peer reads
 // the end of the stream) and keeps the receiving side open: a server that
 // ends a conversation half-closes and drains before it closes, so that its
-// last answer is not destroyed by a TCP reset.
+// last answer is not destroyed by a TCP reset. With the io_uring poller
+// it first sends the bytes Write accepted, waiting as Close does (at most
+// Options.CloseFlush, or until the write deadline); when they cannot all
+// be sent it returns that error and leaves the sending side open.
 func (cn *Conn) CloseWrite() error {
 	if cn.pd.closed {
 		return net.ErrClosed
+	}
+	if cn.pd.c != nil && cn.pd.c.cio != nil {
+		if err := cn.flushWrites("close write"); err != nil {
+			return err
+		}
 	}
 	return unix.Shutdown(cn.pd.fd, unix.SHUT_WR)
 }
@@ -470,6 +518,13 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 	}
 	t.adopt(cn)
 	if cerr != nil { // in progress: writable means connected or failed
+		if cn.pd.nopoll {
+			if err := t.home.poll.add(fd, cn.pd.token()); err != nil {
+				cn.Close()
+				return nil, opErr(err)
+			}
+			defer cn.pd.connectPollDone()
+		}
 		for {
 			if err := cn.pd.await(t, &cn.pd.wwait, deadline); err != nil {
 				cn.Close()
@@ -493,6 +548,14 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 		return nil, opErr(err)
 	}
 	return cn, nil
+}
+
+// connectPollDone removes the readiness poll Dial armed on a conn that
+// has none otherwise (nopoll), unless a close removed it already.
+func (pd *pollDesc) connectPollDone() {
+	if !pd.gone {
+		pd.c.poll.remove(pd.fd, pd.token(), false)
+	}
 }
 
 // isConnected reports whether a connecting socket has a peer (the

@@ -145,7 +145,7 @@ func (c *Carrier) movable(t *Task) bool {
 		return false
 	}
 	for _, cn := range t.owned {
-		if cn.pd.rop.pending || cn.pd.wop.pending { // the kernel has a read or write of it (PollerURing)
+		if cn.pd.rop.pending || cn.pd.busyWriting() { // the kernel has a read or write of it, or will (PollerURing)
 			return false
 		}
 		if w := cn.pd.rwait; w != nil && w != t {
@@ -167,7 +167,7 @@ func (c *Carrier) release(t *Task) {
 		gauge(&c.stats.tasksLive, -1)
 	}
 	for _, cn := range t.owned {
-		if !cn.pd.closed {
+		if !cn.pd.gone {
 			c.poll.remove(cn.pd.fd, cn.pd.token(), false)
 			c.forget(&cn.pd)
 		}
@@ -191,7 +191,7 @@ func (c *Carrier) adoptTask(t *Task) {
 			continue
 		}
 		if err := c.register(pd); err != nil {
-			pd.c, pd.closed = c, true
+			pd.c, pd.closed, pd.gone = c, true, true
 			unix.Close(pd.fd)
 		}
 	}

@@ -105,6 +105,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		done:     make(chan struct{}),
 		startErr: make(chan error, 1),
 		efd:      -1,
+		pinNs:    max(0, int64(g.opts.PinnedThreshold)), // negative: off
 	}
 	c.inject.word, c.local.word = &c.word, &c.word
 	if c.efd, err = unix.Eventfd(); err != nil {
@@ -114,8 +115,11 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
 	}
-	if up, ok := c.poll.(*uringPoller); ok && up.rw {
-		c.cio = up
+	if up, ok := c.poll.(*uringPoller); ok {
+		c.keepEfd = true
+		if up.rw {
+			c.cio = up
+		}
 	}
 	return c, nil
 }

@@ -517,7 +517,7 @@ func TestTelemetryJSONAndSub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{`"io_cycles"`, `"io_events"`, `"tasks_run"`, `"queue_depth"`, `"submit_to_run"`, `"steals_in"`, `"waits"`, `"spun_ns"`, `"blocked_ns"`, `"open_conns"`, `"tasks_live"`} {
+	for _, k := range []string{`"io_cycles"`, `"io_events"`, `"tasks_run"`, `"queue_depth"`, `"submit_to_run"`, `"steals_in"`, `"waits"`, `"spun_ns"`, `"blocked_ns"`, `"open_connections"`, `"tasks_live"`} {
 		if !strings.Contains(string(b), k) {
 			t.Errorf("telemetry JSON lacks %s: %s", k, b)
 		}
@@ -570,7 +570,7 @@ func TestTelemetryAddSub(t *testing.T) {
 		var tl Telemetry
 		tl.IOCycles, tl.IOEvents, tl.Drains, tl.TasksRun = 1*k, 2*k, 3*k, 4*k
 		tl.StealsIn, tl.StealsOut, tl.SpunNs, tl.BlockedNs = 5*k, 6*k, 7*k, 8*k
-		tl.Panics, tl.AcceptBackoffs = 9*k, 10*k
+		tl.Panics, tl.AcceptBackoffs, tl.CorosTrimmed = 9*k, 10*k, 12*k
 		tl.QueueDepth.Buckets[3], tl.QueueDepth.Sum = k, 8*k
 		tl.SubmitToRun.Buckets[10], tl.SubmitToRun.Sum = 2*k, 2048*k
 		tl.Waits = map[string]uint64{"block": k}
@@ -587,7 +587,7 @@ func TestTelemetryAddSub(t *testing.T) {
 		{"io_cycles", sum.IOCycles, 11}, {"io_events", sum.IOEvents, 22}, {"drains", sum.Drains, 33},
 		{"tasks_run", sum.TasksRun, 44}, {"steals_in", sum.StealsIn, 55}, {"steals_out", sum.StealsOut, 66},
 		{"spun_ns", sum.SpunNs, 77}, {"blocked_ns", sum.BlockedNs, 88}, {"panics", sum.Panics, 99},
-		{"accept_backoffs", sum.AcceptBackoffs, 110}, {"queue_depth count", sum.QueueDepth.Count(), 11},
+		{"accept_backoffs", sum.AcceptBackoffs, 110}, {"coros_trimmed", sum.CorosTrimmed, 132}, {"queue_depth count", sum.QueueDepth.Count(), 11},
 		{"queue_depth sum", sum.QueueDepth.Sum, 88}, {"submit_to_run count", sum.SubmitToRun.Count(), 22},
 		{"waits block", sum.Waits["block"], 11}, {"waits spin", sum.Waits["spin"], 3},
 		{"open_conns", uint64(sum.OpenConns), 11}, {"tasks_live", uint64(sum.TasksLive), 22},

@@ -20,6 +20,10 @@ const (
 	// and its backend round trip, few enough that one busy connection
 	// cannot hold its carrier for long.
 	DefaultOpBudget = 64
+	// DefaultPinnedThreshold is how long a task may run without parking or
+	// yielding before the watchdog counts it as holding its carrier: 20 ms,
+	// the threshold of the JDK's jdk.VirtualThreadPinned event.
+	DefaultPinnedThreshold = 20 * time.Millisecond
 	// DefaultBacklog is the listen backlog when ListenOptions.Backlog is 0
 	// (the kernel caps it at net.core.somaxconn).
 	DefaultBacklog = 4096
@@ -30,6 +34,17 @@ const (
 	// 1ms let the HTTP server hand over 10,000 tasks a second, 10ms 2,700),
 	// short against the imbalances worth fixing.
 	DefaultFloatSettle = 10 * time.Millisecond
+	// DefaultWriteBuffer bounds the bytes a conn's Write may leave unsent
+	// with the io_uring poller (write-behind, docs/carrier.md "Pollers"):
+	// 64 KiB holds any response of the servers in this project many times
+	// over, and is what a socket's send buffer starts with on Linux
+	// (tcp_wmem's default), so a Write parks about when a write(2) would.
+	DefaultWriteBuffer = 64 << 10
+	// DefaultCloseFlush bounds how long Close waits, with the io_uring
+	// poller, for the bytes Write accepted to be sent: long against a
+	// loopback or LAN peer that reads, short enough that a peer that stopped
+	// reading does not hold a task and a file descriptor for long.
+	DefaultCloseFlush = time.Second
 	// AcceptBackoff is how long an acceptor sleeps after accept failed for
 	// lack of file descriptors (EMFILE, ENFILE), instead of spinning on a
 	// listener that stays readable.
@@ -142,6 +157,20 @@ type Options struct {
 	// PollerURingPoll (see CheckPoller for whether io_uring can run
 	// here); "": DefaultPoller.
 	Poller string
+	// WriteBuffer is the most bytes (B) one conn may have accepted by Write
+	// and not yet sent, with PollerURing (write-behind); a Write that would
+	// exceed it parks until sends drain the buffer. 0: DefaultWriteBuffer.
+	WriteBuffer int
+	// CloseFlush bounds how long Close waits for a conn's accepted bytes to
+	// be sent, with PollerURing (an earlier write deadline ends it
+	// sooner); bytes still unsent then are dropped and Close says so.
+	// 0: DefaultCloseFlush.
+	CloseFlush time.Duration
+	// PinnedThreshold is how long one run of a task (from a resumption to
+	// the next park, yield or end) may take before the watchdog counts it
+	// in Telemetry.Pinned and Task.Pinned: a handler blocking the Go way
+	// holds its carrier. 0: DefaultPinnedThreshold; negative: no watchdog.
+	PinnedThreshold time.Duration
 	// SysRoot is where sysfs is mounted, for reading the topology (SMT
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
 	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
@@ -184,6 +213,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FloatSettle <= 0 {
 		o.FloatSettle = DefaultFloatSettle
+	}
+	if o.WriteBuffer <= 0 {
+		o.WriteBuffer = DefaultWriteBuffer
+	}
+	if o.CloseFlush <= 0 {
+		o.CloseFlush = DefaultCloseFlush
+	}
+	if o.PinnedThreshold == 0 {
+		o.PinnedThreshold = DefaultPinnedThreshold
 	}
 	if o.SysRoot == "" {
 		o.SysRoot = cpu.DefaultSysRoot

@@ -91,6 +91,9 @@ type ioPoller interface {
 	// cancelIO asks for op's early completion (-ECANCELED, or its result
 	// if it was done already).
 	cancelIO(op *ioOp)
+	// queueWrite has the next wait send pd's write-behind buffer
+	// (writebehind.go).
+	queueWrite(pd *pollDesc)
 }
 
 // ioOp is a read or a write that an ioPoller does for a conn: one per
@@ -98,7 +101,8 @@ type ioPoller interface {
 type ioOp struct {
 	pd      *pollDesc
 	write   bool
-	pending bool  // started and not yet returned to the task
+	behind  bool  // a SEND of the conn's write-behind buffer, which no task waits for
+	pending bool  // started and not yet returned to the task (behind: not yet completed)
 	done    bool  // completed: res is the result
 	res     int32 // bytes, or -errno
 }

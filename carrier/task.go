@@ -47,6 +47,8 @@ type Task struct {
 	afd   int
 	asa   unix.Sockaddr
 	panic any // a panic raised by an offloaded function, re-raised in the task
+
+	pinned uint64 // runs longer than Options.PinnedThreshold (see Pinned)
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
@@ -95,6 +97,17 @@ func (t *Task) suspend(state uint8) {
 	}
 	t.state = taskRunning
 }
+
+// Pinned returns how many of the task's runs so far (from a resumption to
+// the next park or yield) held the carrier longer than
+// Options.PinnedThreshold: the watchdog's count for this task.
+func (t *Task) Pinned() uint64 { return t.pinned }
+
+// RunningFor returns how long the task has run since it last resumed,
+// measured from the carrier's clock reading before it resumed: together
+// with Pinned, what a caller checks to see whether code it just called
+// blocked the carrier.
+func (t *Task) RunningFor() time.Duration { return time.Duration(wait.Now() - t.home.now) }
 
 // Yield lets the carrier run its other runnable tasks and poll I/O, then
 // resumes the task.
@@ -205,6 +218,21 @@ func (c *Carrier) newCoro() *coro {
 // maxIdleCoros bounds the coroutine pool of one carrier: a burst of 10,000
 // connections does not keep 10,000 idle goroutine stacks after it ends.
 const maxIdleCoros = 1024
+
+// The idle pool shrinks when it is not used: every coroTrimPeriod the
+// carrier stops the coroutines that stayed idle the whole period, keeping
+// minIdleCoros. A coroutine holds its goroutine's stack (8 KiB, more once a
+// task grew it: a carrier-mode connection's holds about 12 KiB), so 1,000
+// idle ones kept ~12 MiB after a burst of connections ended (docs/carrier.md).
+// The check is one comparison per loop turn; a carrier waiting with a surplus
+// wakes once per period until it is trimmed.
+const (
+	coroTrimPeriod = time.Second
+	// minIdleCoros is what the pool keeps however long it is idle: enough
+	// for a burst of short tasks without new goroutines, 1 MiB of stacks
+	// at most.
+	minIdleCoros = 64
+)
 
 // execute runs t's function in the current coroutine, recovering a panic:
 // the panic is counted and the conns the task holds are closed.

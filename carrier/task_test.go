@@ -373,3 +373,44 @@ func TestDrainServesEveryQueue(t *testing.T) {
 		within(t, ran, 5*time.Second, tc.name+" behind always-runnable tasks")
 	}
 }
+
+// TestIdleCorosTrimmed: the coroutines a burst of parked tasks left idle
+// are stopped once the pool has gone unused for a trim period, down to
+// minIdleCoros; the carrier, blocked with nothing to do, wakes for it.
+func TestIdleCorosTrimmed(t *testing.T) {
+	g := newGroup(t, Options{Carriers: 1, Wait: "block"})
+	const burst = minIdleCoros + 136
+	var wg sync.WaitGroup
+	wg.Add(burst)
+	for range burst {
+		if err := g.Carrier(0).Submit(func(t *Task) {
+			t.Sleep(20 * time.Millisecond) // all parked at once: burst coroutines
+			wg.Done()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	deadline := time.Now().Add(3*coroTrimPeriod + 2*time.Second)
+	for {
+		got := g.Snapshot()[0].CorosTrimmed
+		if got == burst-minIdleCoros {
+			break
+		}
+		if got > burst-minIdleCoros || time.Now().After(deadline) {
+			t.Fatalf("coroutines trimmed %d, want %d", got, burst-minIdleCoros)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The pool kept minIdleCoros: that many tasks again start no coroutine
+	// and trim none.
+	wg.Add(minIdleCoros)
+	for range minIdleCoros {
+		g.Carrier(0).Submit(func(t *Task) { t.Sleep(time.Millisecond); wg.Done() })
+	}
+	wg.Wait()
+	time.Sleep(coroTrimPeriod + 300*time.Millisecond)
+	if got := g.Snapshot()[0].CorosTrimmed; got != burst-minIdleCoros {
+		t.Fatalf("coroutines trimmed %d after a burst within the floor, want still %d", got, burst-minIdleCoros)
+	}
+}

@@ -123,12 +123,15 @@ type stats struct {
 	waits              [numKinds]atomic.Uint64
 	spunNs, blockedNs  atomic.Uint64
 	panics             atomic.Uint64
+	pinned             atomic.Uint64
 	acceptBackoffs     atomic.Uint64
 	openConns          atomic.Int64
 	tasksLive          atomic.Int64
+	corosTrimmed       atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
+	ringInlineSends         atomic.Uint64
 	ringCQEs                histRec
 }
 
@@ -149,28 +152,31 @@ var kindNames = [numKinds]string{
 // by the events of one loop turn between fields.
 type Telemetry struct {
 	Carrier        int               `json:"carrier"`
-	CPU            int               `json:"cpu"`             // pinned CPU or -1
-	IOCycles       uint64            `json:"io_cycles"`       // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
-	IOEvents       uint64            `json:"io_events"`       // events those calls returned
-	Drains         uint64            `json:"drains"`          // drain passes
-	TasksRun       uint64            `json:"tasks_run"`       // task resumptions in those passes
-	QueueDepth     Histogram         `json:"queue_depth"`     // runnable tasks at drain start
-	SubmitToRun    Histogram         `json:"submit_to_run"`   // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
-	StealsIn       uint64            `json:"steals_in"`       // tasks this carrier took from others
-	StealsOut      uint64            `json:"steals_out"`      // tasks others took from this carrier
-	MigrationsIn   uint64            `json:"migrations_in"`   // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
-	Waits          map[string]uint64 `json:"waits"`           // idle waits by wait.Kind: none, spin, block, timer
-	SpunNs         uint64            `json:"spun_ns"`         // ns spent spinning while idle
-	BlockedNs      uint64            `json:"blocked_ns"`      // ns spent blocked in epoll_wait while idle
-	Panics         uint64            `json:"panics"`          // tasks that panicked (recovered)
-	AcceptBackoffs uint64            `json:"accept_backoffs"` // accepts that failed for lack of fds and backed off
-	OpenConns      int64             `json:"open_conns"`      // gauge: conns registered on this carrier
-	TasksLive      int64             `json:"tasks_live"`      // gauge: tasks started and not finished
+	CPU            int               `json:"cpu"`              // pinned CPU or -1
+	IOCycles       uint64            `json:"io_cycles"`        // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
+	IOEvents       uint64            `json:"io_events"`        // events those calls returned
+	Drains         uint64            `json:"drains"`           // drain passes
+	TasksRun       uint64            `json:"tasks_run"`        // task resumptions in those passes
+	QueueDepth     Histogram         `json:"queue_depth"`      // runnable tasks at drain start
+	SubmitToRun    Histogram         `json:"submit_to_run"`    // ns from a task becoming runnable (submitted, woken by I/O or a timer, resumed after Offload, yielded) to its run
+	StealsIn       uint64            `json:"steals_in"`        // tasks this carrier took from others
+	StealsOut      uint64            `json:"steals_out"`       // tasks others took from this carrier
+	MigrationsIn   uint64            `json:"migrations_in"`    // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
+	Waits          map[string]uint64 `json:"waits"`            // idle waits by wait.Kind: none, spin, block, timer
+	SpunNs         uint64            `json:"spun_ns"`          // ns spent spinning while idle
+	BlockedNs      uint64            `json:"blocked_ns"`       // ns spent blocked in epoll_wait while idle
+	Panics         uint64            `json:"panics"`           // tasks that panicked (recovered)
+	Pinned         uint64            `json:"pinned"`           // task runs longer than Options.PinnedThreshold: code that blocked the carrier
+	AcceptBackoffs uint64            `json:"accept_backoffs"`  // accepts that failed for lack of fds and backed off
+	OpenConns      int64             `json:"open_connections"` // gauge: conns registered on this carrier
+	TasksLive      int64             `json:"tasks_live"`       // gauge: tasks started and not finished
+	CorosTrimmed   uint64            `json:"coros_trimmed"`    // idle coroutines stopped because the pool went unused for a period
 
 	// io_uring poller only (zero with epoll).
-	RingEnters      uint64    `json:"ring_enters,omitempty"`      // io_uring_enter calls
-	RingSubmissions uint64    `json:"ring_submissions,omitempty"` // SQEs those calls submitted
-	RingCompletions Histogram `json:"ring_completions"`           // CQEs reaped per pass that found any
+	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
+	RingSubmissions uint64    `json:"ring_submissions,omitempty"`  // SQEs those calls submitted
+	RingCompletions Histogram `json:"ring_completions"`            // CQEs reaped per pass that found any
+	RingInlineSends uint64    `json:"ring_inline_sends,omitempty"` // write-behind SENDs that sent everything inside their enter, without a completion
 }
 
 // SubmissionsPerEnter returns RingSubmissions/RingEnters, or NaN without
@@ -237,10 +243,13 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.SpunNs = op(t.SpunNs, o.SpunNs)
 	d.BlockedNs = op(t.BlockedNs, o.BlockedNs)
 	d.Panics = op(t.Panics, o.Panics)
+	d.Pinned = op(t.Pinned, o.Pinned)
 	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
+	d.CorosTrimmed = op(t.CorosTrimmed, o.CorosTrimmed)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
+	d.RingInlineSends = op(t.RingInlineSends, o.RingInlineSends)
 	return d
 }
 
@@ -261,13 +270,16 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		SpunNs:         s.spunNs.Load(),
 		BlockedNs:      s.blockedNs.Load(),
 		Panics:         s.panics.Load(),
+		Pinned:         s.pinned.Load(),
 		AcceptBackoffs: s.acceptBackoffs.Load(),
 		OpenConns:      s.openConns.Load(),
 		TasksLive:      s.tasksLive.Load(),
+		CorosTrimmed:   s.corosTrimmed.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),
 		RingCompletions: s.ringCQEs.snapshot(),
+		RingInlineSends: s.ringInlineSends.Load(),
 	}
 	for k, name := range kindNames {
 		t.Waits[name] = s.waits[k].Load()

@@ -18,9 +18,11 @@ import (
 // PollerURingPoll that is all, and reads and writes stay non-blocking
 // system calls made by the task, as with epoll. With PollerURing (rw) the
 // poller also does conns' reads and writes as RECV and SEND requests
-// (startIO; Conn.ringIO parks the task until they complete), which saves
-// the task's system calls: docs/carrier.md ("Pollers") has the measurement
-// that decided it.
+// (startIO; Conn.ringIO parks the task until a RECV completes; writes are
+// write-behind, sent by the next wait: prepWrites, settle and
+// writebehind.go), which saves the task's system calls, and conns then
+// have no poll (register): docs/carrier.md ("Pollers") has the
+// measurements that decided it.
 //
 //   - Submission is batched: add, remove and the wait's timeout only fill
 //     SQEs; the next wait hands them all to the kernel in the same
@@ -84,8 +86,9 @@ type pollEvent struct {
 // The user data of a conn's read and write (PollerURing) is its token
 // with one of these bits set in the low word, which slot+1 never reaches.
 const (
-	udRead  = 1 << 31
-	udWrite = 1 << 30
+	udRead   = 1 << 31
+	udWrite  = 1 << 30
+	udInline = 1 << 29 // an inline SEND of the write-behind buffer (writebehind.go)
 )
 
 // inFlightIO is a read or write the kernel has: the op to complete and the
@@ -93,6 +96,17 @@ const (
 type inFlightIO struct {
 	op  *ioOp
 	buf []byte
+}
+
+// inlineSend is an inline SEND of a conn's write-behind buffer (buf, its
+// front) in the submission queue at counter idx, settled once the kernel
+// has consumed it: sent whole, unless its completion came (failed).
+type inlineSend struct {
+	pd     *pollDesc
+	buf    []byte
+	idx    uint32
+	failed bool
+	res    int32
 }
 
 // uringPoller is the io_uring instance of a carrier.
@@ -107,6 +121,8 @@ type uringPoller struct {
 	inflight int                   // requests whose last completion is still to come
 	rearms   int                   // polls that ended by themselves and were armed again
 	evs      []pollEvent           // the events of the last wait
+	flushq   []*pollDesc           // conns whose write-behind buffer the next wait sends
+	inline   []inlineSend          // inline SENDs not yet settled
 	ts       unix.KernelTimespec
 	timerOn  bool  // the timeout request is in flight
 	timerAt  int64 // its deadline, wait.Now ns
@@ -264,20 +280,14 @@ func (p *uringPoller) add(fd int, tok uint64) error {
 	return nil
 }
 
-func (p *uringPoller) remove(_ int, tok uint64, closing bool) {
-	ended := false
-	for _, ud := range [2]uint64{tok | udRead, tok | udWrite} { // a closed conn's read and write end now
+func (p *uringPoller) remove(_ int, tok uint64, _ bool) {
+	// A closed conn's read and write end now. Its fd stays open until
+	// they have (pollDesc.kops), so one still waiting in the SQ cannot
+	// name a new file that reuses the number.
+	for _, ud := range [2]uint64{tok | udRead, tok | udWrite} {
 		if _, ok := p.ops[ud]; ok {
 			p.cancel(ud)
-			ended = true
 		}
-	}
-	if ended && closing && p.started {
-		// The read or write may still wait in the SQ, naming the fd by its
-		// number: submit it, and its cancellation, before the caller
-		// closes the fd, so that the kernel takes the file it means and
-		// not a new one that reuses the number.
-		p.enter(p.r.Flush(), 0, 0)
 	}
 	if _, ok := p.armed[tok]; !ok {
 		return
@@ -307,7 +317,7 @@ func (p *uringPoller) cancelAgain() {
 		p.cancel(tok)
 	}
 	for ud, io := range p.ops {
-		if io.op.pd.closed {
+		if pd := io.op.pd; pd.gone || (pd.closed && !io.op.behind) { // a closing conn's buffer is still being sent
 			p.cancel(ud)
 		}
 	}
@@ -334,7 +344,110 @@ func (p *uringPoller) startIO(op *ioOp, b []byte) bool {
 	}
 	p.ops[ud] = inFlightIO{op: op, buf: b}
 	p.inflight++
+	op.pd.kops++
 	return true
+}
+
+func (p *uringPoller) queueWrite(pd *pollDesc) {
+	if !pd.wb.queued {
+		pd.wb.queued = true
+		p.flushq = append(p.flushq, pd)
+	}
+}
+
+// prepWrites queues an inline SEND of each queued conn's buffer, unless
+// the kernel still has one of its SENDs (whose end starts the next). It
+// reports whether a task waits for an inline SEND not yet settled.
+func (p *uringPoller) prepWrites() bool {
+	for i, pd := range p.flushq {
+		p.flushq[i] = nil
+		pd.wb.queued = false
+		if pd.gone || pd.wb.inline || pd.wop.pending || len(pd.wb.buf) == 0 || pd.wb.err != nil {
+			continue
+		}
+		sqe := p.sqe()
+		if sqe == nil {
+			pd.wb.err = errRingFull
+			pd.wb.drop()
+			continue
+		}
+		unix.PrepSendInline(sqe, pd.fd, pd.wb.buf, pd.token()|udInline)
+		p.inline = append(p.inline, inlineSend{pd: pd, buf: pd.wb.buf, idx: p.r.SQIndex() - 1})
+		pd.wb.inline = true
+		pd.kops++
+	}
+	p.flushq = p.flushq[:0]
+	for _, e := range p.inline { // also one an enter left in the SQ before
+		if e.pd.wwait != nil || e.pd.cwait != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// settle ends the inline SENDs the kernel has consumed: those without a
+// completion sent everything; a failed one sent its result's bytes, and
+// the rest goes as an ordinary SEND (-EAGAIN: a full socket buffer) or is
+// dropped with the error. It waits while completions overflowed (one of
+// them may be a failure not reaped yet).
+func (p *uringPoller) settle() {
+	if len(p.inline) == 0 || p.r.SQFlags()&unix.IORING_SQ_CQ_OVERFLOW != 0 {
+		return
+	}
+	head := p.r.SQConsumed()
+	k := 0
+	for _, e := range p.inline {
+		if int32(head-e.idx) <= 0 { // still in the SQ (an enter that submitted less)
+			p.inline[k] = e
+			k++
+			continue
+		}
+		pd := e.pd
+		pd.wb.inline = false
+		pd.opEnded()
+		if pd.gone {
+			continue
+		}
+		switch {
+		case !e.failed:
+			pd.wb.sent(len(e.buf))
+			add(&p.s.ringInlineSends, 1)
+		case e.res > 0:
+			pd.wb.sent(int(e.res))
+			p.sendAsync(pd)
+		case e.res == -int32(unix.EAGAIN):
+			p.sendAsync(pd)
+		default:
+			pd.sendFailed(e.res)
+		}
+		p.wakeWriters(pd)
+	}
+	clear(p.inline[k:])
+	p.inline = p.inline[:k]
+}
+
+// sendAsync sends the rest of pd's buffer as an ordinary SEND, which waits
+// for room in the socket buffer and completes (complete continues it).
+func (p *uringPoller) sendAsync(pd *pollDesc) {
+	if len(pd.wb.buf) == 0 {
+		return
+	}
+	op := &pd.wop
+	op.pd, op.write, op.behind, op.done, op.pending = pd, true, true, false, true
+	if !p.startIO(op, pd.wb.buf) {
+		op.pending = false
+		pd.wb.err = errRingFull
+		pd.wb.drop()
+	}
+}
+
+// wakeWriters reports a change of pd's write-behind buffer when a task
+// waits for one (a Write parked on the full buffer, a Close flushing).
+func (p *uringPoller) wakeWriters(pd *pollDesc) {
+	if pd.wwait != nil || pd.cwait != nil {
+		pd.wop.pd, pd.wop.write = pd, true // the inline SEND did not use wop
+		p.evs = append(p.evs, pollEvent{tok: pd.token() | udWrite, op: &pd.wop})
+	}
 }
 
 func (p *uringPoller) cancelIO(op *ioOp) {
@@ -349,13 +462,21 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 	if p.recancel {
 		p.cancelAgain()
 	}
+	// An inline SEND posts nothing when it succeeds: a task parked until
+	// one settles (a Write on a full buffer, a Close) must not sleep
+	// through it, so the enter that submits it does not wait.
+	awaited := p.prepWrites()
 	toSubmit := p.r.Flush()
-	if len(p.evs) > 0 || timeoutNs == 0 {
+	if len(p.evs) > 0 || timeoutNs == 0 || awaited {
 		if toSubmit > 0 || p.r.SQFlags()&(unix.IORING_SQ_TASKRUN|unix.IORING_SQ_CQ_OVERFLOW) != 0 {
 			p.enter(toSubmit, 0, unix.IORING_ENTER_GETEVENTS)
 			p.reap()
 		}
-		return len(p.evs)
+		p.settle()
+		if len(p.evs) > 0 || timeoutNs == 0 {
+			return len(p.evs)
+		}
+		toSubmit = p.r.Flush() // the rest of a SEND that found the socket full, say
 	}
 	minComplete := uint32(1)
 	if timeoutNs > 0 {
@@ -366,6 +487,7 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 	}
 	p.enter(toSubmit, minComplete, unix.IORING_ENTER_GETEVENTS)
 	p.reap()
+	p.settle()
 	return len(p.evs)
 }
 
@@ -433,6 +555,14 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 			p.recancel = true
 		}
 		return
+	case ud&udInline != 0: // an inline SEND failed: settle handles it
+		for i := range p.inline {
+			if e := &p.inline[i]; e.pd.token()|udInline == ud && !e.failed {
+				e.failed, e.res = true, res
+				break
+			}
+		}
+		return
 	case ud&(udRead|udWrite) != 0:
 		io, ok := p.ops[ud]
 		if !ok {
@@ -440,8 +570,25 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 		}
 		delete(p.ops, ud)
 		p.inflight--
-		io.op.res, io.op.done = res, true
-		p.evs = append(p.evs, pollEvent{tok: ud, op: io.op})
+		op, pd := io.op, io.op.pd
+		pd.opEnded()
+		if !op.behind {
+			op.res, op.done = res, true
+			p.evs = append(p.evs, pollEvent{tok: ud, op: op})
+			return
+		}
+		// A SEND of the write-behind buffer: go on with the rest.
+		op.pending = false
+		if pd.gone {
+			return
+		}
+		if res > 0 {
+			pd.wb.sent(int(res))
+			p.sendAsync(pd)
+		} else {
+			pd.sendFailed(res)
+		}
+		p.wakeWriters(pd)
 		return
 	}
 	if res >= 0 { // poll(2) and epoll bits are the same numbers
@@ -483,7 +630,7 @@ func (p *uringPoller) quiesce() {
 	for tok, fd := range p.armed {
 		p.remove(fd, tok, true)
 	}
-	for ud := range p.ops { // reads and writes of tasks stopped while they waited
+	for ud := range p.ops { // reads and writes of tasks stopped while they waited, SENDs of buffers
 		p.cancel(ud)
 	}
 	if p.timerOn {
@@ -494,14 +641,25 @@ func (p *uringPoller) quiesce() {
 		p.evs = p.evs[:0]
 		p.enter(p.r.Flush(), 0, unix.IORING_ENTER_GETEVENTS)
 		p.reap()
-		if p.inflight <= 0 || time.Now().After(end) {
-			if p.inflight != 0 {
-				println("DEBUG inflight", p.inflight, len(p.armed), p.timerOn, p.rearms)
-			}
+		p.settle()
+		if (p.inflight <= 0 && len(p.inline) == 0) || time.Now().After(end) {
 			return
 		}
 		time.Sleep(10 * time.Microsecond) // cancellations finish as task work: let it run
 	}
 }
 
-func (p *uringPoller) close() { p.r.Close() }
+// close unmaps the ring. Closing it ends every request the kernel still
+// had (only after a quiesce that ran out of time), so the fds that waited
+// for those are closed too.
+func (p *uringPoller) close() {
+	p.r.Close()
+	for _, io := range p.ops {
+		io.op.pd.kops = 1
+		io.op.pd.opEnded()
+	}
+	for _, e := range p.inline {
+		e.pd.kops = 1
+		e.pd.opEnded()
+	}
+}

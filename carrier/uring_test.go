@@ -26,7 +26,8 @@ type fakeKernel struct {
 	enters   int
 	mins     []uint32 // min_complete of each enter
 	sqes     []unix.SQE
-	overflow []unix.CQE // completions that did not fit, posted at the next enter (NODROP)
+	overflow []unix.CQE       // completions that did not fit, posted at the next enter (NODROP)
+	sendFail map[uint64]int32 // inline SENDs that fail, with their result; the others send everything
 }
 
 func (k *fakeKernel) post(r *unix.Ring, c unix.CQE) {
@@ -41,6 +42,13 @@ func (k *fakeKernel) enter(r *unix.Ring, toSubmit, minComplete, _ uint32) (int, 
 	for len(k.overflow) > 0 && r.KernelPostCQE(k.overflow[0]) {
 		k.overflow = k.overflow[1:]
 	}
+	defer func() { // the kernel flags completions left in its overflow list
+		f := r.SQFlags() &^ unix.IORING_SQ_CQ_OVERFLOW
+		if len(k.overflow) > 0 {
+			f |= unix.IORING_SQ_CQ_OVERFLOW
+		}
+		r.KernelSetSQFlags(f)
+	}()
 	sqes := r.KernelTakeSQEs(toSubmit)
 	k.sqes = append(k.sqes, sqes...)
 	for _, s := range sqes {
@@ -61,6 +69,10 @@ func (k *fakeKernel) enter(r *unix.Ring, toSubmit, minComplete, _ uint32) (int, 
 				k.post(r, unix.CQE{UserData: udTimer, Res: -int32(unix.ECANCELED)})
 			default:
 				fail(-int32(unix.ENOENT))
+			}
+		case unix.IORING_OP_SEND:
+			if res, ok := k.sendFail[s.UserData]; ok && s.Flags&unix.IOSQE_CQE_SKIP_SUCCESS != 0 {
+				fail(res)
 			}
 		case unix.IORING_OP_TIMEOUT:
 			k.timer = true

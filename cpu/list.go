@@ -45,9 +45,12 @@ func ParseList(s string) (Set, error) {
 		} else if stride != 1 {
 			return nil, fmt.Errorf("%w %q: stride without a range in %q", ErrBadList, s, part)
 		}
-		a, err1 := parseCPU(lo)
-		b, err2 := parseCPU(hi)
-		if err := errors.Join(err1, err2); err != nil {
+		a, err := parseCPU(lo)
+		b := a
+		if err == nil && hi != lo {
+			b, err = parseCPU(hi)
+		}
+		if err != nil { // the first bad number only: the message stays one line
 			return nil, fmt.Errorf("%w %q: %v", ErrBadList, s, err)
 		}
 		if b < a {

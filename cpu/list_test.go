@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -38,8 +39,13 @@ func TestParseList(t *testing.T) {
 
 func TestParseListErrors(t *testing.T) {
 	for _, in := range []string{"a", "1-", "-1", "3-1", "1,,2", "0-3:0", "4:2", "99999", "1.5"} {
-		if _, err := ParseList(in); !errors.Is(err, ErrBadList) {
+		_, err := ParseList(in)
+		if !errors.Is(err, ErrBadList) {
 			t.Errorf("ParseList(%q) error = %v, want ErrBadList", in, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") { // a CLI prints it as one line
+			t.Errorf("ParseList(%q) error is not one line: %q", in, msg)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,11 +113,52 @@ func WithinStdev(h *Histogram, mean, stdev float64) float64 {
 	return 100 * float64(upperCount-lowerCount) / float64(total)
 }
 
+// SchemaVersion is the schema_version that MarshalJSON gives the JSON files
+// spindle writes (summary.json, config.json, plan.json, carrier.json,
+// findings.json, spectrum.json, probe's output; load.json and threads.json
+// carry their own). It is raised when a field is removed or changes
+// meaning; new fields do not raise it, since readers ignore fields they do
+// not know.
+const SchemaVersion = 1
+
+// MarshalJSON returns v as indented JSON ending in a newline, with HTML
+// characters unescaped (thresholds read "p99<=10ms"). When v encodes as an
+// object without a "schema_version" member, one with SchemaVersion is put
+// first.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode json: %w", err)
+	}
+	raw := bytes.TrimSpace(buf.Bytes())
+	if len(raw) > 0 && raw[0] == '{' {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &members); err != nil {
+			return nil, fmt.Errorf("encode json: %w", err)
+		}
+		if _, ok := members["schema_version"]; !ok {
+			head := `{"schema_version":` + strconv.Itoa(SchemaVersion)
+			if len(members) > 0 {
+				head += ","
+			}
+			raw = append([]byte(head), raw[1:]...)
+		}
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, fmt.Errorf("encode json: %w", err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
 // ReadJSON decodes one JSON document from r into v (a *load.Result, a
-// *Summary, ...), rejecting unknown fields so that a schema change is noticed.
+// *Summary, ...). Fields v does not know are ignored, so that files written
+// by a newer spindle (with new fields, the same schema_version) still read.
 func ReadJSON(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("decode json: %w", err)
 	}

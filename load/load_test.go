@@ -365,3 +365,25 @@ func TestBodyLongerThanLength(t *testing.T) {
 		t.Fatalf("malformed %d, 2xx %d: want every response malformed", r.Errors.Parse, r.ByStatus.C2xx)
 	}
 }
+
+// TestBodyLongerThanLengthLater: extra body bytes that arrive after the
+// response completed, before the next request (fixed rate leaves time
+// between them), make that response malformed; the counts still add up.
+func TestBodyLongerThanLengthLater(t *testing.T) {
+	s := startServer(t, func(n int64, w io.Writer) bool {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		time.Sleep(20 * time.Millisecond) // the client has read the response by now
+		io.WriteString(w, ", and more")
+		return true
+	})
+	r, err := Run(context.Background(), Options{
+		URL: s.url(), Threads: 1, Connections: 1, Duration: 500 * time.Millisecond, Rate: 5, Timeout: time.Second,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Errors.Parse == 0 || r.Errors.ParseLate != r.Errors.Parse || r.ByStatus.C2xx != 0 {
+		t.Fatalf("malformed %d (late %d), 2xx %d: want every response malformed, late", r.Errors.Parse, r.Errors.ParseLate, r.ByStatus.C2xx)
+	}
+}

@@ -127,6 +127,12 @@ type ErrorCounts struct {
 	Write   int64 `json:"write"`   // the request could not be written
 	Timeout int64 `json:"timeout"` // no complete response within the timeout
 	Parse   int64 `json:"parse"`   // malformed response
+	// ParseLate counts, of Parse, the responses found malformed only after
+	// they completed: more body bytes than their Content-Length arrived in
+	// a later read, before the next request began. Their latencies are in
+	// the histograms (a histogram cannot take a value back), so the
+	// histograms' count is Completed+ParseLate. Not added again by Total.
+	ParseLate int64 `json:"parse_late,omitempty"`
 }
 
 // Total is the number of failed requests.
@@ -248,6 +254,9 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	if e.Parse > 0 {
 		ew.printf("  Malformed responses: %d\n", e.Parse)
+		if e.ParseLate > 0 {
+			ew.printf("  (of which %d had their extra body bytes arrive after the response, their latencies recorded)\n", e.ParseLate)
+		}
 	}
 	if n := r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx; n > 0 {
 		ew.printf("  Non-2xx or 3xx responses: %d\n", n)
@@ -314,19 +323,36 @@ func (e *errWriter) printf(format string, args ...any) {
 // corrected latency, the achieved rate, and as errors the failed requests
 // plus the responses that are neither 2xx nor 3xx, out of every request
 // that completed or failed.
-func (r *Result) SLOFigures() (slo.Figures, error) {
-	h, err := r.Corrected.Decode()
+func (r *Result) SLOFigures() (slo.Figures, error) { return SLOFiguresOf(r) }
+
+// SLOFiguresOf returns the figures of several runs of one configuration
+// (a comparison's rounds) taken together: latency from their corrected
+// histograms merged, errors and requests summed, and as the rate the mean
+// of their achieved rates. With one run it is that run's SLOFigures.
+func SLOFiguresOf(rs ...*Result) (slo.Figures, error) {
+	var (
+		f    slo.Figures
+		sums = make([]latency.Summary, len(rs))
+		rate float64
+	)
+	for i, r := range rs {
+		sums[i] = r.Corrected
+		f.Requests += r.Completed + r.Failed
+		f.Errors += r.Failed + r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx
+		rate += r.AchievedRate
+	}
+	if len(rs) == 0 {
+		return f, nil
+	}
+	h, err := latency.MergeSummaries(sums...)
 	if err != nil {
 		return slo.Figures{}, err
 	}
-	return slo.Figures{
-		Latency: func(p float64) time.Duration {
-			return time.Duration(h.ValueAtPercentile(p)) * time.Microsecond
-		},
-		MeanLatency:  time.Duration(r.Corrected.MeanUs * float64(time.Microsecond)),
-		LatencyCount: r.Corrected.Count,
-		Requests:     r.Completed + r.Failed,
-		Errors:       r.Failed + r.Completed - r.ByStatus.C2xx - r.ByStatus.C3xx,
-		RPS:          r.AchievedRate,
-	}, nil
+	f.Latency = func(p float64) time.Duration {
+		return time.Duration(h.ValueAtPercentile(p)) * time.Microsecond
+	}
+	f.MeanLatency = time.Duration(h.Mean() * float64(time.Microsecond))
+	f.LatencyCount = h.TotalCount()
+	f.RPS = rate / float64(len(rs))
+	return f, nil
 }

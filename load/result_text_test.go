@@ -1,6 +1,9 @@
 package load
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,6 +55,48 @@ func TestWriteText(t *testing.T) {
 				if strings.Contains(out, w) {
 					t.Errorf("output has %q:\n%s", w, out)
 				}
+			}
+		})
+	}
+}
+
+// ReadResult reads a load.json from a newer spindle: members it does not
+// know are ignored, the accounting is still checked.
+func TestReadResultUnknownFields(t *testing.T) {
+	h := latency.New()
+	h.RecordValue(1000)
+	s, err := latency.Summarize(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Result{SchemaVersion: SchemaVersion, Corrected: s, Uncorrected: s, Completed: 1, Intended: 1, DurationS: 1}
+	r.ByStatus.C2xx = 1
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		json    string
+		wantErr bool
+	}{
+		{"as written", string(b), false},
+		{"a new member", `{"added_later":{"p99.99_us":[1,2]},` + string(b[1:]), false},
+		{"a new member, bad accounting", string(b[:len(b)-1]) + `,"added_later":1,"completed":5}`, true},
+		{"not JSON", `{"schema_version":`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "load.json")
+			if err := os.WriteFile(path, []byte(tc.json), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadResult(path)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ReadResult = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil && (got.Completed != 1 || got.Corrected.Count != 1) {
+				t.Errorf("read %+v", got)
 			}
 		})
 	}

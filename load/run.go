@@ -268,7 +268,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		Errors: ErrorCounts{
 			Connect: total.failed[failConnect], Read: total.failed[failRead],
 			Write: total.failed[failWrite], Timeout: total.failed[failTimeout],
-			Parse: total.failed[failParse],
+			Parse: total.failed[failParse], ParseLate: total.late,
 		},
 		InFlight:  total.inFlight,
 		NotSent:   total.notSent,

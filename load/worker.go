@@ -70,6 +70,7 @@ type counts struct {
 	sent      int64
 	bytesRead int64
 	warmup    int64 // requests begun during the warm-up
+	late      int64 // of failed[failParse]: completed responses whose extra body bytes came later
 }
 
 func (c *counts) completed() int64 {
@@ -93,6 +94,7 @@ func (c *counts) add(o *counts) {
 	c.sent += o.sent
 	c.bytesRead += o.bytesRead
 	c.warmup += o.warmup
+	c.late += o.late
 }
 
 // live are a thread's counters for progress reports, read by another
@@ -120,6 +122,14 @@ type conn struct {
 	sentAt   int64 // ns: current request's actual send time
 	connAt   int64 // ns: when the current connect began
 	retryAt  int64 // ns: earliest next connect after a failed one
+
+	// lastOK is 1 + the status class of the last response completed on
+	// this connection while no request has begun since (0: none), and
+	// lastMeasured whether it counted: a byte that arrives after it, before
+	// the next request, makes it malformed (a body longer than its
+	// Content-Length, the rest read later).
+	lastOK       int8
+	lastMeasured bool
 }
 
 // timer is a pending start of conns[idx] at when.
@@ -421,6 +431,7 @@ func (w *worker) begin(c *conn, intended, now int64) {
 
 func (w *worker) send(c *conn, now int64) {
 	c.sentAt = now
+	c.lastOK = 0
 	c.parser.reset(w.head)
 	c.state = csWriting
 	w.live.sent.Add(1)
@@ -499,7 +510,10 @@ func (w *worker) consume(c *conn, data []byte, now int64) bool {
 		w.c.bytesRead += int64(len(data))
 	}
 	if c.state != csReading && c.state != csWriting {
-		w.closeConn(c) // unsolicited bytes: the stream is out of step
+		// Unsolicited bytes: the stream is out of step. With no request
+		// begun since the last response, they are the rest of its body.
+		w.lateBytes(c)
+		w.closeConn(c)
 		return false
 	}
 	used, perr := c.parser.feed(data)
@@ -631,10 +645,33 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 	}
 	if keep && c.state == csReading {
 		c.state = csReady
+		c.lastOK, c.lastMeasured = int8(c.parser.status/100)+1, c.measured
+		if c.lastOK > 6 {
+			c.lastOK = 1 // class 0, as counted above
+		}
 	} else { // (a response that beat the end of our write leaves the stream out of step)
 		w.closeConn(c)
 	}
 	w.advance(c, now)
+}
+
+// lateBytes turns the last response completed on c into a malformed one
+// when bytes arrive after it, before a new request began: counted once,
+// moved from its status class to failParse so that the accounting still adds
+// up. Its latency stays in the histograms (they cannot take a value back):
+// Result.Errors.Late says how many such responses they hold.
+func (w *worker) lateBytes(c *conn) {
+	if c.lastOK == 0 {
+		return
+	}
+	w.live.completed.Add(-1)
+	w.live.errors.Add(1)
+	if c.lastMeasured {
+		w.c.byClass[c.lastOK-1]--
+		w.c.failed[failParse]++
+		w.c.late++
+	}
+	c.lastOK = 0
 }
 
 // fail records a failed request (if one is current), closes the connection
@@ -668,6 +705,7 @@ func (w *worker) closeConn(c *conn) {
 	}
 	c.state = csIdle
 	c.wantOut = false
+	c.lastOK = 0
 }
 
 // advance ends c's current request and starts or schedules the next.

@@ -20,6 +20,7 @@ import (
 	"spindle/carrier"
 	"spindle/cpu"
 	"spindle/http1"
+	"spindle/internal/memrelease"
 )
 
 // Fruit is one element of the mock's JSON list.
@@ -146,6 +147,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		case <-s.done:
 		}
 	}()
+	// Memory a burst of connections used goes back to the OS once it ends
+	// (package memrelease says why a server has to ask).
+	go memrelease.New(s.open.Load, memrelease.Options{}).Run(s.done)
 	return s, nil
 }
 

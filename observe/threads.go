@@ -86,6 +86,8 @@ type ThreadStats struct {
 
 // ThreadReport is the result of SampleThreads.
 type ThreadReport struct {
+	// SchemaVersion is ThreadsSchemaVersion in what WriteJSON writes.
+	SchemaVersion int `json:"schema_version"`
 	// Window is the measured time, in nanoseconds in JSON.
 	Window time.Duration `json:"window_ns"`
 	// Interval is the time between samples.
@@ -448,9 +450,15 @@ func processRow(threads []ThreadStats) ThreadStats {
 	return p
 }
 
-// WriteJSON writes the report as indented JSON.
+// ThreadsSchemaVersion is the schema_version of threads.json: raised when
+// a field is removed or changes meaning (readers ignore new fields).
+const ThreadsSchemaVersion = 1
+
+// WriteJSON writes the report as indented JSON, with its schema_version.
 func (r *ThreadReport) WriteJSON(w io.Writer) error {
+	c := *r
+	c.SchemaVersion = ThreadsSchemaVersion
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return enc.Encode(&c)
 }

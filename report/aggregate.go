@@ -5,10 +5,12 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"spindle/latency"
 	"spindle/observe"
+	"spindle/quantile"
 )
 
 // Stat is a figure over rounds: median, min and max of the runs that have
@@ -19,26 +21,7 @@ type Stat struct {
 }
 
 // statOf summarizes vs (NaN values are skipped).
-func statOf(vs []float64) Stat {
-	var xs []float64
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			xs = append(xs, v)
-		}
-	}
-	if len(xs) == 0 {
-		return Stat{}
-	}
-	slices.Sort(xs)
-	med := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
-	return Stat{Median: med, Min: xs[0], Max: xs[len(xs)-1], N: len(xs)}
-}
-
-// Median returns the median of vs (NaN values skipped), 0 when none.
-func Median(vs []float64) float64 { return statOf(vs).Median }
+func statOf(vs []float64) Stat { return Stat(quantile.Of(vs)) }
 
 // Format renders the median with prec decimals and, over several runs,
 // the range: "1.20 (1.10–1.35)"; "n/a (reason)" when no run has it.
@@ -83,6 +66,8 @@ type Group struct {
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
 	SubmitP50, SubmitP99, Steals, Moved                                   Stat
+	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
+	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
@@ -91,6 +76,9 @@ type Group struct {
 	// ratios.
 	runs    []Summary
 	byRound map[int]Summary
+	// all are every complete run, checked or left out, in run order: the
+	// sources of the latency-over-time plots and the profiles.
+	all []Result
 }
 
 // Report is the aggregated view of a set of result directories.
@@ -148,6 +136,7 @@ func Build(results []Result) (*Report, error) {
 			rep.Incomplete = append(rep.Incomplete, r)
 			continue
 		}
+		g.all = append(g.all, r)
 		if why := Check(s); why != "" {
 			g.LeftOut++
 			rep.LeftOut = append(rep.LeftOut, LeftOut{Result: r, Why: why})
@@ -252,6 +241,17 @@ func (g *Group) fill(ss []Summary) error {
 	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP99Us) })
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
 	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
+	ring := func(f func(c *CarrierFigures) Num) Stat {
+		return car(func(c *CarrierFigures) float64 {
+			if c.RingEntersPer10s == 0 { // a result written before ring figures existed
+				return nan
+			}
+			return float64(f(c))
+		})
+	}
+	g.RingEnters = ring(func(c *CarrierFigures) Num { return c.RingEntersPer10s })
+	g.SubmitsPerEnter = ring(func(c *CarrierFigures) Num { return c.SubmissionsPerEnter })
+	g.CQEsPerPass = ring(func(c *CarrierFigures) Num { return c.CompletionsPerPass })
 	var sums []latency.Summary
 	for _, s := range ss {
 		if s.Latency != nil && s.Latency.Count > 0 {
@@ -392,3 +392,12 @@ func percentile(s Summary, p string) float64 {
 }
 
 func throughput(s Summary) float64 { return s.Throughput }
+
+// Count formats n with its noun, singular for 1: Count(1, "run", "runs") is
+// "1 run", Count(3, "run", "runs") "3 runs".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

@@ -138,9 +138,9 @@ func TestSweepReport(t *testing.T) {
 	}
 	checkPNG(t, filepath.Join(out, "latency-load.png"))
 	checkPNG(t, filepath.Join(out, "latency-max.png"))
-	var fs []Finding
-	if err := latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fs); err != nil || len(fs) != len(rep.Findings()) {
-		t.Errorf("%s: %v (%d findings)", FindingsFile, err, len(fs))
+	var fj FindingsJSON
+	if err := latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fj); err != nil || len(fj.Findings) != len(rep.Findings()) {
+		t.Errorf("%s: %v (%d findings)", FindingsFile, err, len(fj.Findings))
 	}
 }
 

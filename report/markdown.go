@@ -13,11 +13,17 @@ import (
 )
 
 // File is the name of the report written by Write; FindingsFile, beside
-// it, holds the findings as JSON (a list of Finding).
+// it, holds the findings as JSON (a FindingsJSON).
 const (
 	File         = "report.md"
 	FindingsFile = "findings.json"
 )
+
+// FindingsJSON is the form of findings.json (and of "compare --json"):
+// the findings in the report's order, beside the file's schema_version.
+type FindingsJSON struct {
+	Findings []Finding `json:"findings"`
+}
 
 // Options configures Write.
 type Options struct {
@@ -49,7 +55,7 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 	if err := rep.WriteMarkdown(&b, opt, plots); err != nil {
 		return nil, err
 	}
-	if err := WriteJSON(filepath.Join(dir, FindingsFile), rep.Findings()); err != nil {
+	if err := WriteJSON(filepath.Join(dir, FindingsFile), FindingsJSON{Findings: rep.Findings()}); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, File), b.Bytes(), 0o644); err != nil {
@@ -99,8 +105,8 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	for _, h := range r.Hosts {
 		fmt.Fprintf(&b, "Roles on other hosts: %s (each host's kernel, CPU model, binary hash and clock offset are in the runs' config.json).\n\n", h)
 	}
-	fmt.Fprintf(&b, "%d result directories, %d incomplete. Figures are the median over rounds with (min–max); "+
-		"latency is corrected for coordinated omission.\n\n", r.Results, len(r.Incomplete))
+	fmt.Fprintf(&b, "%s, %d incomplete. Figures are the median over rounds with (min–max); "+
+		"latency is corrected for coordinated omission.\n\n", Count(r.Results, "result directory", "result directories"), len(r.Incomplete))
 
 	if busy := r.busiest(); busy > busyThreshold {
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
@@ -120,6 +126,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	b.WriteString("\n")
 
 	r.writeRatios(&b)
+	r.writeSplit(&b)
 
 	for _, phase := range r.Phases() {
 		if isSweep(phase) {
@@ -189,6 +196,21 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""), g.Moved.Format(0, ""))
 			}
 			b.WriteString("\n")
+			var rs []*Group
+			for _, g := range cs {
+				if g.RingEnters.N > 0 {
+					rs = append(rs, g)
+				}
+			}
+			if len(rs) > 0 {
+				b.WriteString("io_uring rings (carriers with an io_uring poller):\n\n")
+				b.WriteString("| configuration | io_uring_enter/10s | SQEs/enter | CQEs/pass |\n|---|---|---|---|\n")
+				for _, g := range rs {
+					fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.Name, g.RingEnters.Format(0, ""),
+						g.SubmitsPerEnter.Format(2, ""), g.CQEsPerPass.Format(2, ""))
+				}
+				b.WriteString("\n")
+			}
 		}
 
 		tag := fileTag(phase)
@@ -210,6 +232,8 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	}
 
 	r.writeCurves(&b, plot)
+	r.writeTimelines(&b, plot)
+	r.writeProfiles(&b)
 
 	if len(r.LeftOut) > 0 {
 		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"spindle/latency"
+	"spindle/quantile"
 )
 
 // Plot size: a 16:10 image that reads well inline in Markdown.
@@ -110,7 +111,7 @@ func latencyCurves(g *Group) (rounds []plotter.XYs, median plotter.XYs, err erro
 		for j, r := range rounds {
 			ys[j] = r[i].Y
 		}
-		median = append(median, plotter.XY{X: rounds[0][i].X, Y: Median(ys)})
+		median = append(median, plotter.XY{X: rounds[0][i].X, Y: quantile.Median(ys)})
 	}
 	return rounds, median, nil
 }
@@ -320,14 +321,7 @@ func curveLines(c Curve) (p50, p99 plotter.XYs) {
 // dashed, in each configuration's colour, against achieved throughput,
 // with the objective as a horizontal line.
 func curvePlot(cs []Curve, slo time.Duration, path string) error {
-	p := plot.New()
-	p.Title.Text = "Latency against achieved throughput (p99 solid, p50 dashed)"
-	p.X.Label.Text = "achieved throughput (requests/s)"
-	p.Y.Label.Text = "latency (ms)"
-	p.X.Min = 0
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.YOffs = -vg.Points(12)
-	p.Add(plotter.NewGrid())
+	p := linePlot("Latency against achieved throughput (p99 solid, p50 dashed)", "achieved throughput (requests/s)", "latency (ms)")
 	limit := float64(slo.Microseconds()) / 1000
 	ys := []float64{limit}
 	maxX := 0.0
@@ -370,4 +364,18 @@ func curvePlot(cs []Curve, slo time.Duration, path string) error {
 	p.Legend.Add("objective: "+sloLabel(slo), obj)
 	setValueAxis(&p.Y, ys)
 	return p.Save(plotWidth, plotHeight, path)
+}
+
+// linePlot returns a plot with a grid, an x axis from 0 and the legend at
+// the top left, under the title.
+func linePlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.X.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.YOffs = -vg.Points(12) // below the title
+	p.Add(plotter.NewGrid())
+	return p
 }

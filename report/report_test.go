@@ -68,8 +68,10 @@ func TestGolden(t *testing.T) {
 			if name == "compare" && len(rep.Incomplete) == 0 {
 				t.Error("the fixture's interrupted run was not listed as incomplete")
 			}
-			var fs []Finding
-			if err := latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fs); err != nil || len(fs) != 6 || fs[0].Claim == "" || fs[0].Verdict == "" {
+			var fj FindingsJSON
+			err = latency.ReadJSONFile(filepath.Join(out, FindingsFile), &fj)
+			fs := fj.Findings
+			if err != nil || len(fs) != 6 || fs[0].Claim == "" || fs[0].Verdict == "" {
 				t.Errorf("%s: %v, %+v", FindingsFile, err, fs)
 			}
 			if name == "dev2vcpu" {
@@ -333,6 +335,44 @@ func TestSpread(t *testing.T) {
 	var out strings.Builder
 	if err := WriteSpread(&out, Spread(a, b)); err != nil || !strings.Contains(out.String(), "p50") || !strings.Contains(out.String(), "100%") {
 		t.Errorf("WriteSpread: %v\n%s", err, out.String())
+	}
+}
+
+// The io_uring ring figures get their own table, only for configurations
+// that have them; results without them (epoll, or written before they
+// existed, where they read as 0) show none.
+func TestRingTable(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	var named string
+	for i := range rs {
+		c := rs[i].Summary.Carrier
+		if c == nil {
+			continue
+		}
+		if named == "" {
+			named = rs[i].Summary.Name
+		}
+		if rs[i].Summary.Name == named {
+			c.RingEntersPer10s, c.SubmissionsPerEnter, c.CompletionsPerPass = 123456, 2.5, 1.25
+		}
+	}
+	if named == "" {
+		t.Fatal("the fixture has no carrier figures")
+	}
+	out := t.TempDir()
+	if _, err := Write(out, rs, Options{Title: "rings"}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| io_uring_enter/10s | SQEs/enter | CQEs/pass |") ||
+		!strings.Contains(string(md), "| "+named+" | 123456 | 2.50 | 1.25 |") {
+		t.Errorf("report.md lacks the ring table row for %s:\n%s", named, md)
+	}
+	if n := strings.Count(string(md), "| 123456 |"); n != strings.Count(string(md), "io_uring rings") {
+		t.Errorf("%d ring rows for %d ring tables: only %s has ring figures", n, strings.Count(string(md), "io_uring rings"), named)
 	}
 }
 

@@ -91,8 +91,12 @@ type Summary struct {
 	// Carrier sums the carriers' telemetry over the observers' window; nil
 	// for nethttp or with the reason in NA["carrier"].
 	Carrier *CarrierFigures `json:"carrier,omitempty"`
+	// Profile is the top of the server's CPU profile over the measured
+	// window (bench --profile cpu; TopFunctions); absent without one, with
+	// the reason in NA["profile"] when it was asked for.
+	Profile []ProfileFunc `json:"profile,omitempty"`
 	// NA maps an observer or file ("perf-stat", "perf-sched", "threads",
-	// "carrier") to why it has no figures: "perf not installed".
+	// "carrier", "profile") to why it has no figures: "perf not installed".
 	NA map[string]string `json:"na,omitempty"`
 }
 
@@ -194,6 +198,14 @@ type CarrierFigures struct {
 	// Migrations is the started tasks among Steals: handed over, with their
 	// conns, between floating carriers (carrier.Options.Float).
 	Migrations uint64 `json:"migrations,omitempty"`
+	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
+	// carriers; SubmissionsPerEnter the SQEs each submitted; and
+	// CompletionsPerPass the CQEs reaped per pass that found any. Only
+	// the io_uring pollers have them (null with epoll, and absent, read
+	// as 0, in results written before they existed).
+	RingEntersPer10s    Num `json:"ring_enters_per_10s"`
+	SubmissionsPerEnter Num `json:"submissions_per_enter"`
+	CompletionsPerPass  Num `json:"completions_per_pass"`
 }
 
 // Result is one result directory.
@@ -241,11 +253,12 @@ func Discover(root string) ([]string, error) {
 	return dirs, nil
 }
 
-// WriteJSON writes v as indented JSON to path.
+// WriteJSON writes v as indented JSON to path, with a schema_version (see
+// latency.MarshalJSON).
 func WriteJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := latency.MarshalJSON(v)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return os.WriteFile(path, data, 0o644)
 }

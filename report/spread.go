@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"spindle/quantile"
 )
 
 // SpreadRow is the run-to-run spread of one figure between two
@@ -47,7 +48,7 @@ func Spread(a, b *Report) []SpreadRow {
 		}
 		row := SpreadRow{Figure: f.name, Absolute: f.absolute, Unit: f.unit, Used: f.floor(), N: len(shifts)}
 		if len(shifts) > 0 {
-			row.Median, row.Max = Median(shifts), slices.Max(shifts)
+			row.Median, row.Max = quantile.Median(shifts), slices.Max(shifts)
 		}
 		rows = append(rows, row)
 	}

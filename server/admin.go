@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"spindle/carrier"
@@ -22,16 +24,35 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	byStatus    map[int]prometheus.Counter // pre-resolved children for the statuses the server writes
 	backendErrs *prometheus.CounterVec
-	openConns   atomic.Int64
+	// duration holds the request-duration histogram's children by status
+	// class (index code/100; 0 and 1 unused: the handlers answer 2xx-5xx).
+	duration  [6]prometheus.Observer
+	openConns atomic.Int64
 	// rejectedConns counts connections closed at accept for MaxConns.
 	rejectedConns prometheus.Counter
 }
+
+// backendErrorKinds are the kinds of spindle_server_backend_errors_total,
+// all present from the start.
+var backendErrorKinds = []string{"refused", "reset", "timeout", "status", "decode", "protocol"}
+
+// durationBuckets are the request-duration histogram's classic buckets:
+// 25 µs doubling to about 0.8 s (16 buckets), from the fastest loopback
+// answer to far past the mock's default 1 ms think time. A scraper that asks
+// for native histograms also gets one (factor 1.1: about 7% wide buckets).
+var durationBuckets = prometheus.ExponentialBuckets(25e-6, 2, 16)
+
+// nativeFactor is the growth factor of the native histogram's buckets.
+const nativeFactor = 1.1
 
 // knownStatuses are the statuses whose request counters are resolved at
 // start, so that counting them costs one atomic add.
 var knownStatuses = []int{200, 400, 404, 405, 408, 413, 431, 500, 501, 502, 504, 505}
 
-func newMetrics() *metrics {
+// newMetrics returns the metrics of a server in mode (a label of the
+// request-duration histogram), with the Go runtime's and the process's
+// collectors (go_*, process_*).
+func newMetrics(mode string) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -47,13 +68,36 @@ func newMetrics() *metrics {
 			Help: "Client connections closed as soon as accepted: more than --max-conns were open.",
 		}),
 	}
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "spindle_server_request_duration_seconds",
+		Help:    "Time from a request parsed to its answer ready (the handler, backend exchange included), by server mode and status class.",
+		Buckets: durationBuckets, NativeHistogramBucketFactor: nativeFactor,
+	}, []string{"mode", "class"})
 	for _, code := range knownStatuses {
 		m.byStatus[code] = m.requests.WithLabelValues(strconv.Itoa(code))
 	}
-	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	for _, kind := range backendErrorKinds {
+		m.backendErrs.WithLabelValues(kind)
+	}
+	for class := 2; class <= 5; class++ {
+		m.duration[class] = duration.WithLabelValues(mode, strconv.Itoa(class)+"xx")
+	}
+	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, duration, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "spindle_server_open_connections", Help: "Client connections open now.",
-	}, func() float64 { return float64(m.openConns.Load()) }))
+	}, func() float64 { return float64(m.openConns.Load()) }),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// handled records the duration of a request the handler answered with
+// status code (0: 200).
+func (m *metrics) handled(code int, d time.Duration) {
+	if code == 0 {
+		code = 200
+	}
+	if c := code / 100; c >= 2 && c <= 5 {
+		m.duration[c].Observe(d.Seconds())
+	}
 }
 
 // request counts one response with status code.
@@ -67,7 +111,9 @@ func (m *metrics) request(code int) {
 
 func (m *metrics) backendError(kind string) { m.backendErrs.WithLabelValues(kind).Inc() }
 
-// carrierCollector exports a group's telemetry, per carrier.
+// carrierCollector exports a group's telemetry, per carrier (label
+// carrier); spindle_carrier_cpu gives the CPU of each pinned carrier, so
+// that unpinned ones have no CPU at all rather than a made-up one.
 type carrierCollector struct {
 	g        *carrier.Group
 	counters []carrierCounter
@@ -75,6 +121,7 @@ type carrierCollector struct {
 	gauges   []carrierGauge
 	queue    *prometheus.Desc
 	submit   *prometheus.Desc
+	cpu      *prometheus.Desc
 }
 
 type carrierCounter struct {
@@ -84,11 +131,9 @@ type carrierCounter struct {
 
 type carrierGauge = carrierCounter
 
-var carrierLabels = []string{"carrier", "cpu"}
-
 func newCarrierCollector(g *carrier.Group) *carrierCollector {
 	desc := func(name, help string, extra ...string) *prometheus.Desc {
-		return prometheus.NewDesc("spindle_carrier_"+name, help, append(append([]string{}, carrierLabels...), extra...), nil)
+		return prometheus.NewDesc("spindle_carrier_"+name, help, append([]string{"carrier"}, extra...), nil)
 	}
 	u := func(v uint64) float64 { return float64(v) }
 	return &carrierCollector{
@@ -104,7 +149,9 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("spun_seconds_total", "Time spent spinning while idle."), func(t carrier.Telemetry) float64 { return u(t.SpunNs) / 1e9 }},
 			{desc("blocked_seconds_total", "Time spent blocked in epoll_wait while idle."), func(t carrier.Telemetry) float64 { return u(t.BlockedNs) / 1e9 }},
 			{desc("panics_total", "Tasks that panicked."), func(t carrier.Telemetry) float64 { return u(t.Panics) }},
+			{desc("pinned_total", "Task runs that held the carrier longer than the watchdog's threshold (code blocking the Go way)."), func(t carrier.Telemetry) float64 { return u(t.Pinned) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
+			{desc("coros_trimmed_total", "Idle coroutines stopped because the pool went unused for a period."), func(t carrier.Telemetry) float64 { return u(t.CorosTrimmed) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
 			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
@@ -112,11 +159,12 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 		},
 		waits: desc("waits_total", "Idle waits by kind.", "kind"),
 		gauges: []carrierGauge{
-			{desc("open_conns", "Connections registered on the carrier."), func(t carrier.Telemetry) float64 { return float64(t.OpenConns) }},
+			{desc("open_connections", "Connections registered on the carrier."), func(t carrier.Telemetry) float64 { return float64(t.OpenConns) }},
 			{desc("tasks_live", "Tasks started and not finished."), func(t carrier.Telemetry) float64 { return float64(t.TasksLive) }},
 		},
-		queue:  desc("queue_depth", "Runnable tasks at the start of a drain pass (log2 buckets: quantiles within a factor of 2)."),
-		submit: desc("submit_to_run_seconds", "Time from submission to a task's first run (log2 buckets: quantiles within a factor of 2)."),
+		queue:  desc("queue_depth", "Runnable tasks at the start of a drain pass (the telemetry's log2 buckets: le 0, 1, 3, 7, ...)."),
+		submit: desc("submit_to_run_seconds", "Time from submission to a task's first run (the telemetry's log2 buckets of ns: le (2^i-1) ns)."),
+		cpu:    desc("cpu", "The CPU a pinned carrier runs on (absent for carriers not pinned)."),
 	}
 }
 
@@ -131,15 +179,26 @@ func (c *carrierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.waits
 	ch <- c.queue
 	ch <- c.submit
+	ch <- c.cpu
 }
 
-// summaryQuantiles are the quantiles exported from carrier histograms.
-var summaryQuantiles = []float64{0.5, 0.9, 0.99}
+// Bucket ranges of the exported carrier histograms, as indexes of the
+// telemetry's log2 buckets (bucket i holds [2^(i-1), 2^i), bucket 0 the
+// value 0). Queue depths: le 0 up to 2^17-1 (131071 tasks, far past any
+// queue seen); submit-to-run: le 2^7-1 ns (127 ns, under one coroutine
+// switch) up to 2^36-1 ns (about 69 s). Counts beyond the last go to +Inf.
+const (
+	queueFirstBucket, queueLastBucket   = 0, 17
+	submitFirstBucket, submitLastBucket = 7, 36
+)
 
 // Collect implements prometheus.Collector.
 func (c *carrierCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, t := range c.g.Snapshot() {
-		labels := []string{strconv.Itoa(t.Carrier), strconv.Itoa(t.CPU)}
+		labels := []string{strconv.Itoa(t.Carrier)}
+		if t.CPU >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.GaugeValue, float64(t.CPU), labels...)
+		}
 		for _, k := range c.counters {
 			ch <- prometheus.MustNewConstMetric(k.desc, prometheus.CounterValue, k.get(t), labels...)
 		}
@@ -149,19 +208,25 @@ func (c *carrierCollector) Collect(ch chan<- prometheus.Metric) {
 		for kind, n := range t.Waits {
 			ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(n), append(labels, kind)...)
 		}
-		ch <- summary(c.queue, t.QueueDepth, 1, labels)
-		ch <- summary(c.submit, t.SubmitToRun, 1e-9, labels)
+		ch <- histogram(c.queue, t.QueueDepth, queueFirstBucket, queueLastBucket, 1, labels)
+		ch <- histogram(c.submit, t.SubmitToRun, submitFirstBucket, submitLastBucket, 1e-9, labels)
 	}
 }
 
-// summary exports a carrier histogram as a Prometheus summary, scaling
-// samples by scale (1e-9: nanoseconds to seconds).
-func summary(d *prometheus.Desc, h carrier.Histogram, scale float64, labels []string) prometheus.Metric {
-	qs := make(map[float64]float64, len(summaryQuantiles))
-	for _, q := range summaryQuantiles {
-		qs[q] = h.Quantile(q) * scale
+// histogram exports a carrier histogram as a classic Prometheus histogram
+// whose bucket edges are the telemetry's own: log2 bucket i (first..last)
+// becomes le (2^i-1)*scale, exact for integer samples (bucket i holds
+// values below 2^i). scale converts units (1e-9: ns to seconds).
+func histogram(d *prometheus.Desc, h carrier.Histogram, first, last int, scale float64, labels []string) prometheus.Metric {
+	buckets := make(map[float64]uint64, last-first+1)
+	var cum uint64
+	for i, n := range h.Buckets {
+		cum += n
+		if i >= first && i <= last {
+			buckets[(math.Ldexp(1, i)-1)*scale] = cum
+		}
 	}
-	return prometheus.MustNewConstSummary(d, h.Count(), float64(h.Sum)*scale, qs, labels...)
+	return prometheus.MustNewConstHistogram(d, cum, float64(h.Sum)*scale, buckets, labels...)
 }
 
 // adminWriteTimeout bounds the time from an admin request's head to the end

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"spindle/carrier"
@@ -41,7 +42,9 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	defer b.drop()
 	fetch := b.get
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
+		start := time.Now()
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeFor(req.Method, req.Target), fetch)
+		s.m.handled(rep.Status, time.Since(start))
 	}, s.m.request)
 }
 
@@ -58,9 +61,11 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
+		start := time.Now()
 		t.Offload(func() {
-			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, b.get)
+			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, func() ([]byte, error) { return b.get(context.Background()) })
 		})
+		s.m.handled(rep.Status, time.Since(start))
 	}, s.m.request)
 }
 

@@ -76,6 +76,14 @@ func (s *Server) netHTTPRequestOK(w http.ResponseWriter, r *http.Request) bool {
 	if r.ProtoMajor != 1 { // "PRI * HTTP/2.0" (the h2c preface) reaches handlers
 		return refuse(505)
 	}
+	if c, ok := r.Context().Value(framingKey{}).(*framingConn); ok {
+		switch c.next() {
+		case framingRefuse:
+			return refuse(400)
+		case framingCloseAfter:
+			w.Header().Set("Connection", "close") // net/http closes after the answer
+		}
+	}
 	maxBody := s.o.HTTP.WithDefaults().MaxBodyBytes
 	if r.ContentLength > maxBody {
 		return refuse(413)

@@ -30,10 +30,13 @@ const maxBackendBody = 1 << 20
 // failure, as http1's limit error is in the carrier modes).
 var errBackendTooLarge = errors.New("backend body larger than 1 MiB")
 
-// netBackend is a blocking net/http client with one keep-alive connection,
-// owned by one client connection (nethttp and handoff modes).
+// netBackend is the net/http backend client of the nethttp, handoff and
+// nethttp-carrier modes: a blocking http.Client on a net/http Transport
+// with one keep-alive connection owned by one client connection (nethttp,
+// handoff), or on a carrierhttp.Transport shared by the server
+// (nethttp-carrier).
 type netBackend struct {
-	tr     *http.Transport
+	tr     http.RoundTripper
 	client *http.Client
 	url    string
 }
@@ -53,8 +56,14 @@ func (s *Server) newNetBackend() *netBackend {
 }
 
 // get fetches the backend's body; any status other than 200 is an error.
-func (b *netBackend) get() ([]byte, error) {
-	resp, err := b.client.Get(b.url)
+// ctx is the client request's context: in nethttp-carrier mode it carries
+// the task, so that the exchange runs on the task's carrier.
+func (b *netBackend) get(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := b.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +84,18 @@ func (b *netBackend) get() ([]byte, error) {
 	return body, nil
 }
 
-func (b *netBackend) close() { b.tr.CloseIdleConnections() }
+func (b *netBackend) close() {
+	if ci, ok := b.tr.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
 
-type backendKey struct{}
+// backendKey and framingKey are the context keys of a connection's
+// backend client and its framingConn.
+type (
+	backendKey struct{}
+	framingKey struct{}
+)
 
 func (s *Server) startNetHTTP() error {
 	if set := s.o.Carrier.CPUs; len(set) > 0 {
@@ -96,6 +114,7 @@ func (s *Server) startNetHTTP() error {
 		ln = limitListener{Listener: ln, s: s}
 	}
 	o := s.o.HTTP.WithDefaults()
+	ln = framingListener{Listener: ln, o: o}
 	var backends sync.Map // net.Conn -> *netBackend
 	s.ln = ln.Addr()
 	s.hs = &http.Server{
@@ -112,6 +131,7 @@ func (s *Server) startNetHTTP() error {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			b := s.newNetBackend()
 			backends.Store(c, b)
+			ctx = context.WithValue(ctx, framingKey{}, c)
 			return context.WithValue(ctx, backendKey{}, b)
 		},
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -138,14 +158,18 @@ func (s *Server) startNetHTTP() error {
 	return nil
 }
 
-// serveNetHTTP is the nethttp mode's handler.
+// serveNetHTTP is the handler of the nethttp and nethttp-carrier modes: the
+// same code under two schedulers. The request's context holds its backend
+// client (backendKey).
 func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.netHTTPRequestOK(w, r) {
 		return
 	}
+	start := time.Now()
 	b := r.Context().Value(backendKey{}).(*netBackend)
-	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), b.get)
+	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), func() ([]byte, error) { return b.get(r.Context()) })
 	s.write(w, status, ctype, body, closeConn)
+	s.m.handled(status, time.Since(start))
 }
 
 func (s *Server) write(w http.ResponseWriter, status int, ctype string, body []byte, closeConn bool) {

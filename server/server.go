@@ -1,7 +1,7 @@
 // Package server is the system under test of the scheduler study: an HTTP
 // server whose /fruits handler makes a blocking GET to the mock backend,
 // decodes its JSON into structs, re-encodes it compactly and answers, in
-// three scheduling designs:
+// four scheduling designs:
 //
 //   - ModeNetHTTP: idiomatic net/http server and client, a goroutine per
 //     connection on Go's work-stealing scheduler and netpoller (the study's
@@ -14,8 +14,13 @@
 //     task parses, calls the backend on a socket polled by the same carrier,
 //     transforms and writes; no goroutine per connection or request (the
 //     study's custom scheduler).
+//   - ModeNetHTTPCarrier: ModeNetHTTP's handler and http.Client code, the
+//     same functions, hosted on carriers by carrierhttp (the handler runs in
+//     the connection's task; the backend exchange is polled by its carrier):
+//     one application under two schedulers.
 //
-// Every mode keeps one keep-alive backend connection per client connection,
+// Every mode keeps one keep-alive backend connection per client connection
+// (ModeNetHTTPCarrier: a pool per carrier, one per request in flight),
 // answers 502 when the backend refuses, resets, closes, fails or sends
 // something unusable, 504 when it is slower than the backend timeout, and
 // reconnects on the next request. The /fruits body is byte-identical in
@@ -33,12 +38,15 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"spindle/carrier"
+	"spindle/carrierhttp"
 	"spindle/http1"
+	"spindle/internal/memrelease"
 	"spindle/mock"
 )
 
@@ -50,9 +58,12 @@ const (
 	ModeNetHTTP Mode = iota // net/http server and client
 	ModeHandoff             // carriers for client I/O, goroutines for handlers
 	ModeCarrier             // everything on carriers
+	// ModeNetHTTPCarrier runs ModeNetHTTP's handler and http.Client code,
+	// unchanged, on carriers (carrierhttp's Server and Transport).
+	ModeNetHTTPCarrier
 )
 
-var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier"}
+var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier", ModeNetHTTPCarrier: "nethttp-carrier"}
 
 // String returns the flag value of m.
 func (m Mode) String() string {
@@ -62,14 +73,15 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// ParseMode parses a mode flag value: nethttp, handoff or carrier.
+// ParseMode parses a mode flag value: nethttp, handoff, carrier or
+// nethttp-carrier.
 func ParseMode(s string) (Mode, error) {
 	for m, n := range modeNames {
 		if s == n {
 			return Mode(m), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown mode %q (want nethttp, handoff or carrier)", s)
+	return 0, fmt.Errorf("unknown mode %q (want %s)", s, strings.Join(modeNames[:], ", "))
 }
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
@@ -91,11 +103,11 @@ type Options struct {
 	Backend string
 	// BackendTimeout bounds each backend exchange; 0: DefaultBackendTimeout.
 	BackendTimeout time.Duration
-	// Threads is the number of carriers (handoff, carrier) or GOMAXPROCS
+	// Threads is the number of carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS
 	// (nethttp, process-wide, restored by Close); 0: the runtime's default
 	// (one carrier per CPU of the set; GOMAXPROCS unchanged).
 	Threads int
-	// Carrier configures the carriers (handoff, carrier): CPUs, wait
+	// Carrier configures the carriers (handoff, carrier, nethttp-carrier): CPUs, wait
 	// strategy, stealing, pinning, N+1. Its Carriers field is set from
 	// Threads. In nethttp mode only Carrier.CPUs is used: the whole
 	// process is moved onto those CPUs (not undone by Close).
@@ -122,10 +134,11 @@ type Server struct {
 	backend backendURL
 	ln      net.Addr
 
-	group *carrier.Group    // handoff, carrier
-	cl    *carrier.Listener // handoff, carrier
-	hs    *http.Server      // nethttp
-	procs int               // GOMAXPROCS to restore (nethttp), 0: none
+	group *carrier.Group      // handoff, carrier
+	cl    *carrier.Listener   // handoff, carrier
+	hs    *http.Server        // nethttp
+	hc    *carrierhttp.Server // nethttp-carrier
+	procs int                 // GOMAXPROCS to restore (nethttp), 0: none
 	// closeBackends closes the nethttp mode's backend clients.
 	closeBackends func()
 	admin         *http.Server
@@ -145,6 +158,14 @@ type backendURL struct {
 	addr   string // host:port to dial
 	host   string // Host header value
 	target string // request target ("/fruits")
+}
+
+// CheckBackend reports whether raw is a backend URL Start accepts (an
+// http://host:port/path URL), so that a command refuses a bad one as bad
+// input before starting anything.
+func CheckBackend(raw string) error {
+	_, err := parseBackend(raw)
+	return err
 }
 
 func parseBackend(raw string) (backendURL, error) {
@@ -182,12 +203,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics()}
+	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics(o.Mode.String())}
 	switch o.Mode {
 	case ModeNetHTTP:
 		err = s.startNetHTTP()
 	case ModeHandoff, ModeCarrier:
 		err = s.startCarriers()
+	case ModeNetHTTPCarrier:
+		err = s.startNetHTTPCarrier()
 	default:
 		err = fmt.Errorf("unknown mode %v", o.Mode)
 	}
@@ -198,7 +221,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		select {
@@ -206,6 +229,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			s.shutdown()
 		case <-s.done:
 		}
+	}()
+	// Memory a burst of connections used goes back to the OS once it ends
+	// (package memrelease says why a server has to ask).
+	go func() {
+		defer s.wg.Done()
+		memrelease.New(s.m.openConns.Load, memrelease.Options{}).Run(s.done)
 	}()
 	return s, nil
 }
@@ -242,11 +271,17 @@ func (s *Server) shutdown() {
 			}
 			s.closeBackends()
 		}
+		if s.hc != nil {
+			s.hc.Close()
+		}
 		if s.cl != nil {
 			errs = append(errs, ignoreClosed(s.cl.Close()))
 		}
 		if s.group != nil {
 			errs = append(errs, s.group.Close())
+		}
+		if s.hc != nil && s.closeBackends != nil {
+			s.closeBackends() // the fallback client's idle connections, if any
 		}
 		if s.procs > 0 {
 			runtime.GOMAXPROCS(s.procs)

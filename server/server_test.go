@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"spindle/mock"
 )
 
-var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier}
+var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier}
 
 // wantFruits is the /fruits body every mode must send.
 var wantFruits = func() string {
@@ -393,6 +394,9 @@ func TestAdmin(t *testing.T) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
+		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_pinned_total{carrier="0"`) {
+			t.Errorf("/metrics lacks the watchdog's counter")
+		}
 		if mode != ModeNetHTTP && !strings.Contains(metrics, `spindle_carrier_tasks_run_total{carrier="0"`) {
 			t.Errorf("/metrics lacks carrier telemetry:\n%s", metrics)
 		}
@@ -570,5 +574,117 @@ func TestFloatingCarriers(t *testing.T) {
 			}
 			t.Logf("%d handler tasks moved between carriers", moved)
 		})
+	}
+}
+
+// TestMetricsSeries: every documented series is there from the start (label
+// sets pre-created), carrier histograms are Prometheus histograms at the
+// telemetry's log2 edges, the request-duration histogram counts handled
+// requests by mode and class, the Go and process collectors are on, one
+// name for open connections, and no made-up CPU for unpinned carriers.
+func TestMetricsSeries(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		scrape := func() string {
+			resp, err := (&http.Client{Transport: tr}).Get("http://" + e.srv.AdminAddr().String() + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		value := func(metrics, series string) float64 {
+			for _, line := range strings.Split(metrics, "\n") {
+				if v, ok := strings.CutPrefix(line, series+" "); ok {
+					var f float64
+					fmt.Sscan(v, &f)
+					return f
+				}
+			}
+			t.Errorf("no series %s", series)
+			return -1
+		}
+		m := scrape()
+		want := []string{
+			`spindle_server_backend_errors_total{kind="refused"} 0`,
+			`spindle_server_backend_errors_total{kind="protocol"} 0`,
+			`spindle_server_requests_total{code="502"} 0`,
+			`spindle_server_request_duration_seconds_bucket{class="5xx",mode="` + mode.String() + `",le="2.5e-05"} 0`,
+			`spindle_server_request_duration_seconds_count{class="4xx",mode="` + mode.String() + `"} 0`,
+			"spindle_server_open_connections ",
+			"go_goroutines ", "go_gc_duration_seconds", "process_cpu_seconds_total ", "process_open_fds ",
+		}
+		if mode != ModeNetHTTP {
+			want = append(want,
+				`spindle_carrier_queue_depth_bucket{carrier="0",le="0"}`,
+				`spindle_carrier_queue_depth_bucket{carrier="0",le="131071"}`,
+				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="1.27e-07"}`,
+				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="+Inf"}`,
+				`spindle_carrier_waits_total{carrier="0",kind="spin"}`,
+				`spindle_carrier_open_connections{carrier="0"}`,
+			)
+		}
+		for _, w := range want {
+			if !strings.Contains(m, w) {
+				t.Errorf("/metrics lacks %s", w)
+			}
+		}
+		for _, bad := range []string{`cpu="-1"`, "open_conns", "spindle_carrier_cpu{"} { // unpinned: no CPU
+			if strings.Contains(m, bad) {
+				t.Errorf("/metrics has %s", bad)
+			}
+		}
+		for _, line := range strings.Split(m, "\n") {
+			if strings.HasPrefix(line, "spindle_") && strings.Contains(line, "quantile=") {
+				t.Errorf("a summary among spindle's series: %s", line)
+			}
+		}
+		series := `spindle_server_request_duration_seconds_count{class="2xx",mode="` + mode.String() + `"}`
+		before := value(m, series)
+		c := e.dial()
+		e.send(c, fmt.Sprintf(get, "/fruits"))
+		c.read(200)
+		c.Close()
+		if after := value(scrape(), series); after != before+1 {
+			t.Errorf("%s went from %v to %v after one request", series, before, after)
+		}
+	})
+}
+
+// TestNetHTTPCarrierSameBytes: the nethttp-carrier mode runs the nethttp
+// mode's code on carriers, so its answers are the same bytes (but for the
+// Date field's time).
+func TestNetHTTPCarrierSameBytes(t *testing.T) {
+	requests := []string{
+		"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"HEAD /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		"GET /fruits HTTP/1.0\r\n\r\n",
+		"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",
+		"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /fruits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	}
+	answers := func(mode Mode) []string {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		var out []string
+		for _, raw := range requests {
+			c := e.dial()
+			e.send(c, raw)
+			b, _ := io.ReadAll(c.br)
+			c.Close()
+			lines := strings.Split(string(b), "\r\n")
+			lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Date: ") })
+			out = append(out, strings.Join(lines, "\r\n"))
+		}
+		return out
+	}
+	want, got := answers(ModeNetHTTP), answers(ModeNetHTTPCarrier)
+	for i := range requests {
+		if got[i] != want[i] {
+			t.Errorf("%q:\nnethttp-carrier %q\nnethttp         %q", requests[i], got[i], want[i])
+		}
 	}
 }

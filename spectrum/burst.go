@@ -9,6 +9,7 @@ import (
 
 	"spindle/carrier/wait"
 	"spindle/internal/unix"
+	"spindle/quantile"
 )
 
 // Scale is a burst timescale: the busy and idle periods of a pattern are
@@ -296,7 +297,7 @@ func measureOvershoot(now func() int64, sleep func(int64)) time.Duration {
 			late[i] = max(now()-t0-int64(overshootSleep), 0)
 		}
 		slices.Sort(late)
-		batches[b] = percentile(late, overshootPercentile)
+		batches[b] = quantile.NearestRank(late, overshootPercentile)
 	}
 	slices.Sort(batches)
 	return min(time.Duration(batches[len(batches)/2]), maxSpin)

@@ -13,6 +13,7 @@ import (
 	"spindle/cpu"
 	"spindle/internal/unix"
 	"spindle/observe"
+	"spindle/quantile"
 )
 
 // Cell is one configuration of a figure: foreground threads on FG running
@@ -311,8 +312,8 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 	if len(wakes) > 0 {
 		slices.Sort(wakes)
 		s.Wakes = len(wakes)
-		s.WakeP50 = float64(percentile(wakes, 50)) / 1e3
-		s.WakeP99 = float64(percentile(wakes, 99)) / 1e3
+		s.WakeP50 = float64(quantile.NearestRank(wakes, 50)) / 1e3
+		s.WakeP99 = float64(quantile.NearestRank(wakes, 99)) / 1e3
 	}
 	s.BusyShare, s.DriverCPU = math.NaN(), math.NaN()
 	if ds.CPUNs > 0 {
@@ -323,15 +324,6 @@ func (e *Env) RunCell(c Cell, round int) (Sample, error) {
 		s.BusyShare = 100 * float64(ds.BusyNs) / float64(ds.BusyNs+ds.IdleNs)
 	}
 	return s, nil
-}
-
-// percentile returns the p-th percentile of sorted values (nearest rank).
-func percentile(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // drive runs the burst driver on its own locked thread, pinned to c, at

@@ -193,12 +193,6 @@ func TestFigureOf(t *testing.T) {
 	if f := figureOf([]float64{math.NaN()}, "meter frozen"); f.N != 0 || f.NA != "n/a (meter frozen)" {
 		t.Errorf("all NaN: %+v", f)
 	}
-	if got := percentile([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 99); got != 10 {
-		t.Errorf("p99 %d", got)
-	}
-	if got := percentile([]int64{1, 2, 3, 4}, 50); got != 2 {
-		t.Errorf("p50 %d", got)
-	}
 }
 
 func TestMeasureLineWake(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
+	"spindle/quantile"
 )
 
 // Figure is a metric over the repeats of a cell: the median with the
@@ -41,16 +41,11 @@ func (f Figure) MarshalJSON() ([]byte, error) {
 // figureOf summarises vals, ignoring NaN (a repeat without the value); na
 // is the reason shown when no value is left.
 func figureOf(vals []float64, na string) Figure {
-	v := slices.DeleteFunc(slices.Clone(vals), math.IsNaN)
-	if len(v) == 0 {
+	s := quantile.Of(vals)
+	if s.N == 0 {
 		return Figure{NA: "n/a (" + na + ")"}
 	}
-	slices.Sort(v)
-	med := v[len(v)/2]
-	if len(v)%2 == 0 {
-		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return Figure{Median: med, Min: v[0], Max: v[len(v)-1], N: len(v)}
+	return Figure{Median: s.Median, Min: s.Min, Max: s.Max, N: s.N}
 }
 
 // Result is a cell with its figures over the repeats.
@@ -94,8 +89,9 @@ type Result struct {
 	Rounds []Sample `json:"rounds,omitempty"`
 }
 
-// Progress receives a line per finished run (may be nil).
-type Progress func(line string)
+// Progress receives a line when each run starts (done false) and when it
+// finishes (done true, with its throughput); may be nil.
+type Progress func(line string, done bool)
 
 // Run runs cells repeats times, interleaved (every cell once per round, so
 // that slow drifts of the machine spread over all cells), and summarises
@@ -114,14 +110,21 @@ func (e *Env) Run(ctx context.Context, cells []Cell, repeats int, progress Progr
 			if c.Skipped != "" || res[i].Error != "" || ctx.Err() != nil {
 				continue
 			}
+			name := fmt.Sprintf("%s %d/%d %s", c.Preset, round+1, repeats, c.Key())
+			if progress != nil {
+				progress(name+": started", false)
+			}
 			s, err := e.RunCell(c, round)
 			if err != nil {
 				res[i].Error = err.Error()
+				if progress != nil {
+					progress(name+": failed: "+err.Error(), true)
+				}
 				continue
 			}
 			rounds[i] = append(rounds[i], s)
 			if progress != nil {
-				progress(fmt.Sprintf("%s %d/%d %s: %.3f Mop/s", c.Preset, round+1, repeats, c.Key(), s.FgMops))
+				progress(fmt.Sprintf("%s: %.3f Mop/s", name, s.FgMops), true)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"spindle/quantile"
 	"strings"
 	"text/tabwriter"
 )
@@ -124,7 +125,7 @@ func worst(m map[string]*Result, get func(Sample) float64) (names string, ties [
 		for i, s := range r.Rounds {
 			v[i] = get(s)
 		}
-		med := medianOf(v)
+		med := quantile.Median(v)
 		if math.IsNaN(med) {
 			continue // nothing measured: never named
 		}
@@ -162,15 +163,6 @@ func worst(m map[string]*Result, get func(Sample) float64) (names string, ties [
 	slices.Sort(named)
 	slices.Sort(ties)
 	return strings.Join(named, "≈"), ties
-}
-
-// medianOf is the median of the values that are not NaN (NaN if none).
-func medianOf(xs []float64) float64 {
-	f := figureOf(xs, "none")
-	if f.N == 0 {
-		return math.NaN()
-	}
-	return f.Median
 }
 
 // signedRankTail is the exact one-sided p-value of the Wilcoxon signed-rank

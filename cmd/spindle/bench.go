@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -64,6 +63,9 @@ type benchArgs struct {
 	outDir                         string
 	strict                         bool
 	ports                          portFlags
+	slo                            sloFlag
+	jsonPath                       string
+	profile                        string
 	hosts                          hostFlags
 }
 
@@ -75,7 +77,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		"window; writes the result directory (see docs/bench.md); stops every child. CPU sets default\n"+
 		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
-	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: nethttp, handoff or carrier")
+	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: nethttp, handoff, carrier or nethttp-carrier")
 	fs.IntVar(&a.threads, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
 	fs.IntVar(&a.rate, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
 	fs.IntVar(&a.conns, "connections", bench.DefaultConnections, "load generator connections")
@@ -84,22 +86,31 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
 	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
 	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
-	fs.Var(durationFlag{&a.think, time.Millisecond}, "mock-think-time", "mock think time: a duration or milliseconds (default 1ms)")
+	fs.Var(durationFlag{&a.think}, "mock-think-time", "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
-	fs.DurationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
-	fs.DurationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
+	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
+	fs.durationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
 	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
-	fs.StringVar(&a.outDir, "output-dir", "", "result directory (default: results/bench-NAME-TIME)")
+	fs.StringVar(&a.profile, "profile", "", "profile the server over the observers' window: `KIND` cpu (cpu.pprof, top functions in the report)")
+	fs.StringVar(&a.outDir, "output-dir", "", "result directory, new or empty (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
 	a.ports.register(fs)
+	a.slo.register(fs)
+	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	a.hosts.register(fs)
+	fs.example(
+		`spindle bench --mode carrier --rate 5000 --perf-stat --output-dir results/x`,
+		`spindle bench --mode nethttp --duration 10s --slo 'p99<=10ms,errors<=0.1%' --json - > summary.json`,
+		`spindle bench --mode carrier --profile cpu --server-cpuset 2-3 --load-cpuset 0-1 --mock-cpuset 4`,
+		`spindle bench --server-host h1 --load-hosts h2,h3 --rate 40000 --output-dir results/3hosts`,
+	)
 	return fs, a
 }
 
@@ -136,7 +147,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
 		WorkStealing: a.ws, Float: a.float, Poller: a.poller, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
-		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin,
+		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 	}
 	if c.Name == "" {
 		c.Name = c.Mode
@@ -177,9 +188,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	dir := a.outDir
-	if dir == "" {
-		dir = filepath.Join("results", "bench-"+safeName(cfg.Name)+"-"+time.Now().Format("20060102-150405"))
+	if err := a.slo.parse("bench"); err != nil {
+		return err
+	}
+	if err := checkOutFile("json", a.jsonPath); err != nil {
+		return err
+	}
+	jsonOut := stdout
+	if a.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
+	}
+	dir, err := outputDir("output-dir", a.outDir, filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405")))
+	if err != nil {
+		return err
 	}
 	hosts, closeHosts, err := a.hosts.open(ctx)
 	if err != nil {
@@ -189,31 +210,40 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := hosts.CheckCPUs(cfg); err != nil {
 		return asBadInput(err)
 	}
-	fmt.Fprintf(stdout, "spindle bench %s: server %s (%d threads), load %s, mock %s -> %s\n",
-		cfg.Name, cfg.ServerCPUs, cfg.Threads, cfg.LoadCPUs, cfg.MockCPUs, dir)
+	fmt.Fprintf(stdout, "spindle bench %s: server %s (%s), load %s, mock %s -> %s\n",
+		cfg.Name, cfg.ServerCPUs, report.Count(cfg.Threads, "thread", "threads"), cfg.LoadCPUs, cfg.MockCPUs, dir)
 	if hosts.Remote() {
 		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
 	}
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}
-	line := newProgressLine(stderr)
+	line := newProgressLine(stderr, "bench")
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
 	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Hosts: hosts, Progress: func(step string) {
 		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
 			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
 	}})
-	line.done()
+	line.close()
 	if errors.Is(err, bench.ErrPortBusy) {
 		return asBadInput(err)
 	}
 	printSummary(stdout, sum)
+	if a.jsonPath != "" {
+		if jerr := writeJSONOut(a.jsonPath, jsonOut, sum); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w (results marked incomplete in %s)", err, dir)
 	}
-	return nil
+	return a.slo.check(stdout, "bench", []report.Result{{Dir: dir, Summary: sum}})
 }
+
+// topShown is how many of the profile's top functions the terminal shows:
+// three fit a line; the report lists report.DefaultTopFunctions.
+const topShown = 3
 
 // printSummary prints a run's headline figures.
 func printSummary(w io.Writer, s report.Summary) {
@@ -233,54 +263,13 @@ func printSummary(w io.Writer, s report.Summary) {
 	}
 	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s\n",
 		s.Name, s.Throughput, p50, p99, s.Errors, cpus)
-}
-
-// safeName makes a configuration name usable in a path.
-func safeName(s string) string {
-	return strings.NewReplacer("/", "_", " ", "_", "+", "-").Replace(s)
-}
-
-// progressLine rewrites one line on a terminal; elsewhere it prints
-// nothing, so logs stay clean.
-type progressLine struct {
-	w    io.Writer
-	tty  bool
-	last int
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	f, ok := w.(*os.File)
-	tty := false
-	if ok {
-		if st, err := f.Stat(); err == nil {
-			tty = st.Mode()&os.ModeCharDevice != 0
+	if len(s.Profile) > 0 {
+		var top []string
+		for _, f := range s.Profile[:min(len(s.Profile), topShown)] {
+			top = append(top, fmt.Sprintf("%s %.1f%%", f.Name, f.FlatPct))
 		}
-	}
-	return &progressLine{w: w, tty: tty}
-}
-
-func (p *progressLine) show(pr bench.Progress) {
-	if !p.tty {
-		return
-	}
-	phase := pr.Phase
-	if pr.Round > 0 {
-		phase = fmt.Sprintf("%s round %d", pr.Phase, pr.Round)
-	}
-	s := fmt.Sprintf("[%d/%d] %s %s: %s  elapsed %s  remaining ~%s", pr.Run, pr.Runs, pr.Config,
-		strings.TrimSpace(phase), pr.Step, pr.Elapsed.Round(time.Second), pr.Remaining.Round(time.Second))
-	pad := ""
-	if n := p.last - len(s); n > 0 {
-		pad = strings.Repeat(" ", n)
-	}
-	p.last = len(s)
-	fmt.Fprintf(p.w, "\r%s%s", s, pad)
-}
-
-// done ends the line, so that other output starts on a fresh one.
-func (p *progressLine) done() {
-	if p.tty && p.last > 0 {
-		fmt.Fprintln(p.w)
-		p.last = 0
+		fmt.Fprintf(w, "server CPU profile (%s), top functions by own samples: %s\n", report.ProfileFile, strings.Join(top, ", "))
+	} else if why := s.NA["profile"]; why != "" {
+		fmt.Fprintf(w, "server CPU profile: n/a (%s)\n", why)
 	}
 }

@@ -81,7 +81,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "bench", "--mode", "carrier", "--rate", "300", "--connections", "8",
-		"--warmup", "500ms", "--duration", "2s", "--perf-stat", "--perf-sched",
+		"--warmup", "500ms", "--duration", "2s", "--perf-stat", "--perf-sched", "--profile", "cpu",
 		"--server-port", "0", "--mock-port", "0", "--admin-port", "0", "--output-dir", dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -95,14 +95,17 @@ func TestBenchEndToEnd(t *testing.T) {
 	if !s.Complete || s.Latency == nil || s.Latency.Count == 0 || s.Throughput <= 0 {
 		t.Fatalf("summary = %+v\n%s", s, out)
 	}
-	for _, f := range []string{"config.json", "load.txt", "load.json", "server.log", "mock.log", "threads.txt",
-		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json"} {
+	for _, f := range []string{"config.json", "load.txt", "load.json", "load.hlog", "server.log", "mock.log", "threads.txt",
+		"threads.json", "perf-stat.txt", "perf-sched-distribution.txt", "carrier.json", "cpu.pprof"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("result file missing: %v (n/a: %v)", err, s.NA)
 		}
 	}
 	if s.Server == nil || s.Server.Active == 0 {
 		t.Errorf("no active server thread: %+v", s.Server)
+	}
+	if len(s.Profile) == 0 || s.Profile[0].FlatPct <= 0 || !strings.Contains(string(out), "server CPU profile (cpu.pprof), top functions") {
+		t.Errorf("profile %+v (n/a: %q)\n%s", s.Profile, s.NA["profile"], out)
 	}
 }
 
@@ -115,6 +118,8 @@ func TestBenchBadInput(t *testing.T) {
 	}
 	defer ln.Close()
 	busy := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	used := t.TempDir() // an earlier run's directory
+	os.WriteFile(filepath.Join(used, "summary.json"), []byte("{}"), 0o644)
 	tests := []struct {
 		args []string
 		want string
@@ -128,9 +133,19 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
 		{[]string{"compare", "--rounds", "0"}, "rounds"},
-		{[]string{"compare", "--only", "nope"}, "no configuration"},
+		{[]string{"compare", "--only", "nope"}, "unknown configuration"},
+		{[]string{"compare", "--only", "carrier,nope"}, "unknown configuration \"nope\""},
+		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
+		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
+		{[]string{"bench", "--output-dir", used}, "not empty"},
+		{[]string{"bench", "--json", "/no/such/dir/summary.json"}, "does not exist"},
+		{[]string{"compare", "--json", "/no/such/dir/findings.json"}, "does not exist"},
+		{[]string{"compare", "--output-dir", used}, "not empty"},
 		{[]string{"compare", "--rates", "1000,zero"}, "not a positive rate"},
 		{[]string{"compare", "--slo-p99", "0"}, "--slo-p99"},
+		{[]string{"bench", "--slo", "p99<=10"}, "bench: --slo"},
+		{[]string{"bench", "--profile", "heap"}, "profile \"heap\""},
+		{[]string{"compare", "--slo", "p99<=10ms,"}, "compare: --slo"},
 		{[]string{"report", "--slo-p99", "-1", "../../report/testdata/compare"}, "--slo-p99"},
 		{[]string{"report"}, "result directory"},
 		{[]string{"report", t.TempDir()}, "no summary.json"},
@@ -160,8 +175,8 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout.String(), "finding 1: not measurable here\n    At 70% load the unpinned carrier's p50") {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
-	var fs []report.Finding
-	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fs); err != nil || len(fs) == 0 {
+	var fj report.FindingsJSON
+	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fj); err != nil || len(fj.Findings) == 0 {
 		t.Errorf("%s: %v", report.FindingsFile, err)
 	}
 	stdout.Reset()
@@ -198,20 +213,36 @@ func TestReportListsUnfinished(t *testing.T) {
 	}
 }
 
+// Every duration flag needs a unit; a bare number is refused with the
+// spellings it might have meant.
 func TestDurationFlag(t *testing.T) {
 	var d time.Duration
-	f := durationFlag{&d, time.Millisecond}
-	for in, want := range map[string]time.Duration{"1": time.Millisecond, "30": 30 * time.Millisecond, "1.5": 1500 * time.Microsecond, "2s": 2 * time.Second} {
-		if err := f.Set(in); err != nil || d != want {
-			t.Errorf("Set(%q) = %v, %v; want %v", in, d, err, want)
+	f := durationFlag{&d}
+	for _, tc := range []struct {
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		{"2s", 2 * time.Second, ""},
+		{"1.5ms", 1500 * time.Microsecond, ""},
+		{"0", 0, ""},
+		{"1", 0, `"1" needs a unit: 1s, 1ms or 1us`},
+		{"30", 0, "needs a unit"},
+		{"1.5", 0, "needs a unit"},
+		{"x", 0, "is not a duration"},
+		{"", 0, "is not a duration"},
+	} {
+		d = -1
+		err := f.Set(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Set(%q) = %v, want an error with %q", tc.in, err, tc.wantErr)
+			}
+			continue
 		}
-	}
-	if err := f.Set("x"); err == nil {
-		t.Error("Set(x) succeeded")
-	}
-	f = durationFlag{&d, time.Second}
-	if err := f.Set("10"); err != nil || d != 10*time.Second {
-		t.Errorf("seconds: Set(10) = %v, %v; want 10s", d, err)
+		if err != nil || d != tc.want {
+			t.Errorf("Set(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
+		}
 	}
 }
 
@@ -245,6 +276,71 @@ func TestCompareEndToEnd(t *testing.T) {
 		if !shown[png] && !strings.Contains(string(md), png+" not drawn: ") {
 			t.Errorf("%s neither shown nor explained:\n%s", png, md)
 		}
+	}
+}
+
+// exitCodeOf returns the exit status of a finished command.
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// TestSLOEndToEnd: bench and compare check --slo at the end, print each
+// threshold pass or FAIL, exit 3 when one fails (0 otherwise), and with
+// --json - write their JSON summary alone on stdout.
+func TestSLOEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	needCommands(t, exe, "mock", "serve", "load")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ports := []string{"--server-port", "0", "--mock-port", "0", "--admin-port", "0"}
+
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, append([]string{"bench", "--mode", "carrier", "--rate", "200", "--connections", "4",
+		"--warmup", "300ms", "--duration", "1s", "--no-pidstat", "--output-dir", filepath.Join(t.TempDir(), "b"),
+		"--slo", "p100<=1h,rps>=1000000000", "--json", "-"}, ports...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 3 {
+		t.Fatalf("bench with a failing threshold: exit %d, want 3\n%s", code, stderr.String())
+	}
+	for _, w := range []string{"SLO:\n", "pass  p100<=1h", "FAIL  rps>=1000000000", "bench: 1 of 2 slo thresholds failed"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("bench stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	var sum struct {
+		SchemaVersion int `json:"schema_version"`
+		report.Summary
+	}
+	if err := latency.ReadJSON(&stdout, &sum); err != nil || sum.SchemaVersion != latency.SchemaVersion || !sum.Complete {
+		t.Errorf("bench --json -: %v, schema %d, complete %v", err, sum.SchemaVersion, sum.Complete)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	cmd = exec.CommandContext(ctx, exe, append([]string{"compare", "--only", "carrier", "--rounds", "1",
+		"--warmup", "300ms", "--duration", "1s", "--output-dir", filepath.Join(t.TempDir(), "c"),
+		"--slo", "p100<=1h,errors<=100%", "--json", "-"}, ports...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if code := exitCodeOf(t, cmd.Run()); code != 0 {
+		t.Fatalf("compare with thresholds met: exit %d, want 0\n%s", code, stderr.String())
+	}
+	for _, w := range []string{"SLO max carrier (1 run):\n  pass  p100<=1h", "SLO fixed carrier (1 run):\n  pass  p100<=1h",
+		"pass  errors<=100%", "spindle compare: [1/2] carrier max round 1: started", "spindle compare: [1/2] carrier max round 1: finished"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("compare stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	var fj report.FindingsJSON
+	if err := latency.ReadJSON(&stdout, &fj); err != nil || len(fj.Findings) == 0 {
+		t.Errorf("compare --json -: %v, %d findings", err, len(fj.Findings))
 	}
 }
 
@@ -283,7 +379,7 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, exe, "compare", "--only", "nethttp,carrier", "--rounds", "1", "--sweep",
-		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50", "--output-dir", dir).CombinedOutput()
+		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50ms", "--output-dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("spindle compare --sweep: %v\n%s", err, out)
 	}
@@ -299,9 +395,9 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 			t.Errorf("sweep phase %s: share %v rate %d", ph.Name, ph.Share, ph.Configs[0].Rate)
 		}
 	}
-	var fs []report.Finding
-	if err := latency.ReadJSONFile(filepath.Join(dir, report.FindingsFile), &fs); err != nil || len(fs) < 6 {
-		t.Errorf("%s: %v, %d findings", report.FindingsFile, err, len(fs))
+	var fj report.FindingsJSON
+	if err := latency.ReadJSONFile(filepath.Join(dir, report.FindingsFile), &fj); err != nil || len(fj.Findings) < 6 {
+		t.Errorf("%s: %v, %d findings", report.FindingsFile, err, len(fj.Findings))
 	}
 	md, err := os.ReadFile(filepath.Join(dir, report.File))
 	if err != nil {
@@ -390,13 +486,73 @@ func TestProgressLine(t *testing.T) {
 		!strings.HasSuffix(out, "\n") || strings.Count(out, "\r") != 2 {
 		t.Errorf("progress output %q", out)
 	}
-	var quiet bytes.Buffer
-	q := newProgressLine(&quiet)
-	q.show(benchProgress("x", "y"))
-	q.done()
-	if quiet.Len() != 0 {
-		t.Errorf("progress on a non-terminal: %q", quiet.String())
+}
+
+// Not on a terminal (a CI log): a line per run started and finished, and
+// heartbeats with the step while a run is silent, none once it finished.
+func TestProgressLog(t *testing.T) {
+	var buf syncBuffer
+	p := &progressLine{w: &buf, log: startProgressLog(&buf, "compare", 30*time.Millisecond, 5*time.Millisecond)}
+	first := benchProgress("carrier", "warm-up")
+	p.show(first)
+	first.Step = "measuring"
+	p.show(first)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "still running") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
+	second := benchProgress("nethttp", "starting")
+	second.Run = 4
+	p.show(second)
+	p.close()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	want := []string{
+		"spindle compare: [3/36] carrier fixed round 2: started  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: still running: [3/36] carrier fixed round 2: measuring  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: [3/36] carrier fixed round 2: finished",
+		"spindle compare: [4/36] nethttp fixed round 2: started  elapsed 1m5s  remaining ~2m0s",
+		"spindle compare: [4/36] nethttp fixed round 2: finished",
+	}
+	var got []string
+	for i, l := range lines { // heartbeats may repeat on a slow machine: keep one
+		if i > 0 && l == lines[i-1] && strings.Contains(l, "still running") {
+			continue
+		}
+		got = append(got, l)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("progress log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// No heartbeat after the last run finished.
+	n := buf.Len()
+	time.Sleep(60 * time.Millisecond)
+	if buf.Len() != n {
+		t.Errorf("output after close: %q", buf.String()[n:])
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the heartbeat's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
 }
 
 func benchProgress(name, step string) bench.Progress {

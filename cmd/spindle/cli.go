@@ -1,14 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"spindle/cpu"
@@ -55,25 +62,152 @@ func (e *wrappedInputError) Is(target error) bool { return target == errBadInput
 
 // flagSet is a flag.FlagSet that accepts flags after positional arguments
 // ("spindle load URL -d 5s" as well as "spindle load -d 5s URL") and turns
-// parse failures into one-line bad-input errors.
+// parse failures into one-line bad-input errors. Its help lists each flag
+// once, the long name with its short alias ("-c, --connections N"), a typed
+// placeholder, the default once, and examples at the end.
 type flagSet struct {
 	*flag.FlagSet
-	args string // positional arguments, for the usage line
-	doc  string // paragraph printed under the usage line
+	args     string   // positional arguments, for the usage line
+	doc      string   // paragraph printed under the usage line
+	examples []string // command lines printed at the end of the help
 }
 
 func newFlagSet(name, args, doc string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet("spindle "+name, flag.ContinueOnError), args: args, doc: doc}
-	fs.FlagSet.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "usage: %s [flags] %s\n", fs.Name(), fs.args)
-		if fs.doc != "" {
-			fmt.Fprintf(w, "\n%s\n", fs.doc)
-		}
-		fmt.Fprintln(w, "\nflags:")
-		fs.PrintDefaults()
-	}
+	fs.FlagSet.Usage = func() { fs.printHelp(fs.Output()) }
 	return fs
+}
+
+// example adds command lines to the help's examples.
+func (fs *flagSet) example(lines ...string) { fs.examples = append(fs.examples, lines...) }
+
+// durationVar defines a duration flag that needs a unit (durationFlag).
+func (fs *flagSet) durationVar(p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+// placeholderer is a flag.Value that names its kind of value in help.
+type placeholderer interface{ placeholder() string }
+
+// printHelp writes the usage line, the paragraph, every flag and the
+// examples.
+func (fs *flagSet) printHelp(w io.Writer) {
+	usage := fs.Name()
+	if hasFlags := func() (any bool) { fs.VisitAll(func(*flag.Flag) { any = true }); return }(); hasFlags {
+		usage += " [flags]"
+	}
+	if fs.args != "" {
+		usage += " " + fs.args
+	}
+	fmt.Fprintf(w, "usage: %s\n", usage)
+	if fs.doc != "" {
+		fmt.Fprintf(w, "\n%s\n", fs.doc)
+	}
+	var groups [][]*flag.Flag // flags sharing one value: a name and its aliases
+	index := map[flag.Value]int{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if i, ok := index[f.Value]; ok {
+			groups[i] = append(groups[i], f)
+			return
+		}
+		index[f.Value] = len(groups)
+		groups = append(groups, []*flag.Flag{f})
+	})
+	if len(groups) > 0 {
+		fmt.Fprintln(w, "\nflags:")
+	}
+	slices.SortFunc(groups, func(a, b []*flag.Flag) int { return strings.Compare(longName(a), longName(b)) })
+	for _, g := range groups {
+		slices.SortFunc(g, func(a, b *flag.Flag) int { return cmp.Compare(len(a.Name), len(b.Name)) }) // short first
+		names := make([]string, len(g))
+		for i, f := range g {
+			names[i] = dashes(f.Name)
+		}
+		f := g[0]
+		ph, text := flagPlaceholder(f)
+		line := "  " + strings.Join(names, ", ")
+		if ph != "" {
+			line += " " + ph
+		}
+		if d := defaultText(f); d != "" && !strings.Contains(text, "(default") {
+			text += " (default " + d + ")"
+		}
+		fmt.Fprintf(w, "%s\n      %s\n", line, strings.ReplaceAll(text, "\n", "\n      "))
+	}
+	if len(fs.examples) > 0 {
+		fmt.Fprintln(w, "\nexamples:")
+		for _, e := range fs.examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+}
+
+// longName is the longest name of a flag group, its sort key.
+func longName(g []*flag.Flag) string {
+	n := g[0].Name
+	for _, f := range g {
+		if len(f.Name) > len(n) {
+			n = f.Name
+		}
+	}
+	return n
+}
+
+// dashes writes a flag name as typed: -c for one letter, --connections.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// flagPlaceholder returns the placeholder of f's value (from a
+// `BACKQUOTED` word in its usage, else its type: N, DURATION, CPUS...) and
+// its usage with the backquotes removed; "" for a boolean.
+func flagPlaceholder(f *flag.Flag) (ph, usage string) {
+	name, usage := flag.UnquoteUsage(f)
+	if strings.Contains(f.Usage, "`") {
+		return name, usage
+	}
+	if p, ok := textPlaceholders[f.Name]; ok {
+		return p, usage
+	}
+	if p, ok := f.Value.(placeholderer); ok {
+		return p.placeholder(), usage
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "", usage
+	}
+	switch name {
+	case "int", "uint", "int64", "uint64":
+		return "N", usage
+	case "float":
+		return "NUMBER", usage
+	case "duration":
+		return "DURATION", usage
+	case "string":
+		return "TEXT", usage
+	}
+	return "VALUE", usage
+}
+
+// textPlaceholders name the values of text flags, which share a name, and
+// so a meaning, across commands.
+var textPlaceholders = map[string]string{
+	"mode": "MODE", "name": "NAME", "output-dir": "DIR", "out": "DIR", "poller": "POLLER",
+	"topology": "PINNING", "wait": "STRATEGY", "only": "NAMES", "rates": "RATES", "header": "HEADER",
+	"H": "HEADER", "method": "METHOD", "host": "ADDRESS", "backend": "URL", "ws-scope": "SCOPE",
+	"kernel": "KERNELS", "modes": "MODES", "scales": "SCALES",
+}
+
+// defaultText is f's default as help shows it, "" for a zero default.
+func defaultText(f *flag.Flag) string {
+	switch f.DefValue {
+	case "", "0", "0s", "false", "[]":
+		return ""
+	}
+	return f.DefValue
 }
 
 // parse parses args, allowing flags and positionals in any order ("--" ends
@@ -88,7 +222,7 @@ func (fs *flagSet) parse(args []string, helpOut io.Writer) ([]string, error) {
 				fs.Usage()
 				return nil, errHelp
 			}
-			return nil, badInput("%s: %v", fs.Name(), err)
+			return nil, badInput("%s", flagError(err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -102,8 +236,29 @@ func (fs *flagSet) parse(args []string, helpOut io.Writer) ([]string, error) {
 	}
 }
 
+// flagNameRE finds the flag package's "-name" in its parse errors.
+var flagNameRE = regexp.MustCompile(`(flag|defined:|argument:) -([A-Za-z0-9_-]+)`)
+
+// flagError rewrites a flag package parse error with flags as they are
+// typed ("invalid value "x" for --duration: ...") and as one line.
+func flagError(err error) string {
+	msg := flagNameRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := flagNameRE.FindStringSubmatch(m)
+		word := sub[1]
+		if word == "flag" {
+			word = "" // "for flag -x" reads "for --x"
+		} else {
+			word += " "
+		}
+		return word + dashes(sub[2])
+	})
+	return strings.Join(strings.Fields(msg), " ")
+}
+
 // cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8".
 type cpuSetFlag struct{ set cpu.Set }
+
+func (f *cpuSetFlag) placeholder() string { return "CPUS" }
 
 func (f *cpuSetFlag) String() string { return f.set.String() }
 func (f *cpuSetFlag) Set(s string) error {
@@ -118,16 +273,16 @@ func (f *cpuSetFlag) Set(s string) error {
 // stringsFlag is a repeatable string flag (-H "A: b" -H "C: d").
 type stringsFlag []string
 
-func (f *stringsFlag) String() string     { return strings.Join(*f, ", ") }
-func (f *stringsFlag) Set(s string) error { *f = append(*f, s); return nil }
+func (f *stringsFlag) String() string      { return strings.Join(*f, ", ") }
+func (f *stringsFlag) placeholder() string { return "TEXT" }
+func (f *stringsFlag) Set(s string) error  { *f = append(*f, s); return nil }
 
-// durationFlag is a duration flag that also takes a bare number counted in
-// unit, as the study's runner ("--mock-think-time 1": milliseconds) and wrk
-// ("-d 10": seconds) accept.
-type durationFlag struct {
-	d    *time.Duration
-	unit time.Duration
-}
+// durationFlag is a duration flag that needs a unit ("10s", "500ms"; "0"
+// alone may go without), so that no flag reads a bare number in a unit of
+// its own.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) placeholder() string { return "DURATION" }
 
 func (f durationFlag) String() string {
 	if f.d == nil {
@@ -137,27 +292,15 @@ func (f durationFlag) String() string {
 }
 
 func (f durationFlag) Set(s string) error {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		*f.d = time.Duration(n * float64(f.unit))
-		return nil
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return fmt.Errorf("%q needs a unit: %ss, %sms or %sus", s, s, s, s)
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m) or a number of %s", s, unitName(f.unit))
+		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m)", s)
 	}
 	*f.d = d
 	return nil
-}
-
-// unitName names a duration unit in words for error messages.
-func unitName(u time.Duration) string {
-	switch u {
-	case time.Millisecond:
-		return "milliseconds"
-	case time.Second:
-		return "seconds"
-	}
-	return "units of " + u.String()
 }
 
 // checkCPUs verifies that every CPU of s exists on this machine (is in the
@@ -199,4 +342,53 @@ func listenAddrOf(hostFlag, host, portFlag string, port int) (string, error) {
 		}
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+// outputDir returns the directory a run writes into, never one that holds
+// an earlier run: given (an --output-dir flag) is refused when it exists
+// and is not empty; without it, def (a default such as
+// results/bench-NAME-TIME) is made unique with "-2", "-3"... when taken.
+func outputDir(flagName, given, def string) (string, error) {
+	if given != "" {
+		es, err := os.ReadDir(given)
+		switch {
+		case err == nil && len(es) > 0:
+			return "", badInput("--%s %s: exists and is not empty (choose another directory or remove it)", flagName, given)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return "", badInput("--%s %s: %v", flagName, given, err)
+		}
+		return given, nil
+	}
+	for i := 1; ; i++ {
+		dir := def
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", def, i)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir, nil
+		}
+	}
+}
+
+// listenFailure marks a failure to listen on an address that is taken or
+// not this machine's as bad input (exit 2), as bench does for its ports.
+func listenFailure(err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL) {
+		return asBadInput(err)
+	}
+	return err
+}
+
+// checkOutFile refuses, before anything runs, an output file flag whose
+// directory does not exist: the file is written at the end of a run that
+// may take minutes. "" (no file) and "-" (stdout) pass.
+func checkOutFile(flagName, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return badInput("--%s %s: directory %s does not exist", flagName, path, dir)
+	}
+	return nil
 }

@@ -37,14 +37,17 @@ type compareArgs struct {
 	rates            string
 	slo              time.Duration
 	ports            portFlags
+	objectives       sloFlag
+	jsonPath         string
 	hosts            hostFlags
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
-	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff, carrier,\n"+
-		"carrier+ws, carrier+pinning, carrier+adaptive, carrier+float (where the server has 2 carriers\n"+
-		"or more), carrier+uring (the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
+	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff,\n"+
+		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
+		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
+		"(the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
 		"(where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
 		"lowest mode's max throughput, interleaved over rounds, with the CPU-bound case (think time\n"+
 		bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs available and printed.\n"+
@@ -55,11 +58,11 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.ioBound, "io-bound", false, fmt.Sprintf("the I/O-bound preset: think time %v, %d connections, %d carriers, %v warm-up, %v window",
 		bench.IOThinkTime, bench.IOConnections, bench.IOCarriers, bench.IOWarmup, bench.IODuration))
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
-	fs.DurationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
+	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
-	fs.DurationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
+	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
-	fs.StringVar(&a.outDir, "output-dir", "", "output directory (default: results/compare-TIME)")
+	fs.StringVar(&a.outDir, "output-dir", "", "output directory, new or empty (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
@@ -67,9 +70,18 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it (a number is ms)")
+	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.ports.register(fs)
+	a.objectives.register(fs)
+	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	a.hosts.register(fs)
+	fs.example(
+		`spindle compare`,
+		`spindle compare --full --rounds 5`,
+		`spindle compare --only nethttp,carrier --sweep`,
+		`spindle compare --slo 'p99<=10ms' --json findings.json`,
+		`spindle compare --server-host h1 --load-hosts h2,h3`,
+	)
 	return fs, a
 }
 
@@ -118,6 +130,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	if err := a.objectives.parse("compare"); err != nil {
+		return err
+	}
+	if err := checkOutFile("json", a.jsonPath); err != nil {
+		return err
+	}
+	jsonOut := stdout
+	if a.jsonPath == "-" { // stdout carries the JSON alone
+		stdout = stderr
+	}
 	if err := a.ports.check(); err != nil {
 		return err
 	}
@@ -144,9 +166,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	dir := a.outDir
-	if dir == "" {
-		dir = filepath.Join("results", "compare-"+time.Now().Format("20060102-150405"))
+	dir, err := outputDir("output-dir", a.outDir, filepath.Join("results", "compare-"+time.Now().Format("20060102-150405")))
+	if err != nil {
+		return err
 	}
 	hosts, closeHosts, err := a.hosts.open(ctx)
 	if err != nil {
@@ -160,19 +182,20 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if hosts.Remote() {
 		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
 	}
-	fmt.Fprintf(stdout, "%d runs (%d configurations x %d loads x %d rounds), about %s -> %s\n",
-		plan.Runs(), len(plan.Phases[0].Configs), len(plan.Phases), plan.Rounds, plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
+		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
+		report.Count(plan.Rounds, "round", "rounds"), plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}
-	line := newProgressLine(stderr)
+	line := newProgressLine(stderr, "compare")
 	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",
 				r.Summary.Name, r.Summary.Phase, r.Summary.Round, err)
 		}})
-	line.done()
+	line.close()
 	if errors.Is(runErr, bench.ErrPortBusy) {
 		return asBadInput(runErr)
 	}
@@ -183,8 +206,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		printHeadlines(stdout, rep)
 		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, report.File))
+		if a.jsonPath != "" {
+			if err := writeJSONOut(a.jsonPath, jsonOut, report.FindingsJSON{Findings: rep.Findings()}); err != nil {
+				return errors.Join(runErr, err)
+			}
+		}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	return a.objectives.check(stdout, "compare", results)
 }
 
 // printHeadlines prints each configuration's headline figures (with its

@@ -46,3 +46,35 @@ func TestConnmemCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestConnmemVerdict: "fallen back" means within max(--back, a quarter of
+// the peak) of the baseline, so a mode that keeps its whole peak fails
+// however small the peak.
+func TestConnmemVerdict(t *testing.T) {
+	const mb = 1 << 20
+	tests := []struct {
+		name        string
+		peak, final int64
+		wantErr     bool
+	}{
+		{"carrier before the pool trim: whole peak kept", 12 * mb, 12 * mb, true},
+		{"nethttp before the release: more than the peak kept", 23 * mb, 29 * mb, true},
+		{"small peak fully back", 12 * mb, 3 * mb, false},
+		{"within the floor", 2 * mb, 2 * mb, false},
+		{"large peak, a quarter kept", 40 * mb, 10 * mb, false},
+		{"large peak, more than a quarter kept", 40 * mb, 11 * mb, true},
+		{"over the goal", 65 * mb, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &connmemResult{Conns: 1000, Goal: DefaultConnmemGoal, Peak: tt.peak, Final: tt.final, Settle: "10s"}
+			r.Back = backTolerance(r.Peak, DefaultConnmemBack)
+			if r.Final <= r.Back {
+				r.BackAfter = "1s"
+			}
+			if err := r.verdict(); (err != nil) != tt.wantErr {
+				t.Errorf("peak %d final %d (tolerance %d): verdict %v, want error %v", tt.peak, tt.final, r.Back, err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -16,13 +16,13 @@ type connArgs struct {
 // defaults.
 func connFlags(fs *flagSet, a *connArgs) {
 	fs.IntVar(&a.maxConns, "max-conns", 0, "client connections open at once; one beyond is accepted and closed at once (0: no bound)")
-	fs.DurationVar(&a.http.ReadHeaderTimeout, "read-header-timeout", http1.DefaultReadHeaderTimeout,
+	fs.durationVar(&a.http.ReadHeaderTimeout, "read-header-timeout", http1.DefaultReadHeaderTimeout,
 		"time from a request's first byte (a new connection's accept) to the end of its head")
-	fs.DurationVar(&a.http.ReadTimeout, "read-timeout", http1.DefaultReadTimeout,
+	fs.durationVar(&a.http.ReadTimeout, "read-timeout", http1.DefaultReadTimeout,
 		"time from the same start to the end of the whole request, body included")
-	fs.DurationVar(&a.http.WriteTimeout, "write-timeout", http1.DefaultWriteTimeout,
+	fs.durationVar(&a.http.WriteTimeout, "write-timeout", http1.DefaultWriteTimeout,
 		"time one write of answers may take (a client that does not read is closed)")
-	fs.DurationVar(&a.http.IdleTimeout, "idle-timeout", http1.DefaultIdleTimeout,
+	fs.durationVar(&a.http.IdleTimeout, "idle-timeout", http1.DefaultIdleTimeout,
 		"time a keep-alive connection may wait for its next request")
 }
 

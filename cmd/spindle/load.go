@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"spindle/internal/unix"
 	"spindle/latency"
 	"spindle/load"
 	"spindle/slo"
@@ -52,7 +49,7 @@ func loadFlags() (*flagSet, *loadConfig) {
 	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL (http or https) and prints wrk2's report. With -R the
 requests follow a fixed schedule and latency is corrected for coordinated
 omission; without it the load is closed loop at maximum throughput, like wrk.
-Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500ms, 10).`)
+Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	c := &loadConfig{}
 	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
 	c.threads.whole, c.conns.whole = true, true
@@ -64,7 +61,7 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
 	}
 	for _, n := range []string{"d", "duration"} {
-		fs.Var(durationFlag{&c.duration, time.Second}, n, "measured duration")
+		fs.Var(durationFlag{&c.duration}, n, "measured duration")
 	}
 	for _, n := range []string{"R", "rate"} {
 		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
@@ -78,18 +75,18 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	for _, n := range []string{"H", "header"} {
 		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
 	}
-	fs.Var(durationFlag{&c.timeout, time.Second}, "timeout", "per-request and connect timeout")
+	fs.Var(durationFlag{&c.timeout}, "timeout", "per-request and connect timeout")
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
-	fs.Var(durationFlag{&c.warmup, time.Second}, "warmup", "warm-up before the measured duration: sent, not recorded")
+	fs.Var(durationFlag{&c.warmup}, "warmup", "warm-up before the measured duration: sent, not recorded")
 	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
 	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
-	fs.StringVar(&c.hgrm, "hgrm", "", "write PREFIX.corrected.hgrm and PREFIX.uncorrected.hgrm")
+	fs.StringVar(&c.hgrm, "hgrm", "", "write `PREFIX`.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
-	fs.Var(durationFlag{&c.hlogInterval, time.Second}, "hlog-interval", "interval of --hlog")
+	fs.Var(durationFlag{&c.hlogInterval}, "hlog-interval", "interval of --hlog")
 	fs.StringVar(&c.startAt, "start-at", "", "start the run (warm-up first) at this `INSTANT` (RFC 3339, e.g. 2026-01-02T15:04:05.5Z) instead of at once: load generators on several hosts start together")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
-	fs.DurationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
+	fs.durationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
 	for _, n := range []string{"k", "insecure"} {
 		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
 	}
@@ -97,6 +94,11 @@ Counts take k/M suffixes (20k); durations are Go durations or seconds (10s, 500m
 	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
 	fs.StringVar(&c.tlsMin, "tls-min", load.TLSVersionName(load.DefaultTLSMin), "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
 	fs.StringVar(&c.tlsMax, "tls-max", load.TLSVersionName(load.DefaultTLSMax), "https: highest TLS `VERSION` offered (1.2 or 1.3)")
+	fs.example(
+		`spindle load -t2 -c100 -d30s -R20000 --latency http://127.0.0.1:8081/fruits`,
+		`spindle load -R20k -d30s --slo 'p99<=10ms,errors<=0.1%' --json - http://127.0.0.1:8081/ > load.json`,
+		`spindle load -k --hlog load.hlog https://127.0.0.1:8443/`,
+	)
 	return fs, c
 }
 
@@ -146,6 +148,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if c.hlog != "" {
 		o.Interval = c.hlogInterval
 	}
+	for _, f := range []struct{ name, path string }{{"json", c.jsonPath}, {"hgrm", c.hgrm}} {
+		if err := checkOutFile(f.name, f.path); err != nil {
+			return err
+		}
+	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
 	}
@@ -172,13 +179,25 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
 
 	var progress func(load.Progress)
-	if f, ok := stderr.(*os.File); ok && unix.IsTerminal(int(f.Fd())) {
+	tty := isTerminal(stderr)
+	if tty {
 		progress = func(p load.Progress) {
 			fmt.Fprintf(stderr, "\r  %6.1fs  sent %d  %.0f req/s  errors %d   ", p.Elapsed.Seconds(), p.Sent, p.Rate, p.Errors)
 		}
+	} else { // a CI log: started, a heartbeat every heartbeatEvery, finished
+		plog := startProgressLog(stderr, "load", heartbeatEvery, heartbeatTick)
+		plog.printf("started: %s at %s", durationWords(o.Duration), o.URL)
+		progress = func(p load.Progress) {
+			plog.setStatus(fmt.Sprintf("%.0fs elapsed, sent %d, %.0f req/s, errors %d", p.Elapsed.Seconds(), p.Sent, p.Rate, p.Errors))
+		}
+		defer func() {
+			plog.setStatus("")
+			plog.close()
+			plog.printf("finished")
+		}()
 	}
 	res, err := load.Run(ctx, o, progress)
-	if progress != nil {
+	if tty {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if errors.Is(err, load.ErrBadOptions) || errors.Is(err, load.ErrUnreachable) {
@@ -201,20 +220,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		return err
 	}
 	if c.jsonPath != "" {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // --slo thresholds read "p99<=10ms", not "p99\u003c=10ms"
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-		b := buf.Bytes()
-		if c.jsonPath == "-" {
-			_, err = jsonOut.Write(b)
-		} else {
-			err = os.WriteFile(c.jsonPath, b, 0o644)
-		}
-		if err != nil {
+		if err := writeJSONOut(c.jsonPath, jsonOut, res); err != nil {
 			return err
 		}
 	}
@@ -232,18 +238,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 // reportSLO prints every threshold's outcome and returns an error that exits
 // 3 when any failed.
 func reportSLO(w io.Writer, cmd string, outcomes []slo.Outcome) error {
-	fmt.Fprintln(w, "SLO:")
-	failed := 0
-	for _, o := range outcomes {
-		fmt.Fprintf(w, "  %s\n", o)
-		if !o.Pass {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return &sloError{fmt.Sprintf("%s: %d of %d slo thresholds failed", cmd, failed, len(outcomes))}
-	}
-	return nil
+	return sloFailure(cmd, printSLO(w, "SLO", outcomes), len(outcomes))
 }
 
 // splitAttached turns wrk's attached short options ("-t2", "-c100", "-d10s",
@@ -284,6 +279,8 @@ type metricFlag struct {
 	// which would otherwise be truncated silently.
 	whole bool
 }
+
+func (f *metricFlag) placeholder() string { return "N" }
 
 func (f *metricFlag) String() string {
 	if f == nil || (!f.set && f.v == 0) {

@@ -50,7 +50,7 @@ func TestLoadBadInput(t *testing.T) {
 		{"duration zero", []string{"load", "-d", "0", srv.URL}, "duration"},
 		{"duration negative", []string{"load", "-d", "-1s", srv.URL}, "duration"},
 		{"bad duration", []string{"load", "-d", "soon", srv.URL}, "not a duration"},
-		{"unreachable", []string{"load", "-d", "1", deadURL}, "unreachable"},
+		{"unreachable", []string{"load", "-d", "1s", deadURL}, "unreachable"},
 		{"bad header", []string{"load", "-H", "nocolon", srv.URL}, "header"},
 		{"missing CPU", []string{"load", "--cpuset", "4000", srv.URL}, "not available"},
 		{"unknown flag", []string{"load", "--bogus", srv.URL}, "bogus"},
@@ -127,7 +127,7 @@ func TestLoadReport(t *testing.T) {
 
 	// Closed loop against a path that answers 404: counted as non-2xx/3xx.
 	out.Reset()
-	if err := run(context.Background(), []string{"load", "-t1", "-c1", "-d0.2", srv.URL + "/missing"}, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"load", "-t1", "-c1", "-d200ms", srv.URL + "/missing"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "Non-2xx or 3xx responses: ") {
@@ -185,6 +185,11 @@ func TestLoadSLOExitStatus(t *testing.T) {
 				t.Errorf("%s: want one line on stderr and nothing on stdout, got %q / %q", tt.name, stderr.String(), stdout.String())
 			}
 			continue
+		}
+		// stderr is not a terminal here: the run's start and end are logged.
+		if !strings.Contains(stderr.String(), "spindle load: started: 200ms at "+srv.URL) ||
+			!strings.Contains(stderr.String(), "spindle load: finished\n") {
+			t.Errorf("%s: stderr lacks the started and finished lines:\n%s", tt.name, stderr.String())
 		}
 		var r load.Result
 		if err := latency.ReadJSON(&stdout, &r); err != nil {
@@ -268,11 +273,40 @@ func TestLoadHlog(t *testing.T) {
 		t.Errorf("%d intervals holding %d latencies; want 4 holding the run's %d", len(ivs), total, r.Corrected.Count)
 	}
 
+	// "spindle report" takes the load result on its own and draws its
+	// interval log over time.
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"report", jsonPath}, &out, io.Discard); err != nil {
+		t.Fatalf("report %s: %v", jsonPath, err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(dir) // a "load.json" is named after its directory
+	// "## Fixed rate", not "...: 500 req/s": a 400 ms run may fall short of
+	// the rate and be left out of the figures (the section says why).
+	for _, w := range []string{"## Fixed rate", "| " + name + " |", "## Latency over time", "![timeline-fixed-" + name + "]"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q:\n%s", w, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "timeline-fixed-"+name+".png")); err != nil {
+		t.Error(err)
+	}
+	notLoad := filepath.Join(dir, "other.json")
+	os.WriteFile(notLoad, []byte(`{"completed": 3}`), 0o644)
+	if err := run(context.Background(), []string{"report", notLoad}, io.Discard, io.Discard); !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), "not a load result") {
+		t.Errorf("report of a JSON file that is not a load result: %v", err)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--hlog", filepath.Join(dir, "no", "such", "dir", "x.hlog")}, "--hlog"},
+		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "x.json")}, "--json"},
+		{[]string{"--hgrm", filepath.Join(dir, "no", "such", "dir", "x")}, "--hgrm"},
 		{[]string{"--hlog", hlog, "--hlog-interval", "10us"}, "interval"},
 	} {
 		err := run(context.Background(), append(append([]string{"load", "-d", "100ms"}, tt.args...), srv.URL), io.Discard, io.Discard)

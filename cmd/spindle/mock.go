@@ -37,14 +37,18 @@ func mockFlags() (*flagSet, *mockArgs) {
 		"\"listening on ADDR\" when ready and stops on SIGINT or SIGTERM.")
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", mock.DefaultPort, "TCP port to listen on")
-	fs.DurationVar(&a.think, "think-time", mock.DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
-	fs.DurationVar(&a.jitter, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
+	fs.durationVar(&a.think, "think-time", mock.DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
+	fs.durationVar(&a.jitter, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
 	fs.IntVar(&a.threads, "threads", mock.DefaultThreads, "number of carriers")
 	fs.Var(&a.cpus, "cpuset", "CPUs the carriers may run on, e.g. \"0\" or \"4-7\" (default: all allowed)")
 	fs.Float64Var(&a.failRate, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
 	fs.Float64Var(&a.closeR, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
 	fs.Uint64Var(&a.seed, "seed", 1, "seed of the fault and jitter draws")
 	connFlags(fs, &a.connArgs)
+	fs.example(
+		`spindle mock --port 8080 --think-time 1ms --threads 1 --cpuset 0`,
+		`spindle mock --fail-rate 0.01 --close-rate 0.001`,
+	)
 	return fs, a
 }
 
@@ -79,7 +83,7 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return asBadInput(err)
 	}
 	if err != nil {
-		return err
+		return listenFailure(err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -38,7 +37,11 @@ func probeFlags() (*flagSet, *probeArgs) {
 		"the measured cost of one block-and-wake (B) and of one PAUSE, steal time, and whether the\n"+
 		"carriers' pollers (epoll, io_uring) can run here, with the reason when not.")
 	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
-	fs.DurationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	fs.durationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	fs.example(
+		`spindle probe`,
+		`spindle probe --json > probe.json`,
+	)
 	return fs, a
 }
 
@@ -67,9 +70,7 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	}
 	if a.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(pr)
+		return writeJSONOut("-", stdout, pr)
 	}
 	if err := writeProbe(stdout, r); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"spindle/bench"
@@ -30,14 +31,21 @@ type reportArgs struct {
 
 func reportFlags() (*flagSet, *reportArgs) {
 	a := &reportArgs{}
-	fs := newFlagSet("report", "DIR...", "Reads the result directories at or under each DIR (those holding summary.json) and writes\n"+
-		"report.md with tables, the study's findings and PNG plots.")
+	fs := newFlagSet("report", "DIR|LOAD.json...", "Reads the result directories at or under each DIR (those holding summary.json), and each\n"+
+		"load result named (spindle load --json FILE; with the load.hlog of --hlog beside it, drawn over time),\n"+
+		"and writes report.md with tables, the study's findings and PNG plots.")
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo, time.Millisecond}, "slo-p99", "the latency objective of a sweep's capacity figures (a number is ms)")
+	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of a sweep's capacity figures")
 	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
 		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
+	fs.example(
+		`spindle report results/compare-20261201-120000`,
+		`spindle report --output-dir out results/a results/b`,
+		`spindle report out/load.json`,
+		`spindle report --spread results/compare-a results/compare-b`,
+	)
 	return fs, a
 }
 
@@ -62,8 +70,17 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	var results []report.Result
 	planDirs := append([]string(nil), pos...) // where a compare's plan.json may be
 	for _, root := range pos {
-		if st, err := os.Stat(root); err != nil || !st.IsDir() {
-			return badInput("%s: not a directory", root)
+		st, err := os.Stat(root)
+		if err == nil && st.Mode().IsRegular() { // a lone load result
+			r, err := report.LoadResult(root, loadRunName(root))
+			if err != nil {
+				return badInput("report: %s is not a load result (spindle load --json): %v", root, err)
+			}
+			results = append(results, r)
+			continue
+		}
+		if err != nil || !st.IsDir() {
+			return badInput("%s: not a directory or a load result", root)
 		}
 		dirs, err := report.Discover(root)
 		if err != nil {
@@ -81,6 +98,9 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	out := a.outDir
 	if out == "" {
 		out = pos[0]
+		if st, err := os.Stat(out); err == nil && !st.IsDir() {
+			out = filepath.Dir(out)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
@@ -90,8 +110,20 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	printHeadlines(stdout, rep)
-	fmt.Fprintf(stdout, "report: %s (%d result directories)\n", filepath.Join(out, report.File), rep.Results)
+	fmt.Fprintf(stdout, "report: %s (%s)\n", filepath.Join(out, report.File), report.Count(rep.Results, "result directory", "result directories"))
 	return nil
+}
+
+// loadRunName names a lone load result in the report: the file's name
+// without .json, or its directory's name for a "load.json".
+func loadRunName(path string) string {
+	name := strings.TrimSuffix(filepath.Base(path), ".json")
+	if name == "load" {
+		if d := filepath.Base(filepath.Dir(path)); d != "." && d != "/" {
+			return d
+		}
+	}
+	return name
 }
 
 // ancestors returns dir's parent directories up to and including root

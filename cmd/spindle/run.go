@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // command is one subcommand. Each lives in its own file and registers itself
@@ -45,8 +47,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return badInput("unknown command %q (try \"spindle help\")", name)
 	}
-	return c.run(ctx, rest, stdout, stderr)
+	return withCommand(name, c.run(ctx, rest, stdout, stderr))
 }
+
+// withCommand makes err's message start with the command's name once
+// ("load: ..."), so that main prints "spindle: load: ...". Errors keep
+// their kind (errors.Is: bad input, slo failed, help).
+func withCommand(name string, err error) error {
+	if err == nil || errors.Is(err, errHelp) {
+		return err
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "spindle "+name+": "); ok { // as the flag set names itself
+		return &commandError{msg: name + ": " + rest, err: err}
+	}
+	if strings.HasPrefix(msg, name+": ") || strings.HasPrefix(msg, name+" ") {
+		return err
+	}
+	return &commandError{msg: name + ": " + msg, err: err}
+}
+
+// commandError is an error with the command's name before its message.
+type commandError struct {
+	msg string
+	err error
+}
+
+func (e *commandError) Error() string { return e.msg }
+func (e *commandError) Unwrap() error { return e.err }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "spindle: a runtime and a laboratory for latency-critical Go network services")

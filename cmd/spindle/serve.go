@@ -15,7 +15,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		summary: "run the server under test (nethttp | handoff | carrier): /health, /fruits via the mock backend",
+		summary: "run the server under test (nethttp | handoff | carrier | nethttp-carrier): /health, /fruits via the mock backend",
 		run:     runServe,
 		flags:   func() *flagSet { fs, _ := serveFlags(); return fs },
 	})
@@ -36,12 +36,12 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs := newFlagSet("serve", "", "Serves GET /health (\"OK\") and GET /fruits (the backend's fruits, decoded and re-encoded\n"+
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
-	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff or carrier")
+	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff, carrier or nethttp-carrier (nethttp's handler and client on carriers)")
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
-	fs.DurationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
-	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
+	fs.durationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
+	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
@@ -54,6 +54,10 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
 	fs.StringVar(&a.adminHost, "admin-host", DefaultHost, "address the admin port listens on (\"\": every address)")
 	connFlags(fs, &a.connArgs)
+	fs.example(
+		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
+		`spindle serve --mode nethttp --threads 2`,
+	)
 	return fs, a
 }
 
@@ -79,6 +83,9 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	admin, err := listenAddrOf("admin-host", a.adminHost, "admin-port", a.adminPort)
 	if err != nil {
 		return o, err
+	}
+	if err := server.CheckBackend(a.backend); err != nil {
+		return o, badInput("--backend: %v", err)
 	}
 	if err := a.connArgs.check(); err != nil {
 		return o, err
@@ -138,7 +145,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	s, err := server.Start(ctx, o)
 	if err != nil {
-		return err
+		return listenFailure(err)
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()

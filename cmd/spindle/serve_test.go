@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +16,19 @@ import (
 )
 
 func TestServeMockFlagsRejected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	for _, args := range [][]string{
+		{"serve", "--port", busy},
+		{"mock", "--port", busy},
+		{"serve", "--backend", "ftp://127.0.0.1/fruits"},
+		{"serve", "--backend", "http://"},
+		{"serve", "--backend", "127.0.0.1:8080"},
+		{"mock", "--think-time", "1"},
 		{"serve", "--mode", "fork-join"},
 		{"serve", "--topology", "everywhere"},
 		{"serve", "--ws-scope", "planet"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"spindle/carrier/wait"
 	"spindle/cpu"
+	"spindle/latency"
 	"spindle/observe"
 	"spindle/spectrum"
 )
@@ -50,7 +50,7 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 		"interleaved; figures are medians with [min-max]. Modes and placements this machine cannot\n"+
 		"run are listed as skipped with the reason.")
 	fs.BoolVar(&a.quick, "quick", false, fmt.Sprintf("short runs (%v each) and no second-scale bursts: all presets in under 3 minutes on 2 CPUs", spectrum.DefaultQuickDuration))
-	fs.DurationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
+	fs.durationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
 	fs.IntVar(&a.repeats, "repeats", spectrum.DefaultRepeats, "runs of every cell")
 	fs.StringVar(&a.kernels, "kernel", "", "comma-separated kernels, scalar and avx512 (default: all this CPU runs; placement and bursty use the first)")
 	fs.StringVar(&a.modes, "modes", "", "comma-separated background modes (default: each preset's own): "+strings.Join(spectrum.Modes(), ", "))
@@ -58,10 +58,14 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	fs.IntVar(&a.bg, "bg", 0, "background threads, or the largest count a sweep reaches (default: the preset's own)")
 	fs.StringVar(&a.scales, "scales", "", "comma-separated burst scales: us, ms, s (default: all; --quick leaves s out)")
 	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
-	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots (\"\" writes neither)")
+	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots, new or empty (\"\" writes neither; the default gets -2, -3... when taken)")
 	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
-	fs.DurationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
+	fs.durationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
 		"(0: measure the sleep overshoot on the driver's thread before the first bursty run; negative: sleep only)")
+	fs.example(
+		`spindle spectrum --quick`,
+		`spindle spectrum --repeats 5 --out spectrum-results knee bursty`,
+	)
 	return fs, a
 }
 
@@ -94,6 +98,15 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	explicit := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if a.out != "" { // an earlier run's files are never overwritten
+		given := ""
+		if explicit["out"] {
+			given = a.out
+		}
+		if a.out, err = outputDir("out", given, a.out); err != nil {
+			return err
+		}
+	}
 	if a.quick && !explicit["duration"] {
 		a.duration = spectrum.DefaultQuickDuration
 	}
@@ -178,7 +191,26 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		BlockWake: b, Seed: a.seed, DriverSpin: a.spin}
 	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs (%s)\n", len(cells), a.repeats, allowed, float64(b)/1e3, bNote)
 	start := time.Now()
-	res := env.Run(ctx, cells, a.repeats, func(line string) { fmt.Fprintf(stderr, "  %s\n", line) })
+	var progress spectrum.Progress
+	if isTerminal(stderr) {
+		progress = func(line string, done bool) {
+			if done {
+				fmt.Fprintf(stderr, "  %s\n", line)
+			}
+		}
+	} else { // a CI log: each run started and finished, a heartbeat while one runs
+		plog := startProgressLog(stderr, "spectrum", heartbeatEvery, heartbeatTick)
+		defer plog.close()
+		progress = func(line string, done bool) {
+			plog.printf("%s", line)
+			if done {
+				plog.setStatus("")
+			} else {
+				plog.setStatus(strings.TrimSuffix(line, ": started"))
+			}
+		}
+	}
+	res := env.Run(ctx, cells, a.repeats, progress)
 
 	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s)",
 		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote)
@@ -215,12 +247,12 @@ func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("spectrum: %w", err)
 	}
-	b, err := json.MarshalIndent(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()}, "", "  ")
+	b, err := latency.MarshalJSON(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()})
 	if err != nil {
 		return fmt.Errorf("spectrum: encode results: %w", err)
 	}
 	path := filepath.Join(dir, "spectrum.json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("spectrum: %w", err)
 	}
 	plots, err := spectrum.WritePlots(dir, res)

@@ -16,9 +16,14 @@ func init() {
 	register(command{
 		name:    "version",
 		summary: "print spindle's version, the Go version and the VCS revision",
+		flags:   versionFlags,
 		run: func(_ context.Context, args []string, stdout, _ io.Writer) error {
-			if len(args) > 0 {
-				return badInput("version takes no arguments")
+			pos, err := versionFlags().parse(args, stdout)
+			if err != nil {
+				return err
+			}
+			if len(pos) > 0 {
+				return badInput("version takes no arguments (got %q)", pos[0])
 			}
 			rev := "unknown"
 			if bi, ok := debug.ReadBuildInfo(); ok {
@@ -32,4 +37,11 @@ func init() {
 			return nil
 		},
 	})
+}
+
+func versionFlags() *flagSet {
+	fs := newFlagSet("version", "", "Prints spindle's version (set at link time, else \"dev\"), the Go version, the platform\n"+
+		"and the VCS revision the binary was built from.")
+	fs.example("spindle version")
+	return fs
 }

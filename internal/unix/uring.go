@@ -416,6 +416,31 @@ func PrepSend(sqe *SQE, fd int, p []byte, userData uint64) {
 	sqe.OpFlags = xunix.MSG_NOSIGNAL
 }
 
+// PrepSendInline makes sqe send all of p on the socket fd now, during the
+// io_uring_enter that submits it, or fail: MSG_DONTWAIT makes a send that
+// would block fail with -EAGAIN instead of waiting for buffer space
+// (io_uring then neither arms a poll nor hands it to a worker), and
+// MSG_WAITALL makes a short send a failure. With IOSQE_CQE_SKIP_SUCCESS a
+// send that took every byte posts no completion; one that failed posts
+// its CQE before the enter returns, with the bytes sent before the
+// failure (when any) or -errno. So once the enter that consumed the SQE
+// has returned and its completions are reaped, the kernel is done with p:
+// sent whole, unless a completion says otherwise.
+func PrepSendInline(sqe *SQE, fd int, p []byte, userData uint64) {
+	PrepSend(sqe, fd, p, userData)
+	sqe.OpFlags = xunix.MSG_NOSIGNAL | xunix.MSG_DONTWAIT | xunix.MSG_WAITALL
+	sqe.Flags = IOSQE_CQE_SKIP_SUCCESS
+}
+
+// SQConsumed returns the submission ring's head: how many SQEs the kernel
+// has consumed, as a counter that wraps at 2^32. An SQE handed out when
+// the counter read k (SQIndex) has been consumed once
+// SQConsumed()-k-1 < 2^31.
+func (r *Ring) SQConsumed() uint32 { return atomic.LoadUint32(r.sqHead) }
+
+// SQIndex returns the counter value of the next SQE GetSQE hands out.
+func (r *Ring) SQIndex() uint32 { return r.sqLocal }
+
 // NsecToKernelTimespec converts a duration in ns.
 func NsecToKernelTimespec(ns int64) KernelTimespec {
 	return KernelTimespec{Sec: ns / 1e9, Nsec: ns % 1e9}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"unsafe"
+
+	xunix "golang.org/x/sys/unix"
 )
 
 // The ABI structures must match the kernel's UAPI byte for byte.
@@ -130,5 +132,58 @@ func TestURingNop(t *testing.T) {
 	r.CQAdvance(1)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A SEND made with PrepSendInline completes during the enter that submits
+// it: a send with room posts no completion and the bytes are there at
+// once; a send into a full buffer fails at once (nothing waits) with the
+// bytes it placed, or -EAGAIN when it placed none.
+func TestSendInline(t *testing.T) {
+	r, err := URingSetup(8, 0, IORING_SETUP_CLAMP|IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN)
+	if err != nil {
+		t.Skipf("io_uring not available here: %v", err)
+	}
+	defer r.Close()
+	fds, err := xunix.Socketpair(xunix.AF_UNIX, xunix.SOCK_STREAM|xunix.SOCK_NONBLOCK|xunix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xunix.Close(fds[0])
+	defer xunix.Close(fds[1])
+	xunix.SetsockoptInt(fds[0], xunix.SOL_SOCKET, xunix.SO_SNDBUF, 4096)
+
+	submit := func(p []byte) (consumed bool, cqes []CQE) {
+		idx := r.SQIndex()
+		PrepSendInline(r.GetSQE(), fds[0], p, 7)
+		if _, err := r.Enter(r.Flush(), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		for n := r.CQReady(); n > 0; n-- {
+			cqes = append(cqes, *r.CQE(0))
+			r.CQAdvance(1)
+		}
+		return r.SQConsumed()-idx-1 < 1<<31, cqes
+	}
+	small := []byte("hello")
+	consumed, cqes := submit(small)
+	if !consumed || len(cqes) != 0 {
+		t.Fatalf("small send: consumed %v, completions %+v; want consumed and none", consumed, cqes)
+	}
+	got := make([]byte, 16)
+	if n, err := xunix.Read(fds[1], got); err != nil || string(got[:n]) != "hello" {
+		t.Fatalf("peer read %q, %v", got[:n], err)
+	}
+	big := make([]byte, 1<<20)
+	consumed, cqes = submit(big)
+	if !consumed || len(cqes) != 1 || cqes[0].UserData != 7 {
+		t.Fatalf("big send: consumed %v, completions %+v; want one", consumed, cqes)
+	}
+	if res := cqes[0].Res; res <= 0 || res >= int32(len(big)) {
+		t.Fatalf("big send completed with %d, want the partial count (0 < n < %d)", res, len(big))
+	}
+	consumed, cqes = submit(small)
+	if !consumed || len(cqes) != 1 || cqes[0].Res != -int32(EAGAIN) {
+		t.Fatalf("send into a full buffer: consumed %v, completions %+v; want -EAGAIN", consumed, cqes)
 	}
 }

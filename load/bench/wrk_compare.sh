@@ -69,7 +69,7 @@ taskset -c "$srv_cpu" nginx -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;' &
 ngx_pid=$!
 url=$scheme://127.0.0.1:$port/
 for _ in $(seq 50); do
-	if curl -s -k -o /dev/null "$url" 2>/dev/null || "$dir/spindle" load "${insecure[@]}" -t1 -c1 -d 0.05 "$url" >/dev/null 2>&1; then break; fi
+	if curl -s -k -o /dev/null "$url" 2>/dev/null || "$dir/spindle" load "${insecure[@]}" -t1 -c1 -d 50ms "$url" >/dev/null 2>&1; then break; fi
 	sleep 0.1
 done
 

@@ -1,0 +1,57 @@
+package carrier
+
+import (
+	"context"
+
+	"spindle/internal/unix"
+)
+
+// taskKey is the context key of the task a request runs in.
+type taskKey struct{}
+
+// taskRef is the context value: the task and its carrier when the context
+// was made, so that a lookup from any goroutine reads only the carrier's
+// thread id (atomic) before it touches the task.
+type taskRef struct {
+	t *Task
+	c *Carrier
+}
+
+// ContextWithTask returns a copy of ctx that carries t, so that code called
+// with that context (an http.RoundTripper, a database driver) can do its
+// I/O on the task's carrier. Call it from t itself.
+func ContextWithTask(ctx context.Context, t *Task) context.Context {
+	return context.WithValue(ctx, taskKey{}, taskRef{t, t.home})
+}
+
+// TaskFromContext returns the task ctx carries (see ContextWithTask) when
+// the caller runs in that task right now, and nil otherwise: a context
+// travels to other goroutines and outlives its task, and only the task
+// itself may park on its carrier. With floating carriers (Options.Float),
+// which have no thread of their own, it checks that the caller is some
+// task's coroutine and the task is its carrier's running one.
+func TaskFromContext(ctx context.Context) *Task {
+	ref, ok := ctx.Value(taskKey{}).(taskRef)
+	if !ok || ref.c == nil {
+		return nil
+	}
+	c := ref.c
+	if c.g.opts.Float {
+		if calledFromTask() && c.cur == ref.t {
+			return ref.t
+		}
+		return nil
+	}
+	// Only c's own thread may read c.cur: look at the thread first.
+	if c.tid.Load() == int64(unix.Gettid()) && c.cur == ref.t {
+		return ref.t
+	}
+	return nil
+}
+
+// IsStop reports whether p, a value recovered from a panic in a task, is
+// the runtime unwinding a parked task because its carrier stops. Code that
+// recovers panics in a task (a server isolating a handler's panic) must
+// re-raise it: the runtime recovers it after the task's deferred functions
+// ran.
+func IsStop(p any) bool { return p == errStopped }

@@ -1,0 +1,638 @@
+package carrierhttp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"spindle/carrier"
+	"spindle/http1"
+)
+
+const (
+	// initialBuffer holds any ordinary request head in one read.
+	initialBuffer = 4 << 10
+	// keepBuffer is the largest read buffer kept between requests; a
+	// larger one (grown for a large head) is dropped when it empties.
+	keepBuffer = 64 << 10
+	// flushAt is the size of queued output that is written out even while
+	// the handler goes on writing or more pipelined requests are buffered.
+	flushAt = 64 << 10
+	// maxPostHandlerRead is how much of a request body the handler left
+	// unread is discarded to keep the connection (net/http's
+	// maxPostHandlerReadBytes, 256 KiB); a larger rest closes it.
+	maxPostHandlerRead = 256 << 10
+	// panicStack bounds the stack trace logged for a handler panic
+	// (net/http's 64 KiB).
+	panicStack = 64 << 10
+	// lingerTimeout bounds how long a connection closed after a refused
+	// request keeps reading, so that the client reads the answer before
+	// the close (net/http's closeWriteAndWait waits 500 ms).
+	lingerTimeout = 500 * time.Millisecond
+)
+
+// conn is one client connection, served by its task.
+type conn struct {
+	s *Server
+	t *carrier.Task
+	// home is the carrier the task runs on, updated before each idle wait
+	// (floating carriers move tasks; a parked one stays): where Shutdown
+	// and Close send the tasks that close the connection.
+	home atomic.Pointer[carrier.Carrier]
+	cn   *carrier.Conn // the TCP connection
+	rwc  net.Conn      // cn, or the TLS connection over it
+
+	remote   string
+	tlsState *tls.ConnectionState
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	// idle is set while the connection waits for its next request; nudged
+	// while a close by Shutdown is queued. Written by the connection's
+	// task and by Shutdown.
+	idle, nudged atomic.Bool
+
+	buf        []byte // read buffer: buf[start:end] is unconsumed input
+	start, end int
+	eof        bool
+	out        []byte // responses not yet written
+	date       dateCache
+
+	hp   http1.HeadParser
+	preq http1.Request
+	tmpl *http.Request // carries ctx; copied into req for every request
+	req  http.Request
+	url  url.URL
+	hdr  http.Header
+	vals []string
+	w    response
+	body body
+}
+
+func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
+	c := &conn{s: s, t: t, cn: cn, rwc: cn}
+	c.home.Store(t.Carrier())
+	c.remote = cn.RemoteAddr().String()
+	c.hdr = make(http.Header)
+	c.w.c = c
+	c.w.header = make(http.Header)
+	c.body.c = c
+	return c
+}
+
+// setState calls Server.ConnState.
+func (c *conn) setState(st http.ConnState) {
+	if f := c.s.ConnState; f != nil {
+		f(c.rwc, st)
+	}
+}
+
+// serve runs the connection's request loop.
+func (c *conn) serve() {
+	s := c.s
+	if s.tlsConfig != nil {
+		tc := tls.Server(c.cn, s.tlsConfig)
+		if d := s.readHeaderTimeout(); d > 0 {
+			c.cn.SetDeadline(time.Now().Add(d))
+		}
+		if err := tc.Handshake(); err != nil {
+			return // net/http logs handshake errors; they are the client's
+		}
+		c.cn.SetDeadline(time.Time{})
+		st := tc.ConnectionState()
+		c.tlsState = &st
+		c.rwc = tc
+	}
+	ctx := context.WithValue(s.baseCtx, http.LocalAddrContextKey, c.cn.LocalAddr())
+	ctx = carrier.ContextWithTask(ctx, c.t)
+	if s.ConnContext != nil {
+		ctx = s.ConnContext(ctx, c.rwc)
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
+	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	h := s.handler()
+	for first := true; ; first = false {
+		if err := c.next(first); err != nil {
+			c.refuse(err)
+			return
+		}
+		keep := c.handle(h)
+		if !keep || s.shutdown.Load() {
+			if c.flush() == nil && !c.body.done {
+				// The client may still be sending a body the handler did
+				// not read: closing now would reset the connection and
+				// destroy the answer (net/http's closeWriteAndWait).
+				c.linger()
+			}
+			return
+		}
+		if c.start == c.end || len(c.out) >= flushAt {
+			if c.flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// next reads the next request into c.req, with net/http's timeouts: the
+// idle timeout for its first byte (after the first request), then the
+// head timeout and the whole-request timeout from that byte.
+func (c *conn) next(first bool) error {
+	s := c.s
+	if !first && c.start == c.end {
+		if err := c.flush(); err != nil {
+			return err
+		}
+		if d := s.idleTimeout(); d > 0 {
+			c.rwc.SetReadDeadline(time.Now().Add(d))
+		}
+		c.setState(http.StateIdle)
+		c.home.Store(c.t.Carrier())
+		c.idle.Store(true)
+		if s.shutdown.Load() {
+			return errServerClosing
+		}
+		err := c.fill()
+		c.idle.Store(false)
+		if err != nil {
+			return err
+		}
+	}
+	var hdrDeadline, wholeDeadline time.Time
+	hd, rd := s.readHeaderTimeout(), s.ReadTimeout
+	if hd > 0 || rd > 0 {
+		t0 := time.Now()
+		if hd > 0 {
+			hdrDeadline = t0.Add(hd)
+		}
+		if rd > 0 {
+			wholeDeadline = t0.Add(rd)
+		}
+		c.rwc.SetReadDeadline(hdrDeadline)
+	} else if !first && s.idleTimeout() > 0 {
+		c.rwc.SetReadDeadline(time.Time{})
+	}
+	n, err := c.readHead()
+	if err != nil {
+		return err
+	}
+	c.setState(http.StateActive)
+	if hd > 0 || rd > 0 {
+		c.rwc.SetReadDeadline(wholeDeadline)
+	}
+	if d := s.WriteTimeout; d > 0 {
+		c.rwc.SetWriteDeadline(time.Now().Add(d))
+	}
+	return c.build(n)
+}
+
+// readHead parses the next request head into c.preq, reading as needed,
+// and returns its length.
+func (c *conn) readHead() (int, error) {
+	c.hp.Reset()
+	o := http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()}
+	for {
+		if c.end > c.start {
+			n, err := c.hp.ParseRequest(c.buf[c.start:c.end], &c.preq, o)
+			if err != http1.ErrIncomplete {
+				return n, err
+			}
+		}
+		if c.eof {
+			if c.end > c.start {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, io.EOF
+		}
+		if c.room(o.MaxHeaderBytes + 1) {
+			c.hp.Reset() // the pending bytes moved
+		}
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// room makes free space at the end of the buffer, moving pending bytes to
+// the front or growing it up to limit bytes (at least one free byte in any
+// case), and reports whether the pending bytes moved.
+func (c *conn) room(limit int) bool {
+	if c.buf == nil {
+		c.buf = make([]byte, initialBuffer)
+	}
+	if c.end < len(c.buf) {
+		return false
+	}
+	if c.start > 0 {
+		c.end = copy(c.buf, c.buf[c.start:c.end])
+		c.start = 0
+		return true
+	}
+	nb := make([]byte, max(min(2*len(c.buf), limit), len(c.buf)+1))
+	c.end = copy(nb, c.buf[c.start:c.end])
+	c.buf = nb
+	return true
+}
+
+// fill reads once into the free space of the buffer (making room when
+// there is none), after writing out queued responses.
+func (c *conn) fill() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	c.room(len(c.buf))
+	n, err := c.rwc.Read(c.buf[c.end:])
+	c.end += n
+	if n > 0 {
+		return nil
+	}
+	c.gone() // end of file or an error: the client is gone
+	if err == io.EOF {
+		c.eof = true
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// gone cancels the requests' context once the connection cannot carry
+// more: as net/http's, it is cancelled when the client closes, as soon as
+// a read or write of the task sees it (a task parked elsewhere, on a
+// backend, sees it at its next read or write of the client connection).
+func (c *conn) gone() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// consume drops n bytes of input; with nothing left it rewinds.
+func (c *conn) consume(n int) {
+	c.start += n
+	if c.start == c.end {
+		c.start, c.end = 0, 0
+		if len(c.buf) > keepBuffer {
+			c.buf = nil
+		}
+	}
+}
+
+// flush writes out queued responses.
+func (c *conn) flush() error {
+	if len(c.out) == 0 {
+		return c.w.werr
+	}
+	if c.w.werr != nil {
+		c.out = c.out[:0]
+		return c.w.werr
+	}
+	_, err := c.rwc.Write(c.out)
+	c.out = c.out[:0]
+	if err != nil {
+		c.w.werr = err
+		c.gone()
+	}
+	return err
+}
+
+// requestError is a request refused before its handler: the answer's
+// status and body.
+type requestError struct {
+	status int
+	body   string
+}
+
+func (e *requestError) Error() string { return fmt.Sprintf("carrierhttp: %d %s", e.status, e.body) }
+
+// badRequest is a request refused with 400 and reason.
+func badRequest(reason string) error {
+	return &requestError{400, "400 Bad Request: " + reason}
+}
+
+// refuse answers a request that cannot be served, as net/http does, and
+// lingers until the client reads it; errors of the connection itself
+// (closed, timed out, reset) get no answer.
+func (c *conn) refuse(err error) {
+	var re *requestError
+	var he *http1.Error
+	switch {
+	case errors.As(err, &re):
+	case errors.As(err, &he):
+		re = &requestError{he.Status, fmt.Sprintf("%d %s", he.Status, http.StatusText(he.Status))}
+		switch {
+		case he.Reason == "missing required Host header": // a badRequestError in net/http
+			re.body += ": " + he.Reason
+		case he.Status == 501:
+			re.body = "Unsupported transfer encoding"
+		case he.Status == 505:
+			re.body = "505 HTTP Version Not Supported: unsupported protocol version"
+		}
+	default:
+		c.flush()
+		return
+	}
+	c.out = append(c.out, "HTTP/1.1 "...)
+	c.out = strconv.AppendInt(c.out, int64(re.status), 10)
+	c.out = append(c.out, ' ')
+	c.out = append(c.out, http.StatusText(re.status)...)
+	if re.body == "" {
+		c.out = append(c.out, "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"...)
+	} else {
+		c.out = append(c.out, "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"...)
+	}
+	c.out = append(c.out, re.body...)
+	if c.flush() != nil {
+		return
+	}
+	c.linger()
+}
+
+// linger shuts the sending side and reads until the client closes or
+// lingerTimeout passes, so that unread input does not turn the close into
+// a reset that destroys the answer.
+func (c *conn) linger() {
+	if c.tlsState != nil {
+		return // a TLS close_notify is not a half-close: close at once
+	}
+	if c.cn.CloseWrite() != nil {
+		return
+	}
+	c.cn.SetReadDeadline(time.Now().Add(lingerTimeout))
+	var scratch [512]byte
+	for {
+		if _, err := c.cn.Read(scratch[:]); err != nil {
+			return
+		}
+	}
+}
+
+// closeIfIdle closes the connection if it still waits for a request; it
+// runs as a task on the connection's carrier, submitted by Shutdown.
+func (c *conn) closeIfIdle(*carrier.Task) {
+	if c.idle.Load() {
+		c.cn.Close()
+		return
+	}
+	c.nudged.Store(false) // busy again: Shutdown tries later
+}
+
+// build turns the parsed head of n bytes into c.req, as net/http's
+// readRequest does, and consumes the head.
+func (c *conn) build(n int) error {
+	p := c.buf[c.start : c.start+n]
+	hs := string(p)                // the one copy of the head: every string below is a piece of it
+	sub := func(b []byte) string { // b is a piece of p: its capacity says where it starts
+		if len(b) == 0 {
+			return ""
+		}
+		o := cap(p) - cap(b)
+		return hs[o : o+len(b)]
+	}
+	pr := &c.preq
+	req := &c.req
+	*req = *c.tmpl
+	req.Method = sub(pr.Method)
+	req.RequestURI = sub(pr.Target)
+	req.ProtoMajor, req.ProtoMinor = pr.Major, pr.Minor
+	req.Proto = protoName(pr.Major, pr.Minor)
+	req.RemoteAddr = c.remote
+	req.TLS = c.tlsState
+	req.Close = !pr.KeepAlive
+	if err := c.parseURL(req); err != nil {
+		c.consume(n)
+		return err
+	}
+	clear(c.hdr)
+	if cap(c.vals) < len(pr.Headers) {
+		c.vals = make([]string, len(pr.Headers))
+	}
+	vals := c.vals[:len(pr.Headers)]
+	for i, f := range pr.Headers {
+		k := textproto.CanonicalMIMEHeaderKey(sub(f.Name))
+		vals[i] = sub(f.Value)
+		if old, ok := c.hdr[k]; ok {
+			c.hdr[k] = append(old, vals[i])
+		} else {
+			c.hdr[k] = vals[i : i+1 : i+1]
+		}
+	}
+	req.Header = c.hdr
+	c.consume(n)
+	if hosts := c.hdr["Host"]; len(hosts) == 1 && !validHost(hosts[0]) {
+		return badRequest("malformed Host header")
+	}
+	if req.URL.Host != "" {
+		req.Host = req.URL.Host
+	} else if hosts := c.hdr["Host"]; len(hosts) > 0 {
+		req.Host = hosts[0]
+	}
+	delete(c.hdr, "Host")
+	if pc, ok := c.hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
+		if _, ok := c.hdr["Cache-Control"]; !ok {
+			c.hdr["Cache-Control"] = []string{"no-cache"}
+		}
+	}
+	req.Body = http.NoBody
+	switch {
+	case pr.Chunked:
+		delete(c.hdr, "Transfer-Encoding")
+		delete(c.hdr, "Content-Length")
+		req.ContentLength = -1
+		req.TransferEncoding = chunkedTE
+	default:
+		req.ContentLength = pr.ContentLength
+	}
+	if m := c.s.MaxBodyBytes; m > 0 && req.ContentLength > m {
+		return &requestError{413, "413 Request Entity Too Large"}
+	}
+	expect := false
+	if e, ok := c.hdr["Expect"]; ok {
+		if pr.Minor >= 1 && len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
+			expect = req.ContentLength != 0
+		} else if pr.Minor >= 1 || e[0] != "" {
+			return &requestError{417, ""} // net/http's answer has no body
+		}
+	}
+	if req.ContentLength != 0 {
+		c.body.reset(req.ContentLength, pr.Chunked, expect)
+		req.Body = &c.body
+	} else {
+		c.body.reset(0, false, false)
+	}
+	return nil
+}
+
+// chunkedTE is Request.TransferEncoding of a chunked request.
+var chunkedTE = []string{"chunked"}
+
+func protoName(major, minor int) string {
+	switch {
+	case major == 1 && minor == 1:
+		return "HTTP/1.1"
+	case major == 1 && minor == 0:
+		return "HTTP/1.0"
+	}
+	return "HTTP/" + strconv.Itoa(major) + "." + strconv.Itoa(minor)
+}
+
+// parseURL sets req.URL from req.RequestURI as url.ParseRequestURI does,
+// without allocating for an origin-form target whose path needs no
+// escaping (the usual request); others go to net/url.
+func (c *conn) parseURL(req *http.Request) error {
+	raw := req.RequestURI
+	c.url = url.URL{}
+	req.URL = &c.url
+	if len(raw) > 0 && raw[0] == '/' {
+		path, query, hasQuery := strings.Cut(raw, "?")
+		if plainPath(path) {
+			c.url.Path = path
+			c.url.RawQuery = query
+			c.url.ForceQuery = hasQuery && query == ""
+			return nil
+		}
+	}
+	authority := req.Method == "CONNECT" && !strings.HasPrefix(raw, "/")
+	if authority {
+		raw = "http://" + raw
+	}
+	u, err := url.ParseRequestURI(raw)
+	if err != nil {
+		return badRequest("invalid request target")
+	}
+	if authority {
+		u.Scheme = ""
+	}
+	req.URL = u
+	return nil
+}
+
+// plainPath reports whether url.URL would store path as it is: no escapes
+// to decode and nothing its EscapedPath would escape (so RawPath stays
+// empty).
+func plainPath(path string) bool {
+	for i := 0; i < len(path); i++ {
+		if !plainPathByte[path[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPathByte is the set net/url leaves unescaped in a path: letters,
+// digits, "-_.~" and "$&+,/:;=@".
+var plainPathByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "-_.~$&+,/:;=@" {
+		t[c] = true
+	}
+	return t
+}()
+
+// validHost reports whether h is a Host value net/http accepts (httpguts'
+// ValidHostHeader: bytes of a host, IP literal, zone and port).
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if !validHostByte[h[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+var validHostByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!$%&'()*+,-.:;=[]_~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// handle runs the handler for c.req and finishes its response; it reports
+// whether the connection may carry another request.
+func (c *conn) handle(h http.Handler) bool {
+	req := &c.req
+	w := &c.w
+	w.reset(req)
+	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
+		h = generalOptions
+	}
+	pinned := c.t.Pinned()
+	p := c.call(h, w, req)
+	c.watchdog(pinned)
+	if p != nil {
+		if p != http.ErrAbortHandler {
+			buf := make([]byte, panicStack)
+			buf = buf[:runtime.Stack(buf, false)]
+			c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
+		}
+		if !w.committed && len(c.out) == w.mark {
+			w.panicAnswer()
+			c.flush()
+		}
+		return false
+	}
+	w.finish()
+	return w.reusable()
+}
+
+// watchdog logs and counts a handler that held its carrier longer than the
+// carrier's threshold: in a run that ended while it ran (the task's
+// Pinned count grew from pinned), or in the run still going on.
+func (c *conn) watchdog(pinned uint64) {
+	thr := c.t.Carrier().PinnedThreshold()
+	if thr <= 0 {
+		return
+	}
+	if c.t.Pinned() == pinned && c.t.RunningFor() <= thr {
+		return
+	}
+	c.s.pinned.Add(1)
+	c.s.logf("carrierhttp: the handler of %s %s from %s held its carrier over %v: it blocks the Go way; wrap it in OffloadHandler",
+		c.req.Method, c.req.RequestURI, c.remote, thr)
+}
+
+// generalOptions answers "OPTIONS *" as net/http's server does: 200,
+// Content-Length: 0, after reading up to 4 KiB of a body.
+var generalOptions = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		const maxOptionsBody = 4 << 10 // net/http's
+		io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxOptionsBody))
+	}
+})
+
+// call runs the handler, returning what it panicked with.
+func (c *conn) call(h http.Handler, w *response, req *http.Request) (p any) {
+	defer func() {
+		if p = recover(); p != nil && carrier.IsStop(p) {
+			panic(p) // the carrier unwinds the parked task: let it
+		}
+	}()
+	h.ServeHTTP(w, req)
+	return nil
+}

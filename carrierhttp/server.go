@@ -1,0 +1,313 @@
+// Package carrierhttp hosts unchanged net/http application code on
+// carriers: Server serves any http.Handler on a carrier.Group, calling
+// ServeHTTP in the task of the request's connection, and Transport is an
+// http.RoundTripper whose backend connections are dialled and polled by
+// the calling task's carrier.
+//
+// A connection's task reads requests with http1's head parser and chunked
+// decoder, builds an *http.Request (method, URL, proto, headers, Host,
+// RemoteAddr, ContentLength, TransferEncoding, TLS, a Context cancelled
+// when the connection ends or the server closes) and calls the handler.
+// The ResponseWriter sends Content-Length when the handler's body fits its
+// buffer and chunked encoding otherwise, answers HEAD with the head only,
+// implements http.Flusher and the http.ResponseController methods
+// (SetReadDeadline, SetWriteDeadline, Flush), sends "100 Continue" when a
+// handler reads the body of a request that expects it, and writes
+// trailers. Request bodies stream: a Read parks the task until data
+// arrives, and nothing holds a whole body.
+//
+// Handlers run on the carrier's thread. A handler that blocks the Go way
+// (channels, mutexes, time.Sleep, database/sql, net.Conn) holds its
+// carrier, and every other connection of that carrier waits: wrap such a
+// handler in OffloadHandler, which runs it on a goroutine. The carriers'
+// watchdog (carrier.Options.PinnedThreshold, 20 ms by default) counts task
+// runs that hold their carrier too long; Server logs each request whose
+// handler did so, once, naming it, and counts them (Pinned).
+//
+// The *http.Request, its Header and URL, and the ResponseWriter are reused
+// for the connection's next request: a handler must not keep them after it
+// returns (use r.Clone to keep a copy), as net/http already asks of the
+// ResponseWriter.
+package carrierhttp
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"spindle/carrier"
+)
+
+// Defaults of Server's fields.
+const (
+	// DefaultMaxHeaderBytes is net/http's http.DefaultMaxHeaderBytes, 1 MiB.
+	DefaultMaxHeaderBytes = http.DefaultMaxHeaderBytes
+)
+
+// headerSlack is what net/http reads beyond MaxHeaderBytes before it
+// answers 431 (its bufio slack, 4096 bytes): the same head is refused here.
+const headerSlack = 4096
+
+// Server serves an http.Handler on carriers. Its fields have net/http's
+// meanings; set them before Listen or ServeConn and leave them alone
+// afterwards. The zero value serves http.DefaultServeMux without timeouts.
+type Server struct {
+	// Handler answers requests; nil: http.DefaultServeMux.
+	Handler http.Handler
+	// TLSConfig, when not nil, serves TLS: "http/1.1" is added to its
+	// NextProtos when missing (the server speaks nothing else).
+	TLSConfig *tls.Config
+	// ReadTimeout bounds reading a whole request, head and body, from its
+	// first byte (from the connection's start for its first request, as
+	// net/http counts); 0: none.
+	ReadTimeout time.Duration
+	// ReadHeaderTimeout bounds reading a request head; 0: ReadTimeout.
+	ReadHeaderTimeout time.Duration
+	// WriteTimeout bounds writing a response, counted from the end of its
+	// request's head; 0: none.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a keep-alive
+	// connection; 0: ReadTimeout; both 0: none.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request head, in bytes (plus net/http's 4096
+	// bytes of slack); a larger one is answered 431. 0:
+	// DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+	// MaxBodyBytes bounds a request body, in bytes: a declared
+	// Content-Length over it is answered 413 without calling the handler,
+	// and a chunked body that grows past it fails the handler's Read with
+	// an *http.MaxBytesError and closes the connection after the response.
+	// 0: no limit (net/http has none).
+	MaxBodyBytes int64
+	// ErrorLog receives handler panics, watchdog reports and other
+	// unexpected errors; nil: the log package's standard logger.
+	ErrorLog *log.Logger
+	// ConnContext, when not nil, derives a connection's base context (as
+	// in net/http); it runs in the connection's task.
+	ConnContext func(ctx context.Context, c net.Conn) context.Context
+	// DisableGeneralOptionsHandler, as in net/http, passes "OPTIONS *"
+	// requests to Handler instead of answering them 200 with
+	// Content-Length: 0.
+	DisableGeneralOptionsHandler bool
+	// ConnState, when not nil, is told of a connection's changes of state
+	// with net/http's states (StateNew, StateActive, StateIdle,
+	// StateClosed; connections are never hijacked). It runs in the
+	// connection's task, so it must not block.
+	ConnState func(net.Conn, http.ConnState)
+
+	mu        sync.Mutex
+	listeners map[*carrier.Listener]struct{}
+	conns     map[*conn]struct{}
+	shutdown  atomic.Bool
+	closed    atomic.Bool
+	initOnce  sync.Once
+	baseCtx   context.Context
+	cancel    context.CancelFunc
+	pinned    atomic.Uint64
+	tlsConfig *tls.Config
+}
+
+// ErrServerClosed is returned by Listen and ServeConn after Shutdown or
+// Close (it is net/http's).
+var ErrServerClosed = http.ErrServerClosed
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		s.baseCtx, s.cancel = context.WithCancel(context.Background())
+		s.listeners = map[*carrier.Listener]struct{}{}
+		s.conns = map[*conn]struct{}{}
+		if s.TLSConfig != nil {
+			cfg := s.TLSConfig.Clone()
+			if !slices.Contains(cfg.NextProtos, "http/1.1") {
+				cfg.NextProtos = append(cfg.NextProtos, "http/1.1")
+			}
+			s.tlsConfig = cfg
+		}
+	})
+}
+
+// Listen listens on addr (carrier.Group.Listen's rules) and serves every
+// connection accepted there with ServeConn. It returns at once; the
+// listener closes with Shutdown, Close or the group.
+func (s *Server) Listen(g *carrier.Group, addr string, o carrier.ListenOptions) (*carrier.Listener, error) {
+	s.init()
+	if s.shutdown.Load() {
+		return nil, fmt.Errorf("carrierhttp: listen %s: %w", addr, ErrServerClosed)
+	}
+	l, err := g.Listen(addr, s.ServeConn, o)
+	if err != nil {
+		return nil, fmt.Errorf("carrierhttp: %w", err)
+	}
+	s.mu.Lock()
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	if s.shutdown.Load() { // Shutdown ran between the check and the registration
+		l.Close()
+		return nil, fmt.Errorf("carrierhttp: listen %s: %w", addr, ErrServerClosed)
+	}
+	return l, nil
+}
+
+// ServeConn serves HTTP on cn until the client closes, the connection
+// times out or fails, a response closes it, or the server shuts down. Its
+// signature is carrier.Group.Listen's handler's, so a caller that makes its
+// own listener passes s.ServeConn; it closes nothing (the listener's task
+// closes cn when ServeConn returns).
+func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
+	s.init()
+	if s.shutdown.Load() {
+		return
+	}
+	c := newConn(s, t, cn)
+	if !s.track(c, true) {
+		return
+	}
+	defer s.track(c, false)
+	c.setState(http.StateNew)
+	defer c.setState(http.StateClosed)
+	c.serve()
+}
+
+// track adds or removes a connection; adding fails once the server shuts
+// down.
+func (s *Server) track(c *conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.shutdown.Load() {
+			return false
+		}
+		s.conns[c] = struct{}{}
+		return true
+	}
+	delete(s.conns, c)
+	return true
+}
+
+// shutdownPoll is how often Shutdown looks for connections gone idle
+// (net/http polls from 1 ms up to 500 ms; a carrier's idle close is cheap,
+// so a fixed short period serves).
+const shutdownPoll = 5 * time.Millisecond
+
+// Shutdown stops the server gracefully, as net/http's does: it closes the
+// listeners, closes idle connections, and waits for connections with a
+// request in flight to finish it (they close after their response) until
+// ctx ends, when it returns ctx's error and leaves the rest to Close. It
+// must not be called from a task of the server's group (it would wait for
+// its own carrier): call it from a goroutine, or with Task.Offload.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.init()
+	s.shutdown.Store(true)
+	s.closeListeners()
+	tick := time.NewTicker(shutdownPoll)
+	defer tick.Stop()
+	for {
+		if s.closeIdle() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Close stops the server at once: it closes the listeners and every
+// connection (a handler running on one sees its writes fail and its
+// request context cancelled). It does not wait for handlers to return;
+// carrier.Group.Close does.
+func (s *Server) Close() error {
+	s.init()
+	s.shutdown.Store(true)
+	s.closed.Store(true)
+	s.cancel()
+	s.closeListeners()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.home.Load().Submit(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	ls := make([]*carrier.Listener, 0, len(s.listeners))
+	for l := range s.listeners {
+		ls = append(ls, l)
+	}
+	clear(s.listeners)
+	s.mu.Unlock()
+	for _, l := range ls {
+		l.Close()
+	}
+}
+
+// closeIdle asks every idle connection's carrier to close it and reports
+// whether no connection is left.
+func (s *Server) closeIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if c.idle.Load() && c.nudged.CompareAndSwap(false, true) {
+			c.home.Load().Submit(c.closeIfIdle)
+		}
+	}
+	return len(s.conns) == 0
+}
+
+// Pinned returns how many handler calls the watchdog found holding their
+// carrier longer than its threshold (carrier.Options.PinnedThreshold).
+func (s *Server) Pinned() uint64 { return s.pinned.Load() }
+
+func (s *Server) handler() http.Handler {
+	if s.Handler == nil {
+		return http.DefaultServeMux
+	}
+	return s.Handler
+}
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes + headerSlack
+	}
+	return DefaultMaxHeaderBytes + headerSlack
+}
+
+func (s *Server) readHeaderTimeout() time.Duration {
+	if s.ReadHeaderTimeout != 0 {
+		return s.ReadHeaderTimeout
+	}
+	return s.ReadTimeout
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout != 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadTimeout
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// errServerClosing ends a connection's loop when the server shuts down.
+var errServerClosing = errors.New("carrierhttp: server shutting down")

@@ -1,0 +1,125 @@
+package carrierhttp
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"spindle/carrier"
+	"spindle/internal/leakcheck"
+)
+
+// syncBuffer is a log destination the carriers write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startOne serves h on a group of one carrier.
+func startOne(t *testing.T, h http.Handler, logTo io.Writer) (*Server, *carrier.Group, string) {
+	t.Helper()
+	leakcheck.Register(t, 5*time.Second)
+	g, err := carrier.New(carrier.Options{Carriers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: h, ErrorLog: log.New(logTo, "", 0)}
+	l, err := s.Listen(g, "127.0.0.1:0", carrier.ListenOptions{})
+	if err != nil {
+		g.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		g.Close()
+	})
+	return s, g, l.Addr().String()
+}
+
+func sleeper(d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(d) // blocks the Go way
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Slept", d.String())
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "slept, read "+string(b))
+	})
+}
+
+func TestWatchdog(t *testing.T) {
+	var logs syncBuffer
+	mux := http.NewServeMux()
+	mux.Handle("/blocks", sleeper(60*time.Millisecond))
+	mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })
+	s, g, addr := startOne(t, mux, &logs)
+	for _, path := range []string{"/quick", "/blocks?x=1", "/quick"} {
+		got := exchange(t, addr, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 100*time.Millisecond)
+		if len(got.Responses) != 1 {
+			t.Fatalf("%s: %s", path, got)
+		}
+	}
+	if n := s.Pinned(); n != 1 {
+		t.Errorf("Server.Pinned = %d, want 1 (the one blocking handler)", n)
+	}
+	if n := g.Snapshot()[0].Pinned; n < 1 {
+		t.Errorf("carrier telemetry Pinned = %d, want at least 1", n)
+	}
+	if l := logs.String(); strings.Count(l, "held its carrier") != 1 || !strings.Contains(l, "GET /blocks?x=1") {
+		t.Errorf("log %q: want one line naming GET /blocks?x=1", l)
+	}
+}
+
+// TestOffloadHandler: a handler that sleeps the Go way, offloaded, keeps
+// its carrier free (a quick request is answered while it sleeps), is not
+// counted by the watchdog, and answers as it would unwrapped. The checks
+// are orderings, not wall-clock bounds, so a busy machine cannot fail
+// them: the quick answer must come before the sleeper's, and the watchdog
+// must not name the sleeper (on a machine busy enough to keep the
+// carrier's thread off the CPU for 20 ms, the quick handler's run may be
+// counted, as the watchdog counts wall time).
+func TestOffloadHandler(t *testing.T) {
+	var logs syncBuffer
+	mux := http.NewServeMux()
+	mux.Handle("/slow", OffloadHandler(sleeper(time.Second)))
+	mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })
+	_, _, addr := startOne(t, mux, &logs)
+	slow := make(chan outcome, 1)
+	go func() {
+		slow <- exchange(t, addr, "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody", nil, 100*time.Millisecond)
+	}()
+	time.Sleep(50 * time.Millisecond) // the slow handler is running
+	quick := exchange(t, addr, "GET /quick HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 100*time.Millisecond)
+	if len(quick.Responses) != 1 {
+		t.Errorf("quick request beside an offloaded sleeper: %s", quick)
+	}
+	select {
+	case got := <-slow:
+		t.Fatalf("the quick request was answered only after the offloaded sleeper (%s)", got)
+	default:
+	}
+	got := <-slow
+	if len(got.Responses) != 1 || !strings.Contains(got.Responses[0], " 202 ") ||
+		!strings.Contains(got.Responses[0], `X-Slept: ["1s"]`) || !strings.Contains(got.Responses[0], "slept, read body") {
+		t.Errorf("offloaded answer: %s", got)
+	}
+	if l := logs.String(); strings.Contains(l, "/slow") {
+		t.Errorf("the watchdog counted the offloaded handler: %q", l)
+	}
+}

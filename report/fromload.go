@@ -1,0 +1,49 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"spindle/load"
+)
+
+// FillFromLoad copies a load result's figures into s: the measured window,
+// throughput, requests, errors (failed requests and answers other than
+// 2xx) and the corrected and uncorrected latency.
+func FillFromLoad(s *Summary, lr *load.Result) {
+	s.Window = time.Duration(lr.DurationS * float64(time.Second))
+	s.Throughput = lr.AchievedRate
+	s.Requests, s.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
+	s.Latency, s.Uncorrected = &lr.Corrected, &lr.Uncorrected
+}
+
+// ErrNoRequest is returned by LoadResult for a load result in which no
+// request completed: a failed run, not a figure of 0 req/s.
+var ErrNoRequest = errors.New("no request completed in the window")
+
+// LoadResult reads a lone load result (spindle load --json FILE) as a
+// complete run named name: phase "fixed" with the rate it was asked for,
+// or "max" for closed-loop load. The run's directory is FILE's, so that a
+// load.hlog beside it (load --hlog) is drawn over time.
+func LoadResult(path, name string) (Result, error) {
+	lr, err := load.ReadResult(path)
+	if err != nil {
+		return Result{}, err
+	}
+	if lr.Completed == 0 {
+		return Result{}, fmt.Errorf("%s: %w (%d failed, %d in flight, %d not sent)", path, ErrNoRequest, lr.Failed, lr.InFlight, lr.NotSent)
+	}
+	s := Summary{Complete: true, Name: name, Phase: "max", Mode: "load", Rate: int(lr.Config.Rate),
+		LoadCPUs: lr.Config.CPUs, Started: lr.Start, Finished: lr.Start.Add(time.Duration((lr.Config.WarmupS + lr.DurationS) * float64(time.Second)))}
+	if lr.Config.Rate > 0 {
+		s.Phase = "fixed"
+	}
+	FillFromLoad(&s, lr)
+	s.NA = map[string]string{}
+	for _, k := range []string{"perf-stat", "threads", "carrier", "ipc", "other-cpus"} {
+		s.NA[k] = "a lone load result"
+	}
+	return Result{Dir: filepath.Dir(path), Summary: s}, nil
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"math/bits"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"spindle/carrier"
+	"spindle/cpu"
+)
+
+// The exported buckets are the telemetry's log2 buckets, cumulative, with
+// exact integer edges: samples 0, 1, 2, 3, 4 and 1000 land at le 0, 1, 3,
+// 3, 7 and 1023; those past the last edge only in the count (+Inf).
+func TestHistogramEdges(t *testing.T) {
+	var h carrier.Histogram
+	for _, v := range []uint64{0, 1, 2, 3, 4, 1000, 1 << 40} {
+		h.Buckets[bits.Len64(v)]++ // the telemetry's bucket of v
+		h.Sum += v
+	}
+	d := prometheus.NewDesc("x", "x", []string{"carrier"}, nil)
+	var m dto.Metric
+	if err := histogram(d, h, 0, 10, 1, []string{"0"}).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	got := map[float64]uint64{}
+	for _, b := range m.Histogram.Bucket {
+		got[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	want := map[float64]uint64{0: 1, 1: 2, 3: 4, 7: 5, 15: 5, 511: 5, 1023: 6}
+	for le, n := range want {
+		if got[le] != n {
+			t.Errorf("le %v: %d, want %d (all: %v)", le, got[le], n, got)
+		}
+	}
+	if len(got) != 11 || m.Histogram.GetSampleCount() != 7 || m.Histogram.GetSampleSum() != float64(h.Sum) {
+		t.Errorf("%d buckets, count %d, sum %v", len(got), m.Histogram.GetSampleCount(), m.Histogram.GetSampleSum())
+	}
+	// Scaled: ns to seconds.
+	if err := histogram(d, h, 7, 8, 1e-9, []string{"0"}).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if b := m.Histogram.Bucket[0]; b.GetUpperBound() != 127e-9 || b.GetCumulativeCount() != 5 {
+		t.Errorf("first scaled bucket %v", b)
+	}
+}
+
+// A pinned carrier has spindle_carrier_cpu with its CPU.
+func TestCarrierCPUMetric(t *testing.T) {
+	allowed, err := cpu.Allowed()
+	if err != nil || len(allowed) == 0 {
+		t.Skipf("no allowed CPUs: %v", err)
+	}
+	g, err := carrier.New(carrier.Options{Carriers: 1, CPUs: allowed[:1], Pin: carrier.PinCPU})
+	if err != nil {
+		t.Skipf("cannot pin a carrier here: %v", err)
+	}
+	defer g.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCarrierCollector(g))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "spindle_carrier_cpu" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			found = true
+			if len(m.Label) != 1 || m.Label[0].GetValue() != "0" || m.Gauge.GetValue() != float64(allowed[0]) {
+				t.Errorf("spindle_carrier_cpu %v, want carrier 0 on CPU %d", m, allowed[0])
+			}
+		}
+	}
+	if !found {
+		t.Error("no spindle_carrier_cpu for a pinned carrier")
+	}
+}
