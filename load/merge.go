@@ -53,17 +53,8 @@ func Merge(parts ...*Result) (*Result, error) {
 		m.Warmup += p.Warmup
 		m.AchievedRate += p.AchievedRate
 		m.TransferRate += p.TransferRate
-		m.ByStatus.C1xx += p.ByStatus.C1xx
-		m.ByStatus.C2xx += p.ByStatus.C2xx
-		m.ByStatus.C3xx += p.ByStatus.C3xx
-		m.ByStatus.C4xx += p.ByStatus.C4xx
-		m.ByStatus.C5xx += p.ByStatus.C5xx
-		m.ByStatus.Other += p.ByStatus.Other
-		m.Errors.Connect += p.Errors.Connect
-		m.Errors.Read += p.Errors.Read
-		m.Errors.Write += p.Errors.Write
-		m.Errors.Timeout += p.Errors.Timeout
-		m.Errors.Parse += p.Errors.Parse
+		m.ByStatus = m.ByStatus.Add(p.ByStatus)
+		m.Errors = m.Errors.Add(p.Errors)
 		corrected = append(corrected, p.Corrected)
 		uncorrected = append(uncorrected, p.Uncorrected)
 		rates = append(rates, p.ThreadReqPerSec)
@@ -83,6 +74,18 @@ func Merge(parts ...*Result) (*Result, error) {
 		return nil, fmt.Errorf("merge load results: %w", err)
 	}
 	return m, nil
+}
+
+// Add returns the sum of two status counts.
+func (s StatusCounts) Add(o StatusCounts) StatusCounts {
+	return StatusCounts{C1xx: s.C1xx + o.C1xx, C2xx: s.C2xx + o.C2xx, C3xx: s.C3xx + o.C3xx,
+		C4xx: s.C4xx + o.C4xx, C5xx: s.C5xx + o.C5xx, Other: s.Other + o.Other}
+}
+
+// Add returns the sum of two error counts.
+func (e ErrorCounts) Add(o ErrorCounts) ErrorCounts {
+	return ErrorCounts{Connect: e.Connect + o.Connect, Read: e.Read + o.Read, Write: e.Write + o.Write,
+		Timeout: e.Timeout + o.Timeout, Parse: e.Parse + o.Parse}
 }
 
 func mergeSummaries(ss []latency.Summary) (latency.Summary, error) {
