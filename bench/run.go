@@ -630,6 +630,12 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 				na("profile", err)
 				return ctx.Err()
 			}
+			if len(top) == 0 {
+				// pprof samples at 100 Hz: a server that used a few
+				// percent of a CPU for a second may leave no sample.
+				na("profile", errors.New("the profile has no samples (the server used too little CPU in the window for pprof's 100 Hz sampling)"))
+				return nil
+			}
 			r.sum.Profile = top
 			return nil
 		})

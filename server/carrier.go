@@ -8,16 +8,26 @@ import (
 	"spindle/http1"
 )
 
-func (s *Server) startCarriers() error {
+// newGroup starts the carrier group of the carrier-hosted modes: the
+// Carrier options, with one carrier per thread when Threads is set.
+func (s *Server) newGroup() (*carrier.Group, error) {
 	co := s.o.Carrier
 	if s.o.Threads > 0 {
 		co.Carriers = s.o.Threads
 	}
 	g, err := carrier.New(co)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.group = g
+	return g, nil
+}
+
+func (s *Server) startCarriers() error {
+	g, err := s.newGroup()
+	if err != nil {
+		return err
+	}
 	handler := s.serveCarrier
 	if s.o.Mode == ModeHandoff {
 		handler = s.serveHandoff

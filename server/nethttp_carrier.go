@@ -26,15 +26,10 @@ const maxCarrierBackendIdle = 1 << 16
 // that task's carrier through a carrierhttp.Transport whose keep-alive
 // pool is per carrier.
 func (s *Server) startNetHTTPCarrier() error {
-	co := s.o.Carrier
-	if s.o.Threads > 0 {
-		co.Carriers = s.o.Threads
-	}
-	g, err := carrier.New(co)
+	g, err := s.newGroup()
 	if err != nil {
 		return err
 	}
-	s.group = g
 	tr := &carrierhttp.Transport{DialTimeout: s.o.BackendTimeout, MaxIdleConnsPerHost: maxCarrierBackendIdle}
 	b := &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
 	s.closeBackends = b.close

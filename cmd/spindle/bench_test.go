@@ -104,7 +104,10 @@ func TestBenchEndToEnd(t *testing.T) {
 	if s.Server == nil || s.Server.Active == 0 {
 		t.Errorf("no active server thread: %+v", s.Server)
 	}
-	if len(s.Profile) == 0 || s.Profile[0].FlatPct <= 0 || !strings.Contains(string(out), "server CPU profile (cpu.pprof), top functions") {
+	// A server this idle may leave pprof's 100 Hz sampling no sample in
+	// the window: then the summary must say so.
+	profiled := len(s.Profile) > 0 && s.Profile[0].FlatPct > 0 && strings.Contains(string(out), "server CPU profile (cpu.pprof), top functions")
+	if !profiled && !strings.Contains(s.NA["profile"], "no samples") {
 		t.Errorf("profile %+v (n/a: %q)\n%s", s.Profile, s.NA["profile"], out)
 	}
 }

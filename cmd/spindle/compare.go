@@ -47,11 +47,11 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff,\n"+
 		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
 		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
-		"(the io_uring poller, where the kernel allows it) and carrier+n+1\n"+
-		"(where a CPU is spare), first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the\n"+
-		"lowest mode's max throughput, interleaved over rounds, with the CPU-bound case (think time\n"+
-		bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections). The layout is derived from the CPUs available and printed.\n"+
-		"Writes one result directory per run and report.md with plots.\n"+
+		"(the io_uring poller, where the kernel allows it) and carrier+n+1 (where a CPU is spare),\n"+
+		"first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the lowest mode's max throughput, interleaved\n"+
+		"over rounds, with the CPU-bound case (think time "+bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections).\n"+
+		"The layout is derived from the CPUs available and printed. Writes one result directory\n"+
+		"per run and report.md with plots.\n"+
 		"The default takes under 5 minutes on 2 CPUs; --full uses the study's durations.")
 	fs.IntVar(&a.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
 	fs.BoolVar(&a.full, "full", false, fmt.Sprintf("the study's durations: %v warm-up, %v window", bench.DefaultWarmup, bench.DefaultDuration))
