@@ -106,6 +106,9 @@ func (h *hostFlags) open(ctx context.Context) (hosts *bench.Hosts, closeFn func(
 	}
 	if err := hosts.Prepare(ctx, exe); err != nil {
 		closeFn()
+		if ctx.Err() != nil { // interrupted, not the user's hosts at fault
+			return nil, func() {}, fmt.Errorf("prepare the hosts: %w", ctx.Err())
+		}
 		return nil, func() {}, badInput("%v", err)
 	}
 	return hosts, closeFn, nil
