@@ -46,9 +46,9 @@ type Options struct {
 	SSH string
 	// ConfigFile replaces ~/.ssh/config (ssh -F); "" keeps the user's.
 	ConfigFile string
-	// SSHOptions are passed as -o K=V, after spindle's own (so they win
-	// where ssh takes the first value only for options spindle does not
-	// set: ssh keeps the first value given for each option).
+	// SSHOptions ("K=V") are passed as -o K=V before spindle's own: ssh
+	// keeps the first value it is given for an option, so the user's win
+	// (ConnectTimeout, ServerAliveCountMax...).
 	SSHOptions []string
 	// CacheDir is where binaries are copied on the hosts; relative to the
 	// remote home unless absolute; "" means DefaultCacheDir.
