@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"spindle/cpu"
+	"spindle/latency"
 	"spindle/load"
 	"spindle/remote"
 	"spindle/report"
@@ -330,10 +332,54 @@ func (r *runner) readRemoteLoad() error {
 	if err != nil {
 		return err
 	}
+	if err := r.mergeHlogs(); err != nil {
+		r.na["hlog"] = err.Error() // the timeline is missing, the figures stand
+	}
 	if err := report.WriteJSON(r.path(LoadJSON), m); err != nil {
 		return err
 	}
 	return writeLoadFiles(m, r.opt.Dir)
+}
+
+// hlogFetchTime bounds fetching one host's interval log (a few kB a second
+// of window).
+const hlogFetchTime = 30 * time.Second
+
+// mergeHlogs fetches every load host's interval log into load/<host>/ and
+// merges them, in this machine's clock, into the run's load.hlog.
+func (r *runner) mergeHlogs() error {
+	hosts := r.opt.Hosts.Load
+	logs := make([][]latency.Interval, len(hosts))
+	shift := make([]time.Duration, len(hosts))
+	for i, x := range hosts {
+		ctx, cancel := context.WithTimeout(context.Background(), hlogFetchTime)
+		f := remote.Quote(remote.RunFile(r.hostTag(x), HlogFile))
+		data, err := x.Output(ctx, "cat "+f+" && rm -f "+f, nil)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("fetch the interval log: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(r.loadHostDir(x), HlogFile), data, 0o644); err != nil {
+			return err
+		}
+		if logs[i], err = latency.ReadIntervalLog(bytes.NewReader(data)); err != nil {
+			return fmt.Errorf("%s's interval log: %w", x.Dest, err)
+		}
+		shift[i] = -x.Info.Clock.Offset
+	}
+	merged, err := latency.MergeIntervals(logs, shift)
+	if err != nil {
+		return err
+	}
+	return writeFile(r.path(HlogFile), func(w io.Writer) error {
+		log := latency.NewIntervalLog(w)
+		for _, iv := range merged {
+			if err := log.Write(iv.Start, iv.End, iv.Histogram); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // writeLoadFiles writes load.txt (wrk2's layout with the latency spectrum)

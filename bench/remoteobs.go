@@ -76,8 +76,10 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 	}
 	if o.PerfStat {
 		wg.Go(func() {
-			dir, err := os.MkdirTemp("", "spindle-perf-")
-			if err != nil {
+			// A run file, so that the cleanup pass removes it should this
+			// observer be killed before it does.
+			dir := remote.RunFile(o.Tag, "perf-"+o.Role)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				out.PerfStatNA = err.Error()
 				return
 			}

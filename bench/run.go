@@ -237,7 +237,7 @@ func (r *runner) startRemoteLoad(url string) (time.Time, error) {
 		c.Connections, c.LoadThreads, c.Rate = shares[i].Connections, shares[i].Threads, shares[i].Rate
 		args := loadFlags(c, "-") // the JSON on stdout, the text report on stderr
 		remoteAt := at.Add(x.Info.Clock.Offset).UTC().Format(time.RFC3339Nano)
-		args = append(args, "--start-at", remoteAt, url)
+		args = append(args, "--hlog", remote.RunFile(r.hostTag(x), HlogFile), "--start-at", remoteAt, url)
 		dir := r.loadHostDir(x)
 		p, err := r.start("load", x, args, c.LoadCPUs, filepath.Join(dir, LoadLog), filepath.Join(dir, LoadJSON))
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -154,6 +155,29 @@ func KillLeftovers(procRoot, tag string, wait time.Duration) (int, error) {
 		_ = syscall.Kill(pid, syscall.SIGKILL) // gone since the listing is fine
 	}
 	return len(pids), nil
+}
+
+// RunFile is where a run's role writes a file or directory on its host
+// (the load generator's interval log, perf's output): in /tmp, named for
+// the host's tag, so that the cleanup pass removes it too.
+func RunFile(tag, name string) string { return "/tmp/spindle-" + tag + "-" + name }
+
+// RemoveRunFiles removes the run's files on this host (RunFile).
+func RemoveRunFiles(tag string) error {
+	if tag == "" || strings.ContainsAny(tag, "/*?[") {
+		return fmt.Errorf("run files: bad tag %q", tag)
+	}
+	files, err := filepath.Glob(RunFile(tag, "*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		if err := os.RemoveAll(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ExecArgs is the remote command line that runs "spindle remote exec" for

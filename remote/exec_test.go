@@ -179,3 +179,32 @@ func TestExecArgs(t *testing.T) {
 		t.Errorf("ExecArgs =\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestRemoveRunFiles(t *testing.T) {
+	tag := "rf" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(RunFile(tag, "load.hlog"), []byte("x"), 0o600); err != nil {
+		t.Skipf("no /tmp: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(RunFile(tag, "perf-server"), "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := RunFile(tag+"x", "load.hlog") // another run's
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(other)
+	if err := RemoveRunFiles(tag); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(RunFile(tag, "*")); len(left) != 0 {
+		t.Errorf("left: %v", left)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another run's file removed: %v", err)
+	}
+	for _, bad := range []string{"", "a/b", "*"} {
+		if err := RemoveRunFiles(bad); err == nil {
+			t.Errorf("RemoveRunFiles(%q): no error", bad)
+		}
+	}
+}

@@ -245,6 +245,14 @@ func (l *netLab) close() {
 		exec.Command("ip", "link", "del", fmt.Sprintf("%sh%d", l.id, i)).Run()
 	}
 	exec.Command("ip", "link", "del", l.id+"b").Run()
+	// The hosts share this machine's /tmp: the run files of a host that
+	// was unreachable at the end (its cleanup pass could not run) are here.
+	for i := 1; i <= 3; i++ {
+		files, _ := filepath.Glob(fmt.Sprintf("/tmp/spindle-*-ns%d-*", i))
+		for _, f := range files {
+			os.RemoveAll(f)
+		}
+	}
 }
 
 // benchArgs are a short multi-host bench into dir: server and mock in ns1,
@@ -298,7 +306,7 @@ func TestMultiHost(t *testing.T) {
 			if p.Config.Connections != 2 || p.Config.Rate != 100 {
 				t.Errorf("%s ran %d connections at %v req/s, want 2 at 100", h, p.Config.Connections, p.Config.Rate)
 			}
-			for _, f := range []string{"load.txt", "load.corrected.hgrm", "load.log", "threads.txt", "threads.json"} {
+			for _, f := range []string{"load.txt", "load.corrected.hgrm", "load.log", "load.hlog", "threads.txt", "threads.json"} {
 				if _, err := os.Stat(filepath.Join(dir, "load", h, f)); err != nil {
 					t.Errorf("%s: %v", h, err)
 				}
@@ -339,6 +347,16 @@ func TestMultiHost(t *testing.T) {
 		}
 		if sum.Load == nil || sum.Load.Threads == 0 { // the busiest load host's threads
 			t.Errorf("no load thread figures from ns2, ns3: %+v, n/a %v", sum.Load, sum.NA)
+		}
+		// The hosts' interval logs merged into one, in this clock.
+		if f, err := os.Open(filepath.Join(dir, "load.hlog")); err != nil {
+			t.Errorf("no merged interval log: %v (n/a %q)", err, sum.NA["hlog"])
+		} else {
+			ivs, err := latency.ReadIntervalLog(f)
+			f.Close()
+			if err != nil || len(ivs) == 0 {
+				t.Errorf("merged interval log: %d intervals, %v", len(ivs), err)
+			}
 		}
 		if sum.Carrier == nil { // /debug/carrier read over the network from ns1
 			t.Errorf("no carrier figures: %s", sum.NA["carrier"])

@@ -29,7 +29,8 @@ func init() {
 // (docs/bench.md): "remote exec [--grace D] [--limit D] [--cpuset CPUS] --
 // ARGS" runs spindle ARGS until its standard input closes; "remote clock"
 // answers each line with the clock; "remote cleanup TAG" kills what is
-// left of a run after --wait and prints how many processes that was; "remote observe
+// left of a run after --wait, removes its files, and prints how many
+// processes that was; "remote observe
 // --tag TAG --role ROLE [--also ROLE] --window D [--threads] [--perf-stat]" observes the
 // role's process and prints bench.RemoteObservation as JSON.
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,6 +52,9 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		n, err := remote.KillLeftovers("", pos[0], *wait)
 		if err != nil {
+			return err
+		}
+		if err := remote.RemoveRunFiles(pos[0]); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, n)
