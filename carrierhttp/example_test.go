@@ -23,14 +23,16 @@ func Example() {
 	}
 	defer g.Close()
 
-	client := &http.Client{Transport: &carrierhttp.Transport{}, Timeout: 5 * time.Second}
+	client := &http.Client{Transport: &carrierhttp.Transport{}} // deadlines through contexts (docs/carrierhttp.md)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/name", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "carrier")
 	})
 	mux.HandleFunc("/greet", func(w http.ResponseWriter, r *http.Request) {
 		// r.Context() carries the task: the backend call parks it, not the carrier.
-		req, _ := http.NewRequestWithContext(r.Context(), "GET", "http://"+r.Host+"/name", nil)
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+r.Host+"/name", nil)
 		resp, err := client.Do(req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

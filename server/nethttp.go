@@ -39,6 +39,12 @@ type netBackend struct {
 	tr     http.RoundTripper
 	client *http.Client
 	url    string
+	// timeout bounds each exchange through the request's context, not
+	// http.Client.Timeout: with a RoundTripper other than net/http's own
+	// (carrierhttp.Transport in nethttp-carrier mode) Client.Timeout
+	// starts a goroutine and a timer per request, which on carriers wakes
+	// a second thread for every backend call.
+	timeout time.Duration
 }
 
 func (s *Server) newNetBackend() *netBackend {
@@ -52,13 +58,15 @@ func (s *Server) newNetBackend() *netBackend {
 		// this long at the latest.
 		IdleConnTimeout: backendIdleTimeout,
 	}
-	return &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
+	return &netBackend{tr: tr, client: &http.Client{Transport: tr}, url: s.backend.raw, timeout: s.o.BackendTimeout}
 }
 
 // get fetches the backend's body; any status other than 200 is an error.
 // ctx is the client request's context: in nethttp-carrier mode it carries
 // the task, so that the exchange runs on the task's carrier.
 func (b *netBackend) get(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url, nil)
 	if err != nil {
 		return nil, err

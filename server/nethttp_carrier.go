@@ -31,7 +31,7 @@ func (s *Server) startNetHTTPCarrier() error {
 		return err
 	}
 	tr := &carrierhttp.Transport{DialTimeout: s.o.BackendTimeout, MaxIdleConnsPerHost: maxCarrierBackendIdle}
-	b := &netBackend{tr: tr, client: &http.Client{Transport: tr, Timeout: s.o.BackendTimeout}, url: s.backend.raw}
+	b := &netBackend{tr: tr, client: &http.Client{Transport: tr}, url: s.backend.raw, timeout: s.o.BackendTimeout}
 	s.closeBackends = b.close
 	o := s.o.HTTP.WithDefaults()
 	var rejected sync.Map // net.Conn -> struct{}: closed at once for MaxConns, never admitted
