@@ -287,15 +287,17 @@ type Variant struct {
 	fits  func(l Layout) bool
 }
 
-// Variants are the compare matrix's server designs, in report order.
-var Variants = []Variant{
+// Variants are the compare matrix's server designs, in report order: one
+// carrier+NAME for each adaptive strategy of carrier/wait's registry sits
+// after carrier+pinning.
+var Variants = slices.Concat([]Variant{
 	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
 	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
 	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTPCarrier }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
-	{Name: "carrier+adaptive", apply: func(c *Config, _ Layout) { c.Mode, c.Wait = ModeCarrier, "adaptive" }},
+}, waitVariants(), []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true
 	}, needs: "two server carriers or more (work to move between them)", fits: func(l Layout) bool { return l.Carriers >= 2 }},
@@ -308,6 +310,18 @@ var Variants = []Variant{
 		c.Mode, c.NPlus1 = ModeCarrier, true
 		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
 	}, needs: "a spare CPU", fits: func(l Layout) bool { return len(l.Extra) > 0 }},
+})
+
+// waitVariants are carrier+NAME for each adaptive wait strategy (the fixed
+// ones are the carriers' --wait choice, not a design the matrix compares).
+func waitVariants() []Variant {
+	var out []Variant
+	for _, name := range wait.NamesWhere(func(s wait.Spec) bool { return s.Adaptive }) {
+		out = append(out, Variant{Name: ModeCarrier + "+" + name, apply: func(c *Config, _ Layout) {
+			c.Mode, c.Wait = ModeCarrier, name
+		}})
+	}
+	return out
 }
 
 // Phase is one load level of a compare plan.

@@ -94,7 +94,7 @@ func New(o Options) (*Group, error) {
 }
 
 func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
-	strat, err := newStrategy(g.opts.Wait)
+	strat, err := newStrategy(g.opts.Wait, g.opts.WaitOptions)
 	if err != nil {
 		return nil, fmt.Errorf("carrier: %w", err)
 	}

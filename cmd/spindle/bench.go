@@ -11,6 +11,7 @@ import (
 
 	"spindle/bench"
 	"spindle/carrier"
+	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/report"
 )
@@ -90,7 +91,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
-	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
+	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
 	fs.durationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
