@@ -15,17 +15,19 @@ import (
 	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/report"
+	"spindle/server"
 )
 
-// Modes of the server under test.
+// Modes of the server under test, as Config.Mode spells them: the flag
+// values of server's registered modes (server.Modes lists them all).
 const (
-	ModeNetHTTP = "nethttp" // net/http, the Go scheduler's work stealing (the study's FJP)
-	ModeHandoff = "handoff" // carriers for I/O, a goroutine per request
-	ModeCarrier = "carrier" // everything on carriers, with affinity
+	ModeNetHTTP = string(server.ModeNetHTTP) // net/http, the Go scheduler's work stealing (the study's FJP)
+	ModeHandoff = string(server.ModeHandoff) // carriers for I/O, a goroutine per request
+	ModeCarrier = string(server.ModeCarrier) // everything on carriers, with affinity
 	// ModeNetHTTPCarrier is nethttp's handler and client code on carriers:
 	// with nethttp and carrier it splits carrier's gain into the
 	// scheduler's part and the code path's.
-	ModeNetHTTPCarrier = "nethttp-carrier"
+	ModeNetHTTPCarrier = string(server.ModeNetHTTPCarrier)
 )
 
 // Defaults of one configuration, reused as the flags of "spindle bench".
@@ -228,10 +230,8 @@ type Config struct {
 // Validate checks the configuration; strict also rejects overlapping CPU
 // sets.
 func (c Config) Validate(strict bool) error {
-	switch c.Mode {
-	case ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier:
-	default:
-		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier)
+	if _, err := server.ParseMode(c.Mode); err != nil {
+		return fmt.Errorf("mode %q: want %s", c.Mode, server.ModeHelp())
 	}
 	// The server's own rules, so that a plan fails before anything starts.
 	pin, err := carrier.ParsePinning(c.Topology)

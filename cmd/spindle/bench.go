@@ -14,6 +14,7 @@ import (
 	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/report"
+	"spindle/server"
 )
 
 func init() {
@@ -77,7 +78,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		"window; writes the result directory (see docs/bench.md); stops every child. CPU sets default\n"+
 		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
-	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: nethttp, handoff, carrier or nethttp-carrier")
+	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: "+server.ModeHelp())
 	fs.IntVar(&a.threads, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
 	fs.IntVar(&a.rate, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
 	fs.IntVar(&a.conns, "connections", bench.DefaultConnections, "load generator connections")

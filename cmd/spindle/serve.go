@@ -36,7 +36,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs := newFlagSet("serve", "", "Serves GET /health (\"OK\") and GET /fruits (the backend's fruits, decoded and re-encoded\n"+
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
-	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff, carrier or nethttp-carrier (nethttp's handler and client on carriers)")
+	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: "+server.ModeHelp()+" (nethttp-carrier: nethttp's handler and client on carriers)")
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
