@@ -326,9 +326,10 @@ func waitVariants() []Variant {
 
 // Phase is one load level of a compare plan.
 type Phase struct {
-	// Name is "max" (max throughput), "fixed" (the study's fixed rate) or
-	// a point of a latency–load sweep: "sweep-PCT" (PCT% of the
-	// reference max) or "rate-N" (N req/s, from --rates).
+	// Name is report.PhaseMax (max throughput), report.PhaseFixed (the
+	// study's fixed rate) or a point of a latency–load sweep:
+	// report.SweepPhase ("sweep-PCT", PCT% of the reference max) or
+	// report.RatePhase ("rate-N", N req/s, from --rates).
 	Name string `json:"name"`
 	// Share, when positive, sets the phase's rate after the max phase:
 	// Share of the reference max throughput, the lowest configuration's
@@ -442,14 +443,14 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	if rounds <= 0 {
 		rounds = DefaultRounds
 	}
-	phases := []Phase{{Name: "max", Configs: configs}}
+	phases := []Phase{{Name: report.PhaseMax, Configs: configs}}
 	for _, sh := range SweepShares {
 		if sh != FixedRateShare && !o.Sweep {
 			continue
 		}
-		name := fmt.Sprintf("sweep-%03.0f", 100*sh)
+		name := report.SweepPhase(sh)
 		if sh == FixedRateShare {
-			name = "fixed"
+			name = report.PhaseFixed
 		}
 		phases = append(phases, Phase{Name: name, Share: sh, Configs: slices.Clone(configs)})
 	}
@@ -461,7 +462,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		for i := range cs {
 			cs[i].Rate = rate
 		}
-		phases = append(phases, Phase{Name: fmt.Sprintf("rate-%d", rate), Configs: cs})
+		phases = append(phases, Phase{Name: report.RatePhase(rate), Configs: cs})
 	}
 	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: phases}, nil
 }

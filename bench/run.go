@@ -105,9 +105,9 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	if opt.Phase == "" {
 		// A single run joins the phase its load belongs to, so that
 		// "spindle report" compares single runs like compare's.
-		opt.Phase = "max"
+		opt.Phase = report.PhaseMax
 		if cfg.Rate > 0 {
-			opt.Phase = "fixed"
+			opt.Phase = report.PhaseFixed
 		}
 	}
 	r.sum = report.Summary{
