@@ -1,7 +1,6 @@
 package carrier
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -273,8 +272,8 @@ func (g *Group) Close() error {
 // onCarrierThread reports whether the caller runs on one of g's carriers
 // (inside a task), where waiting for a carrier would deadlock. Floating
 // carriers have no thread of their own: there it reports whether the
-// caller is a task of any group, from its stack (this runs only when a
-// group or listener closes).
+// caller is a task of any floating group, from the mark its coroutine set
+// (calledFromTask; this runs only when a group or listener closes).
 func (g *Group) onCarrierThread() bool {
 	if g.opts.Float {
 		return calledFromTask()
@@ -286,21 +285,6 @@ func (g *Group) onCarrierThread() bool {
 		}
 	}
 	return false
-}
-
-// taskFrame names the function at the bottom of every task's stack.
-var taskFrame = []byte("spindle/carrier.(*coro).body(")
-
-// calledFromTask reports whether the calling goroutine is a task's coroutine.
-func calledFromTask() bool {
-	buf := make([]byte, 16<<10)
-	for {
-		n := runtime.Stack(buf, false)
-		if n < len(buf) { // the whole stack: a task's coroutine frame is at its bottom
-			return bytes.Contains(buf[:n], taskFrame)
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }
 
 func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }
