@@ -3,10 +3,8 @@ package carrier
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -165,22 +163,21 @@ func (g *Group) moveOthers(to, from cpu.Set) error {
 	for _, c := range g.carriers {
 		carriers[int(c.tid.Load())] = true
 	}
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := cpu.Threads("", "self")
 	if err != nil {
 		return err
 	}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil || carriers[tid] {
+	for _, tid := range tids {
+		if carriers[tid] {
 			continue
 		}
 		if from != nil {
-			cur, err := unix.SchedGetaffinity(tid)
-			if err != nil || !slices.Equal(cur, []int(from)) {
+			cur, err := cpu.ThreadAffinity(tid)
+			if err != nil || !slices.Equal(cur, from) {
 				continue // exited meanwhile, or not ours to restore
 			}
 		}
-		unix.SchedSetaffinity(tid, to) // fails only for a thread that exited meanwhile
+		cpu.PinThread(tid, to) // fails only for a thread that exited meanwhile
 	}
 	return nil
 }
