@@ -11,23 +11,36 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"spindle/cpu"
+	"spindle/remote"
 )
+
+// sshFailed is ssh's exit status when ssh itself fails (the connection),
+// as opposed to the remote command's own status.
+const sshFailed = 255
 
 // DefaultStopGrace is how long a child has between SIGTERM and SIGKILL.
 const DefaultStopGrace = 3 * time.Second
 
-// child is one process of a run, leader of its own process group.
+// child is one process of a run, leader of its own process group: a
+// spindle child on this machine, or the ssh session of a role on another
+// host (stdin set: closing it stops the remote process group), or a group
+// of load generators on several hosts (parts set).
 type child struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's result, valid after done
+	name  string
+	cmd   *exec.Cmd
+	log   *os.File
+	stdin io.WriteCloser // a remote role's session input
+	done  chan struct{}  // closed when the process has exited
+	err   error          // Wait's result, valid after done
+	// parts are a group's children; failed is the one whose failure
+	// ended the group.
+	parts  []*child
+	failed *child
 }
 
 // startChild starts exe args in a new process group with its standard
@@ -35,11 +48,24 @@ type child struct {
 // and every thread it creates inherit the CPU set even before it pins
 // itself (its --cpuset flag).
 func startChild(name, exe string, args []string, cpus cpu.Set, logPath, outPath string) (*child, error) {
+	cmd := exec.Command(exe, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// Backstop: the kernel kills the child if this process dies
+		// without stopping it (its start thread exiting counts too, and
+		// that thread is locked below only for the start).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	return launch(name, cmd, logPath, outPath, func() error { return startPinned(cmd, cpus) })
+}
+
+// launch starts cmd with start, its standard error in logPath and its
+// standard output in outPath ("" means logPath).
+func launch(name string, cmd *exec.Cmd, logPath, outPath string, start func() error) (*child, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	var out *os.File
 	if outPath != "" {
@@ -55,14 +81,7 @@ func startChild(name, exe string, args []string, cpus cpu.Set, logPath, outPath 
 			out.Close()
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// Backstop: the kernel kills the child if this process dies
-		// without stopping it (its start thread exiting counts too, and
-		// that thread is locked below only for the start).
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if err := startPinned(cmd, cpus); err != nil {
+	if err := start(); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -73,6 +92,29 @@ func startChild(name, exe string, args []string, cpus cpu.Set, logPath, outPath 
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// group is one child standing for parts: done when every part has exited
+// cleanly, or as soon as one fails (failure then describes that one).
+func group(name string, parts []*child) *child {
+	g := &child{name: name, parts: parts, done: make(chan struct{})}
+	ended := make(chan *child, len(parts))
+	for _, p := range parts {
+		go func() {
+			<-p.done
+			ended <- p
+		}()
+	}
+	go func() {
+		defer close(g.done)
+		for range parts {
+			if p := <-ended; p.err != nil {
+				g.failed, g.err = p, p.err
+				return
+			}
+		}
+	}()
+	return g
 }
 
 // startPinned starts cmd from an OS thread whose affinity is cpus, then
@@ -98,6 +140,22 @@ func startPinned(cmd *exec.Cmd, cpus cpu.Set) error {
 	return startErr
 }
 
+// local says whether the child is one process on this machine.
+func (c *child) local() bool { return c.stdin == nil && c.parts == nil }
+
+// pids are the child's processes on this machine (a remote role's is its
+// ssh).
+func (c *child) pids() []int {
+	if c.parts == nil {
+		return []int{c.cmd.Process.Pid}
+	}
+	var out []int
+	for _, p := range c.parts {
+		out = append(out, p.pids()...)
+	}
+	return out
+}
+
 // exited reports whether the child has exited.
 func (c *child) exited() bool {
 	select {
@@ -110,12 +168,22 @@ func (c *child) exited() bool {
 
 // failure describes how the child ended, with the last line of its log.
 func (c *child) failure() error {
+	if c.failed != nil {
+		return c.failed.failure()
+	}
 	msg := "exited"
 	if c.err != nil {
 		msg = c.err.Error()
 	}
-	if last := lastLine(c.log.Name()); last != "" {
-		msg += ": " + last
+	var ee *exec.ExitError
+	if c.stdin != nil && errors.As(c.err, &ee) && ee.ExitCode() == sshFailed {
+		// ssh's own failure: the host or the connection went away.
+		return fmt.Errorf("%s lost its ssh session (ssh exit %d: the host dropped or the connection broke)", c.name, sshFailed)
+	}
+	if c.log != nil {
+		if last := lastLine(c.log.Name()); last != "" {
+			msg += ": " + last
+		}
 	}
 	return fmt.Errorf("%s %s", c.name, msg)
 }
@@ -126,32 +194,48 @@ func lastLine(path string) string {
 	if err != nil {
 		return ""
 	}
-	s := strings.TrimSpace(string(data))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
+	return remote.LastLine(data)
 }
 
 // stop ends the child's process group: SIGTERM, then SIGKILL after grace.
-// It returns when the child has exited.
+// A remote role's session input is closed instead, which makes its remote
+// wrapper do the same there; its ssh is killed here if the session has not
+// ended shortly after. A group stops its parts at once. It returns when
+// the child has exited.
 func (c *child) stop(grace time.Duration) {
-	if c.exited() {
-		// The leader is gone; kill what may remain of its group.
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	if c.parts != nil {
+		var wg sync.WaitGroup
+		for _, p := range c.parts {
+			wg.Go(func() { p.stop(grace) })
+		}
+		wg.Wait()
+		<-c.done
 		return
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	pid := c.cmd.Process.Pid
+	if c.stdin != nil {
+		c.stdin.Close()
+		select {
+		case <-c.done:
+		case <-time.After(grace + remoteStopMargin):
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-c.done
+		return
+	}
+	if c.exited() {
+		// The leader is gone; kill what may remain of its group.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
 	case <-c.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-c.done
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL) // stragglers in the group
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // stragglers in the group
 }
 
 // waitHealthy polls url until it answers 200, the child exits, ctx ends or

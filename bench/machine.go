@@ -66,7 +66,7 @@ func (r *runner) ownPIDs() []int {
 	pids := []int{os.Getpid()}
 	for _, c := range []*child{r.mock, r.server, r.load} {
 		if c != nil {
-			pids = append(pids, c.cmd.Process.Pid)
+			pids = append(pids, c.pids()...)
 		}
 	}
 	return pids

@@ -20,8 +20,17 @@ import (
 	"spindle/cpu"
 	"spindle/load"
 	"spindle/observe"
+	"spindle/remote"
 	"spindle/report"
 )
+
+// configFile is config.json: the configuration, where each role ran and
+// every remote host's facts.
+type configFile struct {
+	Config
+	Layout string       `json:"layout"`
+	Hosts  []hostRecord `json:"hosts,omitempty"`
+}
 
 // Result directory files written by Run (documented in docs/bench.md).
 const (
@@ -70,6 +79,9 @@ type RunOptions struct {
 	// StopGrace is the time between SIGTERM and SIGKILL; 0 means
 	// DefaultStopGrace.
 	StopGrace time.Duration
+	// Hosts, when set, places roles on other hosts, already prepared
+	// (Hosts.Prepare); nil runs everything on this machine.
+	Hosts *Hosts
 }
 
 // ErrIncomplete marks a run that did not complete: its summary.json says
@@ -86,7 +98,20 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	if err := cfg.Validate(false); err != nil {
 		return report.Summary{}, fmt.Errorf("configuration %s: %w", cfg.Name, err)
 	}
-	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}}
+	if err := opt.Hosts.Check(); err != nil {
+		return report.Summary{}, err
+	}
+	if err := opt.Hosts.checkPrepared(); err != nil {
+		return report.Summary{}, err
+	}
+	if err := opt.Hosts.CheckCPUs(cfg); err != nil {
+		return report.Summary{}, err
+	}
+	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}, adminAddr: "127.0.0.1"}
+	if opt.Hosts.Remote() {
+		r.tag = newTag()
+		r.sum.Hosts = opt.Hosts.Layout()
+	}
 	if r.opt.Exe == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -111,7 +136,7 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 			opt.Phase = report.PhaseFixed
 		}
 	}
-	r.sum = report.Summary{
+	r.sum = report.Summary{Hosts: r.sum.Hosts,
 		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,
 		ServerCPUs: cfg.ServerCPUs.String(), LoadCPUs: cfg.LoadCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
 	}
@@ -126,6 +151,9 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	err := r.run(ctx)
 	r.progress("stopping")
 	r.stopAll()
+	if r.tag != "" {
+		r.cleanup()
+	}
 	r.sum.Finished = time.Now().UTC()
 	if len(r.na) > 0 {
 		r.sum.NA = r.na
@@ -152,6 +180,10 @@ type runner struct {
 	sum                report.Summary
 	na                 map[string]string
 	mock, server, load *child
+	// adminAddr is the address of the server's admin port.
+	adminAddr string
+	// tag marks the run's processes on other hosts (remote.EnvRun).
+	tag string
 }
 
 func (r *runner) progress(phase string) {
@@ -160,11 +192,64 @@ func (r *runner) progress(phase string) {
 	}
 }
 
-// started reports a child's start.
-func (r *runner) started(c *child) {
+// start starts a role's child on host x (nil: this machine) and reports
+// its start.
+func (r *runner) start(name string, x *remote.Host, args []string, cpus cpu.Set, logPath, outPath string) (*child, error) {
+	var c *child
+	var err error
+	if x == nil {
+		c, err = startChild(name, r.opt.Exe, args, cpus, logPath, outPath)
+	} else {
+		c, err = startRemote(name+"@"+x.Dest.String(), x, r.hostTag(x), name, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
+	}
+	if err != nil {
+		return nil, err
+	}
 	if r.opt.Started != nil {
 		r.opt.Started(c.name, c.cmd.Process.Pid)
 	}
+	return c, nil
+}
+
+// remoteLimit bounds a remote role's life (remote exec --limit): the
+// whole run with every wait at its longest, and a minute to spare.
+func (r *runner) remoteLimit() time.Duration {
+	return 2*r.opt.HealthTimeout + DefaultStartLead + r.cfg.Warmup + r.cfg.Duration + loadGrace + time.Minute
+}
+
+// startRemoteLoad starts the load generators of the load hosts, each with
+// its share of the load, at a common instant: now plus DefaultStartLead
+// here, which is that plus its clock offset on each host. It returns the
+// instant, by this machine's clock.
+func (r *runner) startRemoteLoad(url string) (time.Time, error) {
+	hosts := r.opt.Hosts.Load
+	shares, err := SplitLoad(r.cfg.Connections, r.cfg.Rate, r.cfg.LoadThreads, len(hosts))
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := r.makeLoadDirs(); err != nil {
+		return time.Time{}, err
+	}
+	at := time.Now().Add(DefaultStartLead)
+	parts := make([]*child, 0, len(hosts))
+	for i, x := range hosts {
+		c := r.cfg
+		c.Connections, c.LoadThreads, c.Rate = shares[i].Connections, shares[i].Threads, shares[i].Rate
+		args := loadFlags(c, "-") // the JSON on stdout, the text report on stderr
+		remoteAt := at.Add(x.Info.Clock.Offset).UTC().Format(time.RFC3339Nano)
+		args = append(args, "--hlog", remote.RunFile(r.hostTag(x), HlogFile), "--start-at", remoteAt, url)
+		dir := r.loadHostDir(x)
+		p, err := r.start("load", x, args, c.LoadCPUs, filepath.Join(dir, LoadLog), filepath.Join(dir, LoadJSON))
+		if err != nil {
+			for _, q := range parts {
+				q.stop(r.opt.StopGrace)
+			}
+			return time.Time{}, err
+		}
+		parts = append(parts, p)
+	}
+	r.load = group("load", parts)
+	return at, nil
 }
 
 func (r *runner) path(name string) string { return filepath.Join(r.opt.Dir, name) }
@@ -185,31 +270,55 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if err := report.WriteJSON(r.path(ConfigFile), cfg); err != nil {
+	h := r.opt.Hosts
+	if h == nil {
+		h = &Hosts{}
+	}
+	if err := report.WriteJSON(r.path(ConfigFile), configFile{Config: *cfg, Layout: h.Layout(), Hosts: h.records()}); err != nil {
 		return err
 	}
-	if r.mock, err = startChild("mock", r.opt.Exe, MockArgs(*cfg), cfg.MockCPUs, r.path(MockLog), ""); err != nil {
+	mockAddr, serverAddr := addr(h.MockAddr, h.Mock), addr(h.ServerAddr, h.Server)
+	mockArgs, serverArgs := MockArgs(*cfg), ServerArgs(*cfg)
+	if h.Mock != nil || h.MockAddr != "" { // reached from other hosts
+		mockArgs = setFlag(mockArgs, "--host", "")
+	}
+	if h.Server != nil || len(h.Load) > 0 {
+		serverArgs = setFlag(serverArgs, "--host", "")
+	}
+	if h.Server != nil { // /debug/carrier is read from here
+		serverArgs = setFlag(serverArgs, "--admin-host", "")
+	}
+	if h.Mock != nil && h.Mock == h.Server {
+		serverArgs = setFlag(serverArgs, "--backend", hostURL("127.0.0.1", cfg.MockPort, "/fruits"))
+	} else {
+		serverArgs = setFlag(serverArgs, "--backend", hostURL(mockAddr, cfg.MockPort, "/fruits"))
+	}
+	if r.mock, err = r.start("mock", h.Mock, mockArgs, cfg.MockCPUs, r.path(MockLog), ""); err != nil {
 		return err
 	}
-	r.started(r.mock)
-	if err := waitHealthy(ctx, r.mock, healthURL(cfg.MockPort), r.opt.HealthTimeout); err != nil {
+	if err := waitHealthy(ctx, r.mock, hostURL(mockAddr, cfg.MockPort, "/health"), r.opt.HealthTimeout); err != nil {
 		return err
 	}
-	if r.server, err = startChild("server", r.opt.Exe, ServerArgs(*cfg), cfg.ServerCPUs, r.path(ServerLog), ""); err != nil {
+	if r.server, err = r.start("server", h.Server, serverArgs, cfg.ServerCPUs, r.path(ServerLog), ""); err != nil {
 		return err
 	}
-	r.started(r.server)
-	if err := waitHealthy(ctx, r.server, healthURL(cfg.ServerPort), r.opt.HealthTimeout); err != nil {
+	if err := waitHealthy(ctx, r.server, hostURL(serverAddr, cfg.ServerPort, "/health"), r.opt.HealthTimeout); err != nil {
 		return err
 	}
+	r.adminAddr = serverAddr
 	before, carrierErr := r.carrierSnapshot(ctx)
 
 	r.progress("warm-up")
 	loadStart := time.Now()
-	if r.load, err = startChild("load", r.opt.Exe, LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile)), cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
+	if len(h.Load) == 0 {
+		args := LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile))
+		args[len(args)-1] = hostURL(serverAddr, cfg.ServerPort, "/fruits")
+		if r.load, err = r.start("load", nil, args, cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
+			return err
+		}
+	} else if loadStart, err = r.startRemoteLoad(hostURL(serverAddr, cfg.ServerPort, "/fruits")); err != nil {
 		return err
 	}
-	r.started(r.load)
 	margin := cfg.Duration * observeMarginPc / 100
 	obsStart := loadStart.Add(cfg.Warmup + margin)
 	obsWindow := cfg.Duration - 2*margin
@@ -253,6 +362,11 @@ func (r *runner) run(ctx context.Context) error {
 		return fmt.Errorf("load generator still running %v after its window ended", loadGrace)
 	}
 	r.progress("collecting")
+	if len(h.Load) > 0 {
+		if err := r.readRemoteLoad(); err != nil {
+			return err
+		}
+	}
 	if err := r.readLoad(); err != nil {
 		return err
 	}
@@ -319,8 +433,6 @@ func (r *runner) observe(ctx context.Context, window time.Duration) (obsErr, err
 	return obsErr, nil
 }
 
-func healthURL(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) + "/health" }
-
 // MockArgs are the arguments of the mock child.
 func MockArgs(c Config) []string {
 	return []string{"mock", "--port", strconv.Itoa(c.MockPort), "--think-time", c.MockThinkTime.String(),
@@ -352,13 +464,21 @@ func ServerArgs(c Config) []string {
 // LoadArgs are the arguments of the load generator child: its JSON result,
 // .hgrm files and interval log (load.DefaultInterval) go to the paths given.
 func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
+	a := loadFlags(c, jsonPath)
+	a = append(a, "--hgrm", hgrmPrefix, "--hlog", hlogPath)
+	return append(a, hostURL("127.0.0.1", c.ServerPort, "/fruits"))
+}
+
+// loadFlags are the load generator's flags without its URL and files
+// other than its JSON result.
+func loadFlags(c Config, jsonPath string) []string {
 	a := []string{"load", "-t", strconv.Itoa(c.LoadThreads), "-c", strconv.Itoa(c.Connections),
 		"-d", c.Duration.String(), "--warmup", c.Warmup.String(), "--latency",
-		"--json", jsonPath, "--hgrm", hgrmPrefix, "--hlog", hlogPath, "--cpuset", c.LoadCPUs.String()}
+		"--json", jsonPath, "--cpuset", c.LoadCPUs.String()}
 	if c.Rate > 0 {
 		a = append(a, "-R", strconv.Itoa(c.Rate))
 	}
-	return append(a, "http://127.0.0.1:"+strconv.Itoa(c.ServerPort)+"/fruits")
+	return a
 }
 
 // observers run in the measured window.
@@ -390,9 +510,28 @@ func (o *observers) wait() error {
 // errors: only ctx ending is.
 func (r *runner) startObservers(ctx context.Context, window time.Duration) *observers {
 	o := &observers{}
-	procs := []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}, {Name: "mock", PID: r.mock.cmd.Process.Pid}}
-	if !r.load.exited() {
-		procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
+	// The observers run where the server runs: here, or on its host
+	// through "spindle remote observe" (the /proc sampling of the server
+	// alone there; perf sched only here).
+	var procs []observe.Process
+	var sampleThreads func() (*observe.ThreadReport, error)
+	var perfStat func() ([]byte, error)
+	if r.server.local() {
+		procs = []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}}
+		if r.mock.local() {
+			procs = append(procs, observe.Process{Name: "mock", PID: r.mock.cmd.Process.Pid})
+		}
+		if r.load.local() && !r.load.exited() {
+			procs = append(procs, observe.Process{Name: "load", PID: r.load.cmd.Process.Pid})
+		}
+		sampleThreads = func() (*observe.ThreadReport, error) {
+			return observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
+		}
+		perfStat = func() ([]byte, error) {
+			return r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
+		}
+	} else {
+		sampleThreads, perfStat = r.remoteSamplers(ctx, window)
 	}
 	// The observers record why they have no figures from their goroutines.
 	var mu sync.Mutex
@@ -404,7 +543,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	na := func(key string, err error) { off(key, observe.Reason(err)) }
 	if r.cfg.Pidstat {
 		o.goRun(func() error {
-			rep, err := observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
+			rep, err := sampleThreads()
 			if err != nil {
 				na("threads", err)
 				return ctx.Err()
@@ -421,12 +560,18 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 			}
 			return nil
 		})
+		if !r.load.local() {
+			o.goRun(func() error {
+				r.observeLoadHosts(ctx, window, na)
+				return nil
+			})
+		}
 	} else {
 		off("threads", "off (--no-pidstat)")
 	}
 	if r.cfg.PerfStat {
 		o.goRun(func() error {
-			data, err := r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
+			data, err := perfStat()
 			if err != nil {
 				na("perf-stat", err)
 				return writeNA(r.path(PerfStatText), err)
@@ -443,7 +588,9 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	} else {
 		off("perf-stat", "off (no --perf-stat)")
 	}
-	if r.cfg.PerfSched {
+	if r.cfg.PerfSched && !r.server.local() {
+		off("perf-sched", fmt.Sprintf("server on %s: perf sched runs on this machine only", r.opt.Hosts.Server.Dest))
+	} else if r.cfg.PerfSched {
 		// Threads are listed before and after the trace: the load
 		// generator may have exited by the time the trace is parsed.
 		tids := map[int]string{}
@@ -561,7 +708,7 @@ func (r *runner) adminGet(ctx context.Context, path string) ([]byte, error) {
 	if i := strings.IndexByte(what, '?'); i >= 0 {
 		what = what[:i]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(r.cfg.AdminPort)+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, hostURL(r.adminAddr, r.cfg.AdminPort, path), nil)
 	if err != nil {
 		return nil, err
 	}

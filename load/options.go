@@ -90,6 +90,12 @@ type Options struct {
 	// of sleeping (0: never spin).
 	Spin time.Duration
 
+	// StartAt, when not zero, is the instant the run starts (the warm-up
+	// first), after the threads have connected nothing yet: load
+	// generators on several hosts start together. An instant already past
+	// starts at once.
+	StartAt time.Time
+
 	// IntervalSink, if not nil, receives the corrected latencies of every
 	// Interval of the measured window (the last one may be shorter),
 	// merged over the threads, in order, from one goroutine, while the run

@@ -130,6 +130,9 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		}
 	}
 	t0 := clock() + int64(time.Millisecond) // every thread is waiting by then
+	if !o.StartAt.IsZero() {
+		t0 = max(t0, int64(o.StartAt.Sub(base)))
+	}
 	measureAt := t0 + int64(o.Warmup)
 	end := measureAt + int64(o.Duration)
 	connIdx := 0

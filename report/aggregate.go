@@ -91,6 +91,9 @@ type Report struct {
 	LeftOut []LeftOut
 	// Results is how many directories were read.
 	Results int
+	// Hosts are the distinct placements of roles on other hosts
+	// (Summary.Hosts), in run order; empty when every run was local.
+	Hosts []string
 	// SLOP99 is the latency objective of the capacity figures (Curves);
 	// 0 means DefaultSLOP99.
 	SLOP99 time.Duration
@@ -118,6 +121,9 @@ func Build(results []Result) (*Report, error) {
 	runs := map[key][]Summary{}
 	for _, r := range rs {
 		s := r.Summary
+		if s.Hosts != "" && !slices.Contains(rep.Hosts, s.Hosts) {
+			rep.Hosts = append(rep.Hosts, s.Hosts)
+		}
 		k := key{s.Phase, s.Name}
 		g := byKey[k]
 		if g == nil {

@@ -102,6 +102,9 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	if opt.Preamble != "" {
 		fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace(opt.Preamble))
 	}
+	for _, h := range r.Hosts {
+		fmt.Fprintf(&b, "Roles on other hosts: %s (each host's kernel, CPU model, binary hash and clock offset are in the runs' config.json).\n\n", h)
+	}
 	fmt.Fprintf(&b, "%s, %d incomplete. Figures are the median over rounds with (min–max); "+
 		"latency is corrected for coordinated omission.\n\n", Count(r.Results, "result directory", "result directories"), len(r.Incomplete))
 

@@ -281,19 +281,12 @@ func TestMigrationsNA(t *testing.T) {
 			s.MigrationsNA = why
 		}
 	}
-	r, err := Build(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := r.WriteMarkdown(&b, Options{}, func(string, func(string) error) string { return "" }); err != nil {
-		t.Fatal(err)
-	}
+	r, md := markdown(t, rs)
 	if g := r.Find("fixed", "carrier"); g.Migrations.N != 0 || g.ActiveThreads.N == 0 {
 		t.Errorf("carrier migrations %+v, active threads %+v; want n/a and figures", g.Migrations, g.ActiveThreads)
 	}
-	if !strings.Contains(b.String(), "| n/a ("+why+") |") {
-		t.Errorf("no migrations n/a with the reason in:\n%s", b.String())
+	if !strings.Contains(md, "| n/a ("+why+") |") {
+		t.Errorf("no migrations n/a with the reason in:\n%s", md)
 	}
 }
 
@@ -381,4 +374,34 @@ func TestRingTable(t *testing.T) {
 	if n := strings.Count(string(md), "| 123456 |"); n != strings.Count(string(md), "io_uring rings") {
 		t.Errorf("%d ring rows for %d ring tables: only %s has ring figures", n, strings.Count(string(md), "io_uring rings"), named)
 	}
+}
+
+// TestHostsLayout: runs with roles on other hosts say so in report.md,
+// each placement once; local runs say nothing.
+func TestHostsLayout(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	if _, md := markdown(t, rs); strings.Contains(md, "other hosts") {
+		t.Errorf("local runs mention other hosts:\n%s", md)
+	}
+	for i := range rs {
+		rs[i].Summary.Hosts = "server h1, mock h1, load h2,h3"
+	}
+	_, md := markdown(t, rs)
+	if n := strings.Count(md, "Roles on other hosts: server h1, mock h1, load h2,h3"); n != 1 {
+		t.Errorf("the layout appears %d times in:\n%s", n, md)
+	}
+}
+
+// markdown builds the report of rs and writes its report.md without plots.
+func markdown(t *testing.T, rs []Result) (*Report, string) {
+	t.Helper()
+	r, err := Build(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b, Options{}, func(string, func(string) error) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	return r, b.String()
 }

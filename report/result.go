@@ -53,6 +53,9 @@ type Summary struct {
 	Threads    int    `json:"threads"`
 	ServerCPUs string `json:"server_cpuset"`
 	LoadCPUs   string `json:"load_cpuset,omitempty"`
+	// Hosts says where each role ran when any ran on another host
+	// ("server h1, mock h1, load h2,h3"); absent when all ran here.
+	Hosts string `json:"hosts,omitempty"`
 	// Rate is the fixed rate asked for, req/s; 0 means max throughput.
 	Rate int `json:"rate"`
 	// Started and Finished bound the whole run.

@@ -68,6 +68,7 @@ type benchArgs struct {
 	slo                            sloFlag
 	jsonPath                       string
 	profile                        string
+	hosts                          hostFlags
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -105,10 +106,12 @@ func benchFlags() (*flagSet, *benchArgs) {
 	a.ports.register(fs)
 	a.slo.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")
+	a.hosts.register(fs)
 	fs.example(
 		`spindle bench --mode carrier --rate 5000 --perf-stat --output-dir results/x`,
 		`spindle bench --mode nethttp --duration 10s --slo 'p99<=10ms,errors<=0.1%' --json - > summary.json`,
 		`spindle bench --mode carrier --profile cpu --server-cpuset 2-3 --load-cpuset 0-1 --mock-cpuset 4`,
+		`spindle bench --server-host h1 --load-hosts h2,h3 --rate 40000 --output-dir results/3hosts`,
 	)
 	return fs, a
 }
@@ -201,15 +204,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	hosts, closeHosts, err := a.hosts.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeHosts()
+	if err := hosts.CheckCPUs(cfg); err != nil {
+		return asBadInput(err)
+	}
 	fmt.Fprintf(stdout, "spindle bench %s: server %s (%s), load %s, mock %s -> %s\n",
 		cfg.Name, cfg.ServerCPUs, report.Count(cfg.Threads, "thread", "threads"), cfg.LoadCPUs, cfg.MockCPUs, dir)
+	if hosts.Remote() {
+		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
+	}
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}
 	line := newProgressLine(stderr, "bench")
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
-	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Progress: func(step string) {
+	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Hosts: hosts, Progress: func(step string) {
 		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
 			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
 	}})

@@ -39,6 +39,7 @@ type compareArgs struct {
 	ports            portFlags
 	objectives       sloFlag
 	jsonPath         string
+	hosts            hostFlags
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -73,11 +74,13 @@ func compareFlags() (*flagSet, *compareArgs) {
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
+	a.hosts.register(fs)
 	fs.example(
 		`spindle compare`,
 		`spindle compare --full --rounds 5`,
 		`spindle compare --only nethttp,carrier --sweep`,
 		`spindle compare --slo 'p99<=10ms' --json findings.json`,
+		`spindle compare --server-host h1 --load-hosts h2,h3`,
 	)
 	return fs, a
 }
@@ -167,7 +170,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	hosts, closeHosts, err := a.hosts.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeHosts()
+	if err := hosts.CheckCPUs(plan.Phases[0].Configs[0]); err != nil { // every configuration shares the layout
+		return asBadInput(err)
+	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
+	if hosts.Remote() {
+		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
+	}
 	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
 		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
 		report.Count(plan.Rounds, "round", "rounds"), plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
@@ -175,7 +189,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	line := newProgressLine(stderr, "compare")
-	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Progress: line.show,
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",

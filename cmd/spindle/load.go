@@ -42,6 +42,7 @@ type loadConfig struct {
 	tlsMin, tlsMax  string
 	hlog            string
 	hlogInterval    time.Duration
+	startAt         string
 }
 
 func loadFlags() (*flagSet, *loadConfig) {
@@ -83,6 +84,7 @@ Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	fs.StringVar(&c.hgrm, "hgrm", "", "write `PREFIX`.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
 	fs.Var(durationFlag{&c.hlogInterval}, "hlog-interval", "interval of --hlog")
+	fs.StringVar(&c.startAt, "start-at", "", "start the run (warm-up first) at this `INSTANT` (RFC 3339, e.g. 2026-01-02T15:04:05.5Z) instead of at once: load generators on several hosts start together")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.durationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
 	for _, n := range []string{"k", "insecure"} {
@@ -130,6 +132,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	}{{"tls-min", c.tlsMin, &o.TLSMin}, {"tls-max", c.tlsMax, &o.TLSMax}} {
 		if *v.dst, err = load.ParseTLSVersion(v.s); err != nil {
 			return badInput("load: --%s: %v", v.name, err)
+		}
+	}
+	if c.startAt != "" {
+		if o.StartAt, err = parseStartAt(c.startAt, time.Now()); err != nil {
+			return badInput("load: --start-at: %v", err)
 		}
 	}
 	var thresholds []slo.Threshold
@@ -305,4 +312,20 @@ func (f *metricFlag) Set(s string) error {
 	}
 	f.v, f.set, f.raw = v, true, s
 	return nil
+}
+
+// maxStartAhead bounds --start-at: an instant further ahead is a typo (a
+// wrong date or zone), not a plan.
+const maxStartAhead = time.Hour
+
+// parseStartAt parses --start-at (RFC 3339 with a zone) against now.
+func parseStartAt(s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 instant such as 2026-01-02T15:04:05.5Z", s)
+	}
+	if t.Sub(now) > maxStartAhead {
+		return time.Time{}, fmt.Errorf("%s is more than %v ahead", s, maxStartAhead)
+	}
+	return t, nil
 }

@@ -28,6 +28,10 @@ func exitCode(err error, stderr *os.File) int {
 	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
+	var es *exitStatus
+	if errors.As(err, &es) {
+		return es.code // the child said why on the shared stderr
+	}
 	fmt.Fprintf(stderr, "spindle: %v\n", err)
 	if errors.Is(err, errBadInput) {
 		return 2

@@ -18,6 +18,9 @@ type command struct {
 	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// flags builds the command's flag set for "spindle help NAME" (may be nil).
 	flags func() *flagSet
+	// hidden leaves the command out of "spindle help": it is spindle's
+	// own, run by spindle on other hosts.
+	hidden bool
 }
 
 var commands = map[string]command{}
@@ -80,7 +83,10 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	names := make([]string, 0, len(commands))
-	for n := range commands {
+	for n, c := range commands {
+		if c.hidden {
+			continue
+		}
 		names = append(names, n)
 	}
 	slices.Sort(names)

@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"spindle/observe"
+	"spindle/remote"
+)
+
+// TestObserveHere is the remote side of observing a role: it finds the
+// role's process by its tags, samples its threads, and says why perf stat
+// has no figures when perf is missing.
+func TestObserveHere(t *testing.T) {
+	tag := "obs" + strconv.Itoa(os.Getpid())
+	wrapper := exec.Command("sleep", "30") // the wrapper: tagged, no role
+	wrapper.Env = append(os.Environ(), remote.EnvRun+"="+tag)
+	role := exec.Command("sleep", "30")
+	role.Env = append(os.Environ(), remote.EnvRun+"="+tag, remote.EnvRole+"=server")
+	mock := exec.Command("sleep", "30")
+	mock.Env = append(os.Environ(), remote.EnvRun+"="+tag, remote.EnvRole+"=mock")
+	for _, c := range []*exec.Cmd{wrapper, role, mock} {
+		if err := c.Start(); err != nil {
+			t.Skipf("cannot start sleep: %v", err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
+	noPerf := observe.Perf{LookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
+	obs, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "server", Also: []string{"mock"},
+		Window: 300 * time.Millisecond, Threads: true, PerfStat: true, Perf: noPerf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Threads == nil || len(obs.Threads.Processes) != 2 || obs.Threads.Processes[0].PID != role.Process.Pid ||
+		obs.Threads.Processes[1] != (observe.Process{Name: "mock", PID: mock.Process.Pid}) {
+		t.Errorf("threads of %+v, want the role's process %d and the mock's %d (%s)", obs.Threads, role.Process.Pid, mock.Process.Pid, obs.ThreadsNA)
+	}
+	if obs.PerfStatCSV != "" || !strings.Contains(obs.PerfStatNA, "perf not installed") {
+		t.Errorf("perf stat without perf: %q, %q", obs.PerfStatCSV, obs.PerfStatNA)
+	}
+	if _, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "load", Window: time.Millisecond, Threads: true}); err == nil {
+		t.Error("no load process: no error")
+	}
+}

@@ -1,0 +1,125 @@
+package load
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"spindle/latency"
+)
+
+// part builds a checked result whose latencies are values (µs).
+func part(t *testing.T, conns int, start time.Time, dur float64, values []int64, failed int64, rates []float64) *Result {
+	t.Helper()
+	h := latency.New()
+	u := latency.New()
+	for _, v := range values {
+		h.RecordValue(v)
+		u.RecordValue(v / 2)
+	}
+	cs, err := latency.Summarize(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := latency.Summarize(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(values))
+	r := &Result{SchemaVersion: SchemaVersion, Config: Config{URL: "http://s/fruits", Threads: 2, Connections: conns, Rate: 1000},
+		Start: start, DurationS: dur, Intended: n + failed + 3, Completed: n, ByStatus: StatusCounts{C2xx: n - 1, C5xx: 1},
+		Failed: failed, Errors: ErrorCounts{Timeout: failed}, InFlight: 1, NotSent: 2, Sent: n + failed + 1,
+		BytesRead: 600 * n, AchievedRate: float64(n) / dur, TransferRate: 600 * float64(n) / dur,
+		ThreadReqPerSec: summarizeRates(rates), Corrected: cs, Uncorrected: us}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestMerge(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := part(t, 50, t0.Add(time.Millisecond), 1.0, []int64{100, 200, 300, 4000}, 2, []float64{10, 20, 30})
+	b := part(t, 50, t0, 1.2, []int64{150, 250, 90000}, 0, []float64{40, 50})
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Corrected.Count != a.Corrected.Count+b.Corrected.Count || m.Uncorrected.Count != a.Uncorrected.Count+b.Uncorrected.Count {
+		t.Errorf("merged counts %d/%d, want the sums", m.Corrected.Count, m.Uncorrected.Count)
+	}
+	if m.Completed != 7 || m.Intended != a.Intended+b.Intended || m.Failed != 2 || m.ByStatus.C5xx != 2 || m.Sent != a.Sent+b.Sent {
+		t.Errorf("merged accounting %+v", m)
+	}
+	if err := m.Check(); err != nil {
+		t.Errorf("merged result fails its accounting: %v", err)
+	}
+	if m.Config.Connections != 100 || m.Config.Threads != 4 || m.Config.Rate != 2000 {
+		t.Errorf("merged config %+v", m.Config)
+	}
+	if !m.Start.Equal(t0) || m.DurationS != 1.2 || m.AchievedRate != a.AchievedRate+b.AchievedRate {
+		t.Errorf("merged start %v, window %v, rate %v", m.Start, m.DurationS, m.AchievedRate)
+	}
+	// Lossless: the merged histogram is the one a single generator would
+	// have recorded.
+	all := latency.New()
+	for _, v := range []int64{100, 200, 300, 4000, 150, 250, 90000} {
+		all.RecordValue(v)
+	}
+	for _, p := range []float64{50, 90, 99, 100} {
+		mh, _ := m.Corrected.Decode()
+		if got, want := mh.ValueAtPercentile(p), all.ValueAtPercentile(p); got != want {
+			t.Errorf("p%v = %d, want %d", p, got, want)
+		}
+	}
+	if m.Corrected.MaxUs != all.Max() || m.Corrected.MinUs != all.Min() {
+		t.Errorf("merged min/max %d/%d, want %d/%d", m.Corrected.MinUs, m.Corrected.MaxUs, all.Min(), all.Max())
+	}
+	// Pooled thread rates equal those of all the samples together.
+	want := summarizeRates([]float64{10, 20, 30, 40, 50})
+	got := m.ThreadReqPerSec
+	if got.Samples != want.Samples || math.Abs(got.Mean-want.Mean) > 1e-9 || math.Abs(got.StdDev-want.StdDev) > 1e-9 || got.Max != want.Max {
+		t.Errorf("pooled rates %+v, want %+v", got, want)
+	}
+}
+
+func TestMergeBad(t *testing.T) {
+	if _, err := Merge(); err == nil {
+		t.Error("no parts: no error")
+	}
+	if _, err := Merge(nil); err == nil {
+		t.Error("nil part: no error")
+	}
+	bad := part(t, 1, time.Now(), 1, []int64{100}, 0, nil)
+	bad.Completed++ // accounting broken
+	if _, err := Merge(bad); err == nil || !strings.Contains(err.Error(), "accounting") {
+		t.Errorf("broken part: %v", err)
+	}
+	garbled := part(t, 1, time.Now(), 1, []int64{100}, 0, nil)
+	garbled.Corrected.Histogram = "not base64!"
+	if _, err := Merge(garbled); err == nil {
+		t.Error("garbled histogram: no error")
+	}
+}
+
+func TestMergeTLS(t *testing.T) {
+	a := part(t, 1, time.Now(), 1, []int64{100}, 0, nil)
+	b := part(t, 1, time.Now(), 1, []int64{100}, 0, nil)
+	hs := latency.New()
+	hs.RecordValue(500)
+	s, _ := latency.Summarize(hs)
+	a.TLS = &TLSResult{Min: "1.2", Max: "1.3", Handshakes: 3, TLS13: 3, Resumed: 1, Handshake: s}
+	b.TLS = &TLSResult{Min: "1.2", Max: "1.3", Handshakes: 2, TLS12: 2, HandshakeErrors: 1, Handshake: s}
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TLS == nil || m.TLS.Handshakes != 5 || m.TLS.TLS12 != 2 || m.TLS.TLS13 != 3 || m.TLS.Resumed != 1 ||
+		m.TLS.HandshakeErrors != 1 || m.TLS.Handshake.Count != 2 {
+		t.Errorf("merged TLS %+v", m.TLS)
+	}
+	if m2, _ := Merge(part(t, 1, time.Now(), 1, []int64{1}, 0, nil)); m2.TLS != nil {
+		t.Error("http parts merged into a TLS result")
+	}
+}
