@@ -73,7 +73,7 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 		maxTP: map[string][]float64{}, maxAll: map[string][]float64{}}
 	var rest []int // the phases after "max"
 	for pi, ph := range p.Phases {
-		if ph.Name != "max" {
+		if ph.Name != report.PhaseMax {
 			rest = append(rest, pi)
 			continue
 		}
@@ -172,7 +172,7 @@ func (pr *planRun) phase(ctx context.Context, pi, round int) error {
 			}
 			continue
 		}
-		if ph.Name == "max" {
+		if ph.Name == report.PhaseMax {
 			pr.maxAll[cfg.Name] = append(pr.maxAll[cfg.Name], sum.Throughput)
 			if report.Check(sum) == "" {
 				pr.maxTP[cfg.Name] = append(pr.maxTP[cfg.Name], sum.Throughput)

@@ -1,17 +1,14 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
 
 	"spindle/cpu"
-	"spindle/internal/unix"
 	"spindle/observe"
 )
 
@@ -83,15 +80,8 @@ func PinRunner(cpus cpu.Set) error {
 	if len(cpus) == 0 {
 		return fmt.Errorf("pin runner: empty CPU set")
 	}
-	tids, err := listTIDs("", "self")
-	if err != nil {
+	if err := cpu.PinProcess(cpus); err != nil {
 		return fmt.Errorf("pin runner: %w", err)
-	}
-	for _, tid := range tids {
-		// A thread that exited since the listing is no error.
-		if err := unix.SchedSetaffinity(tid, cpus); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("pin runner thread %d to %s: %w", tid, cpus, err)
-		}
 	}
 	return nil
 }

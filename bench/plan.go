@@ -15,17 +15,19 @@ import (
 	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/report"
+	"spindle/server"
 )
 
-// Modes of the server under test.
+// Modes of the server under test, as Config.Mode spells them: the flag
+// values of server's registered modes (server.Modes lists them all).
 const (
-	ModeNetHTTP = "nethttp" // net/http, the Go scheduler's work stealing (the study's FJP)
-	ModeHandoff = "handoff" // carriers for I/O, a goroutine per request
-	ModeCarrier = "carrier" // everything on carriers, with affinity
+	ModeNetHTTP = string(server.ModeNetHTTP) // net/http, the Go scheduler's work stealing (the study's FJP)
+	ModeHandoff = string(server.ModeHandoff) // carriers for I/O, a goroutine per request
+	ModeCarrier = string(server.ModeCarrier) // everything on carriers, with affinity
 	// ModeNetHTTPCarrier is nethttp's handler and client code on carriers:
 	// with nethttp and carrier it splits carrier's gain into the
 	// scheduler's part and the code path's.
-	ModeNetHTTPCarrier = "nethttp-carrier"
+	ModeNetHTTPCarrier = string(server.ModeNetHTTPCarrier)
 )
 
 // Defaults of one configuration, reused as the flags of "spindle bench".
@@ -228,10 +230,8 @@ type Config struct {
 // Validate checks the configuration; strict also rejects overlapping CPU
 // sets.
 func (c Config) Validate(strict bool) error {
-	switch c.Mode {
-	case ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier:
-	default:
-		return fmt.Errorf("mode %q: want %s, %s, %s or %s", c.Mode, ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier)
+	if _, err := server.ParseMode(c.Mode); err != nil {
+		return fmt.Errorf("mode %q: want %s", c.Mode, server.ModeHelp())
 	}
 	// The server's own rules, so that a plan fails before anything starts.
 	pin, err := carrier.ParsePinning(c.Topology)
@@ -287,15 +287,17 @@ type Variant struct {
 	fits  func(l Layout) bool
 }
 
-// Variants are the compare matrix's server designs, in report order.
-var Variants = []Variant{
+// Variants are the compare matrix's server designs, in report order: one
+// carrier+NAME for each adaptive strategy of carrier/wait's registry sits
+// after carrier+pinning.
+var Variants = slices.Concat([]Variant{
 	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
 	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
 	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTPCarrier }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
-	{Name: "carrier+adaptive", apply: func(c *Config, _ Layout) { c.Mode, c.Wait = ModeCarrier, "adaptive" }},
+}, waitVariants(), []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true
 	}, needs: "two server carriers or more (work to move between them)", fits: func(l Layout) bool { return l.Carriers >= 2 }},
@@ -308,13 +310,26 @@ var Variants = []Variant{
 		c.Mode, c.NPlus1 = ModeCarrier, true
 		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
 	}, needs: "a spare CPU", fits: func(l Layout) bool { return len(l.Extra) > 0 }},
+})
+
+// waitVariants are carrier+NAME for each adaptive wait strategy (the fixed
+// ones are the carriers' --wait choice, not a design the matrix compares).
+func waitVariants() []Variant {
+	var out []Variant
+	for _, name := range wait.NamesWhere(func(s wait.Spec) bool { return s.Adaptive }) {
+		out = append(out, Variant{Name: ModeCarrier + "+" + name, apply: func(c *Config, _ Layout) {
+			c.Mode, c.Wait = ModeCarrier, name
+		}})
+	}
+	return out
 }
 
 // Phase is one load level of a compare plan.
 type Phase struct {
-	// Name is "max" (max throughput), "fixed" (the study's fixed rate) or
-	// a point of a latency–load sweep: "sweep-PCT" (PCT% of the
-	// reference max) or "rate-N" (N req/s, from --rates).
+	// Name is report.PhaseMax (max throughput), report.PhaseFixed (the
+	// study's fixed rate) or a point of a latency–load sweep:
+	// report.SweepPhase ("sweep-PCT", PCT% of the reference max) or
+	// report.RatePhase ("rate-N", N req/s, from --rates).
 	Name string `json:"name"`
 	// Share, when positive, sets the phase's rate after the max phase:
 	// Share of the reference max throughput, the lowest configuration's
@@ -428,14 +443,14 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	if rounds <= 0 {
 		rounds = DefaultRounds
 	}
-	phases := []Phase{{Name: "max", Configs: configs}}
+	phases := []Phase{{Name: report.PhaseMax, Configs: configs}}
 	for _, sh := range SweepShares {
 		if sh != FixedRateShare && !o.Sweep {
 			continue
 		}
-		name := fmt.Sprintf("sweep-%03.0f", 100*sh)
+		name := report.SweepPhase(sh)
 		if sh == FixedRateShare {
-			name = "fixed"
+			name = report.PhaseFixed
 		}
 		phases = append(phases, Phase{Name: name, Share: sh, Configs: slices.Clone(configs)})
 	}
@@ -447,7 +462,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		for i := range cs {
 			cs[i].Rate = rate
 		}
-		phases = append(phases, Phase{Name: fmt.Sprintf("rate-%d", rate), Configs: cs})
+		phases = append(phases, Phase{Name: report.RatePhase(rate), Configs: cs})
 	}
 	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: phases}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"spindle/carrier"
 	"spindle/cpu"
+	"spindle/report"
 )
 
 func cpus(n int) cpu.Set {
@@ -288,6 +289,17 @@ func TestReference(t *testing.T) {
 	for _, tt := range tests {
 		if got := reference(tt.pass, all); got != tt.want {
 			t.Errorf("%s: reference = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestVariantsNameFindings checks that the compare matrix has every
+// configuration report's findings name (report owns those names: it cannot
+// import bench).
+func TestVariantsNameFindings(t *testing.T) {
+	for _, name := range []string{report.ConfigBaseline, report.ConfigUnpinned, report.ConfigPinned, report.ConfigNetHTTPCarrier} {
+		if !slices.ContainsFunc(Variants, func(v Variant) bool { return v.Name == name }) {
+			t.Errorf("report's findings compare %q, which bench.Variants lacks", name)
 		}
 	}
 }

@@ -131,9 +131,9 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	if opt.Phase == "" {
 		// A single run joins the phase its load belongs to, so that
 		// "spindle report" compares single runs like compare's.
-		opt.Phase = "max"
+		opt.Phase = report.PhaseMax
 		if cfg.Rate > 0 {
-			opt.Phase = "fixed"
+			opt.Phase = report.PhaseFixed
 		}
 	}
 	r.sum = report.Summary{Hosts: r.sum.Hosts,
@@ -668,22 +668,7 @@ const profileMargin = 5 * time.Second
 
 // listTIDs lists the threads of process pid ("self" for this one) under
 // procRoot ("" means /proc); an error when the process is gone.
-func listTIDs(procRoot, pid string) ([]int, error) {
-	if procRoot == "" {
-		procRoot = observe.DefaultProcRoot
-	}
-	es, err := os.ReadDir(filepath.Join(procRoot, pid, "task"))
-	if err != nil {
-		return nil, err
-	}
-	var tids []int
-	for _, e := range es {
-		if n, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, n)
-		}
-	}
-	return tids, nil
-}
+func listTIDs(procRoot, pid string) ([]int, error) { return cpu.Threads(procRoot, pid) }
 
 // writePerfStat writes perf-stat.txt: the study's figures, then perf's CSV.
 func writePerfStat(w io.Writer, s observe.PerfSummary, window time.Duration, raw []byte) error {

@@ -358,7 +358,7 @@ func (c *Carrier) loop() {
 		c.waiting.Store(1)
 		r := c.strat.Wait(c, c.wakeAt())
 		c.waiting.Store(0)
-		if int(r.Kind) < numKinds {
+		if int(r.Kind) < wait.NumKinds {
 			add(&c.stats.waits[r.Kind], 1)
 		}
 		add(&c.stats.spunNs, uint64(r.Spun))

@@ -1,13 +1,10 @@
 package carrier
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -94,7 +91,7 @@ func New(o Options) (*Group, error) {
 }
 
 func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
-	strat, err := newStrategy(g.opts.Wait)
+	strat, err := newStrategy(g.opts.Wait, g.opts.WaitOptions)
 	if err != nil {
 		return nil, fmt.Errorf("carrier: %w", err)
 	}
@@ -166,22 +163,21 @@ func (g *Group) moveOthers(to, from cpu.Set) error {
 	for _, c := range g.carriers {
 		carriers[int(c.tid.Load())] = true
 	}
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := cpu.Threads("", "self")
 	if err != nil {
 		return err
 	}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil || carriers[tid] {
+	for _, tid := range tids {
+		if carriers[tid] {
 			continue
 		}
 		if from != nil {
-			cur, err := unix.SchedGetaffinity(tid)
-			if err != nil || !slices.Equal(cur, []int(from)) {
+			cur, err := cpu.ThreadAffinity(tid)
+			if err != nil || !slices.Equal(cur, from) {
 				continue // exited meanwhile, or not ours to restore
 			}
 		}
-		unix.SchedSetaffinity(tid, to) // fails only for a thread that exited meanwhile
+		cpu.PinThread(tid, to) // fails only for a thread that exited meanwhile
 	}
 	return nil
 }
@@ -273,8 +269,8 @@ func (g *Group) Close() error {
 // onCarrierThread reports whether the caller runs on one of g's carriers
 // (inside a task), where waiting for a carrier would deadlock. Floating
 // carriers have no thread of their own: there it reports whether the
-// caller is a task of any group, from its stack (this runs only when a
-// group or listener closes).
+// caller is a task of any floating group, from the mark its coroutine set
+// (calledFromTask; this runs only when a group or listener closes).
 func (g *Group) onCarrierThread() bool {
 	if g.opts.Float {
 		return calledFromTask()
@@ -286,21 +282,6 @@ func (g *Group) onCarrierThread() bool {
 		}
 	}
 	return false
-}
-
-// taskFrame names the function at the bottom of every task's stack.
-var taskFrame = []byte("spindle/carrier.(*coro).body(")
-
-// calledFromTask reports whether the calling goroutine is a task's coroutine.
-func calledFromTask() bool {
-	buf := make([]byte, 16<<10)
-	for {
-		n := runtime.Stack(buf, false)
-		if n < len(buf) { // the whole stack: a task's coroutine frame is at its bottom
-			return bytes.Contains(buf[:n], taskFrame)
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }
 
 func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }

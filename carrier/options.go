@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"spindle/carrier/wait"
 	"spindle/cpu"
 )
 
@@ -123,9 +124,13 @@ type Options struct {
 	// tasks before the carrier polls I/O again; a pass always runs at least
 	// one task. 0: DefaultDrainBudget.
 	DrainBudget time.Duration
-	// Wait names the idle strategy (block, busy, pause, adaptive, tpause,
-	// umwait) passed to wait.New; "": DefaultWait.
+	// Wait names the idle strategy (one of wait.Names) passed to wait.New;
+	// "": DefaultWait.
 	Wait string
+	// WaitOptions tune the idle strategy (its poll interval, the adaptive
+	// policy's B and trust, the park length...); the zero value selects
+	// every default. Each carrier builds its own strategy from them.
+	WaitOptions wait.Options
 	// Steal lets an idle carrier take unstarted work from a sibling (and,
 	// with Float, started tasks that are runnable).
 	Steal bool

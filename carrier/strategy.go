@@ -7,9 +7,9 @@ import (
 )
 
 // newStrategy returns a fresh idle strategy for one carrier (strategies
-// keep per-thread state, so carriers never share one).
-func newStrategy(name string) (wait.Strategy, error) {
-	s, err := wait.New(name, wait.Options{})
+// keep per-thread state, so carriers never share one), tuned by o.
+func newStrategy(name string, o wait.Options) (wait.Strategy, error) {
+	s, err := wait.New(name, o)
 	if err != nil {
 		return nil, fmt.Errorf("wait strategy %s: %w", name, err)
 	}

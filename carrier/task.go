@@ -194,12 +194,18 @@ type coro struct {
 	stop  func()
 	yield func(bool) bool
 	task  *Task
+	// mark: the coroutine marks itself as a task's (markTask), for
+	// calledFromTask in floating groups.
+	mark bool
 }
 
 // body is the coroutine's function. It yields false when its task parks
 // and true when the task has finished; it then waits for the next task.
 func (co *coro) body(yield func(bool) bool) {
 	co.yield = yield
+	if co.mark {
+		defer markTask()()
+	}
 	for {
 		execute(co.task)
 		if !yield(true) {
@@ -209,7 +215,7 @@ func (co *coro) body(yield func(bool) bool) {
 }
 
 func (c *Carrier) newCoro() *coro {
-	co := &coro{}
+	co := &coro{mark: c.g.opts.Float}
 	co.next, co.stop = iter.Pull(co.body)
 	c.coros[co] = struct{}{}
 	return co

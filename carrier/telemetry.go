@@ -120,7 +120,7 @@ type stats struct {
 	stealsIn           atomic.Uint64
 	stealsOut          atomic.Uint64
 	migrationsIn       atomic.Uint64
-	waits              [numKinds]atomic.Uint64
+	waits              [wait.NumKinds]atomic.Uint64
 	spunNs, blockedNs  atomic.Uint64
 	panics             atomic.Uint64
 	pinned             atomic.Uint64
@@ -133,16 +133,6 @@ type stats struct {
 	ringEnters, ringSubmits atomic.Uint64
 	ringInlineSends         atomic.Uint64
 	ringCQEs                histRec
-}
-
-// numKinds is the number of wait.Kind values counted.
-const numKinds = 4
-
-var kindNames = [numKinds]string{
-	wait.KindNone:  "none",
-	wait.KindSpin:  "spin",
-	wait.KindBlock: "block",
-	wait.KindTimer: "timer",
 }
 
 // Telemetry is one carrier's cumulative counters at one instant. The
@@ -266,7 +256,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		StealsIn:       s.stealsIn.Load(),
 		StealsOut:      s.stealsOut.Load(),
 		MigrationsIn:   s.migrationsIn.Load(),
-		Waits:          make(map[string]uint64, numKinds),
+		Waits:          make(map[string]uint64, wait.NumKinds),
 		SpunNs:         s.spunNs.Load(),
 		BlockedNs:      s.blockedNs.Load(),
 		Panics:         s.panics.Load(),
@@ -281,8 +271,8 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		RingCompletions: s.ringCQEs.snapshot(),
 		RingInlineSends: s.ringInlineSends.Load(),
 	}
-	for k, name := range kindNames {
-		t.Waits[name] = s.waits[k].Load()
+	for k := range s.waits {
+		t.Waits[wait.Kind(k).String()] = s.waits[k].Load()
 	}
 	return t
 }

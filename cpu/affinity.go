@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"spindle/internal/unix"
@@ -41,7 +42,7 @@ func PinProcess(s Set) error {
 	}
 	done := map[int]bool{}
 	for {
-		tids, err := threadIDs("/proc/self/task")
+		tids, err := Threads("", "self")
 		if err != nil {
 			return fmt.Errorf("pin process to CPUs %s: %w", s, err)
 		}
@@ -50,9 +51,8 @@ func PinProcess(s Set) error {
 			if done[tid] {
 				continue
 			}
-			// A thread that exited since the listing is not an error.
-			if err := unix.SchedSetaffinity(tid, s); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("pin thread %d to CPUs %s: %w", tid, s, err)
+			if err := PinThread(tid, s); err != nil {
+				return err
 			}
 			done[tid] = true
 			fresh++
@@ -63,9 +63,38 @@ func PinProcess(s Set) error {
 	}
 }
 
-// threadIDs lists the thread ids in a /proc/PID/task directory.
-func threadIDs(dir string) ([]int, error) {
-	ents, err := os.ReadDir(dir)
+// PinThread restricts the thread tid (0: the caller) to the CPUs in s. A
+// thread that has exited (ESRCH: it went between a listing and this call)
+// is not an error.
+func PinThread(tid int, s Set) error {
+	if err := unix.SchedSetaffinity(tid, s); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pin thread %d to CPUs %s: %w", tid, s, err)
+	}
+	return nil
+}
+
+// ThreadAffinity returns the CPUs the thread tid (0: the caller) may run on.
+func ThreadAffinity(tid int) (Set, error) {
+	cpus, err := unix.SchedGetaffinity(tid)
+	if err != nil {
+		return nil, fmt.Errorf("read affinity of thread %d: %w", tid, err)
+	}
+	return Set(cpus), nil
+}
+
+// DefaultProcRoot is where Linux mounts procfs.
+const DefaultProcRoot = "/proc"
+
+// Threads lists the thread ids of process pid ("self" for this one) from
+// /proc/PID/task under procRoot ("" means DefaultProcRoot); an error when
+// the process is gone. It is the one /proc/PID/task lister: pinning every
+// thread, the bench's per-process thread counts and the carrier group's
+// N+1 reserve use it.
+func Threads(procRoot, pid string) ([]int, error) {
+	if procRoot == "" {
+		procRoot = DefaultProcRoot
+	}
+	ents, err := os.ReadDir(filepath.Join(procRoot, pid, "task"))
 	if err != nil {
 		return nil, err
 	}

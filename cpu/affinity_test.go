@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -43,7 +45,7 @@ func TestPinProcessPinsEveryThread(t *testing.T) {
 	if err := PinProcess(want); err != nil {
 		t.Fatal(err)
 	}
-	tids, err := threadIDs("/proc/self/task")
+	tids, err := Threads("", "self")
 	if err != nil {
 		t.Skipf("needs /proc/self/task: %v", err)
 	}
@@ -64,5 +66,32 @@ func TestPinProcessPinsEveryThread(t *testing.T) {
 func TestPinProcessEmpty(t *testing.T) {
 	if err := PinProcess(Set{}); err == nil {
 		t.Fatal("PinProcess with no CPUs succeeded")
+	}
+}
+
+func TestThreads(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"42/task/42", "42/task/43", "42/task/not-a-tid", "7/task"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		pid     string
+		want    []int
+		wantErr bool
+	}{
+		{"42", []int{42, 43}, false},
+		{"7", []int{}, false},
+		{"99", nil, true}, // the process is gone
+	}
+	for _, tt := range tests {
+		got, err := Threads(root, tt.pid)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+			t.Errorf("Threads(%q) = %v, %v; want %v (error %v)", tt.pid, got, err, tt.want, tt.wantErr)
+		}
+	}
+	if self, err := Threads("", "self"); err != nil || len(self) == 0 {
+		t.Errorf("Threads of this process: %v, %v", self, err)
 	}
 }

@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"spindle/cpu"
 )
 
 // DefaultProcRoot is where procfs is mounted.
-const DefaultProcRoot = "/proc"
+const DefaultProcRoot = cpu.DefaultProcRoot
 
 // DefaultSampleInterval is how often SampleThreads reads /proc: 10 samples
 // a second tell where each thread runs, and reading four files for each of

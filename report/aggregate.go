@@ -102,9 +102,9 @@ type Report struct {
 // phaseRank orders phases in reports.
 func phaseRank(p string) int {
 	switch p {
-	case "max":
+	case PhaseMax:
 		return 0
-	case "fixed":
+	case PhaseFixed:
 		return 1
 	}
 	return 2

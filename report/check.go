@@ -42,7 +42,7 @@ func Check(s Summary) string {
 	var why []string
 	// A sweep point past saturation falls behind by design: it is plotted
 	// at what it achieved, and capacity requires the rate achieved.
-	if s.Rate > 0 && !isSweep(s.Phase) && s.Throughput < MinAchievedShare*float64(s.Rate) {
+	if s.Rate > 0 && !IsSweepPhase(s.Phase) && s.Throughput < MinAchievedShare*float64(s.Rate) {
 		why = append(why, fmt.Sprintf("achieved %.0f of %d req/s (%.0f%%, under %.0f%%)",
 			s.Throughput, s.Rate, 100*s.Throughput/float64(s.Rate), 100*MinAchievedShare))
 	}
@@ -80,8 +80,8 @@ const NearSaturation = 0.85
 // loadFactor is the fixed rate over g's own median max throughput (NaN
 // when either is unknown).
 func (r *Report) loadFactor(g *Group) float64 {
-	m := r.Find("max", g.Name)
-	if g.Phase != "fixed" || g.Rate <= 0 || m == nil || m.Throughput.N == 0 || m.Throughput.Median <= 0 {
+	m := r.Find(PhaseMax, g.Name)
+	if g.Phase != PhaseFixed || g.Rate <= 0 || m == nil || m.Throughput.N == 0 || m.Throughput.Median <= 0 {
 		return math.NaN()
 	}
 	return float64(g.Rate) / m.Throughput.Median

@@ -12,13 +12,6 @@ import (
 // highest offered rate at which a configuration's p99 stays under 10 ms.
 const DefaultSLOP99 = 10 * time.Millisecond
 
-// isSweep reports whether phase is a point of a latency–load sweep
-// ("sweep-PCT", "rate-N"; see bench.Phase). The "fixed" phase is a point
-// of the curve too, but has its own section.
-func isSweep(phase string) bool {
-	return strings.HasPrefix(phase, "sweep-") || strings.HasPrefix(phase, "rate-")
-}
-
 // CurvePoint is one configuration at one offered rate, over its rounds.
 type CurvePoint struct {
 	Phase string
@@ -47,7 +40,7 @@ type Curve struct {
 func (r *Report) Curves(slo time.Duration) []Curve {
 	var cs []Curve
 	for _, g := range r.Groups {
-		if g.Phase != "fixed" && !isSweep(g.Phase) || g.Rate <= 0 || g.Runs == 0 {
+		if g.Phase != PhaseFixed && !IsSweepPhase(g.Phase) || g.Rate <= 0 || g.Runs == 0 {
 			continue
 		}
 		i := slices.IndexFunc(cs, func(c Curve) bool { return c.Name == g.Name })

@@ -61,11 +61,24 @@ func (f Finding) Grade() string {
 	return f.Verdict + " (" + strings.Join(q, "; ") + ")"
 }
 
-// Names of the configurations the findings compare (as in bench.Variants).
+// The configurations the findings and the gain split compare, by their names in the compare
+// matrix. report cannot import bench (bench writes reports), so report owns
+// these names and bench's TestVariantsNameFindings checks that
+// bench.Variants has each.
 const (
-	baseline = "nethttp"
-	unpinned = "carrier"
-	pinned   = "carrier+pinning"
+	ConfigBaseline = "nethttp"         // net/http on Go's scheduler
+	ConfigUnpinned = "carrier"         // carriers without affinity
+	ConfigPinned   = "carrier+pinning" // carriers pinned one per CPU
+	// ConfigNetHTTPCarrier is nethttp's code hosted on carriers: with
+	// ConfigBaseline and ConfigUnpinned it splits carrier's gain (split.go).
+	ConfigNetHTTPCarrier = "nethttp-carrier"
+)
+
+// Short names for the findings' code.
+const (
+	baseline = ConfigBaseline
+	unpinned = ConfigUnpinned
+	pinned   = ConfigPinned
 )
 
 // Findings checks the study's claims. Latency, CPU and scheduling claims
@@ -116,9 +129,9 @@ func (r *Report) need(claim, phase string, names ...string) ([]*Group, *Finding)
 
 func phaseLabel(p string) string {
 	switch p {
-	case "max":
+	case PhaseMax:
 		return "max throughput"
-	case "fixed":
+	case PhaseFixed:
 		return "the fixed rate"
 	}
 	return "phase " + p
@@ -129,7 +142,7 @@ func ms(s Stat) string { return s.Format(2, "no latency") + " ms" }
 
 func (r *Report) claimUnpinnedWorse() Finding {
 	claim := "At 70% load the unpinned carrier's p50 is worse than the work-stealing baseline's (study: 3.80 ms vs 1.20 ms)"
-	gs, f := r.need(claim, "fixed", unpinned, baseline)
+	gs, f := r.need(claim, PhaseFixed, unpinned, baseline)
 	if f != nil {
 		return *f
 	}
@@ -167,7 +180,7 @@ func onePerCarrier(g *Group) string {
 
 func (r *Report) claimPinningFixes() Finding {
 	claim := "Pinning each carrier to its own CPU fixes it: p50 drops below the baseline's (study: 3.80 -> 1.16 ms, nethttp 1.20 ms)"
-	gs, f := r.need(claim, "fixed", pinned, unpinned, baseline)
+	gs, f := r.need(claim, PhaseFixed, pinned, unpinned, baseline)
 	if f != nil {
 		return *f
 	}
@@ -190,7 +203,7 @@ func (r *Report) claimPinningFixes() Finding {
 
 func (r *Report) claimFewerSwitches() Finding {
 	claim := "Carriers use fewer context switches and less CPU than the baseline (study: 9,207/s vs 28,169/s; 1.51 vs 1.80 CPUs)"
-	gs, f := r.need(claim, "fixed", unpinned, baseline)
+	gs, f := r.need(claim, PhaseFixed, unpinned, baseline)
 	if f != nil {
 		return *f
 	}
@@ -215,7 +228,7 @@ func (r *Report) claimFewerSwitches() Finding {
 
 func (r *Report) claimPinningCycles() Finding {
 	claim := "Pinning raises I/O cycles and lowers I/O events per cycle and queue depth (study: 247K -> 632K cycles/10s, 4.0 -> 1.6 events, depth 8 -> 1)"
-	gs, f := r.need(claim, "fixed", unpinned, pinned)
+	gs, f := r.need(claim, PhaseFixed, unpinned, pinned)
 	if f != nil {
 		return *f
 	}
@@ -237,7 +250,7 @@ func (r *Report) claimPinningCycles() Finding {
 
 func (r *Report) claimBaselineThreads() Finding {
 	claim := "The baseline runs more threads, which wait longer for a CPU (study: 5 vs 3 threads; %wait 31% vs 11%)"
-	gs, f := r.need(claim, "fixed", baseline, unpinned)
+	gs, f := r.need(claim, PhaseFixed, baseline, unpinned)
 	if f != nil {
 		return *f
 	}
@@ -258,7 +271,7 @@ func (r *Report) claimBaselineThreads() Finding {
 
 func (r *Report) claimMaxThroughput() Finding {
 	claim := "Every carrier variant reaches a higher max throughput than the baseline (study: ~72K vs ~61K req/s, +15%)"
-	gs, f := r.need(claim, "max", baseline)
+	gs, f := r.need(claim, PhaseMax, baseline)
 	if f != nil {
 		return *f
 	}
@@ -269,7 +282,7 @@ func (r *Report) claimMaxThroughput() Finding {
 	var parts []string
 	var want []expect
 	for _, g := range r.Groups {
-		if g.Phase != "max" || g.Mode != unpinned || g.Throughput.N == 0 {
+		if g.Phase != PhaseMax || g.Mode != unpinned || g.Throughput.N == 0 {
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%+.0f%%)", g.Name, g.Throughput.Format(0, ""),

@@ -35,10 +35,10 @@ func LoadResult(path, name string) (Result, error) {
 	if lr.Completed == 0 {
 		return Result{}, fmt.Errorf("%s: %w (%d failed, %d in flight, %d not sent)", path, ErrNoRequest, lr.Failed, lr.InFlight, lr.NotSent)
 	}
-	s := Summary{Complete: true, Name: name, Phase: "max", Mode: "load", Rate: int(lr.Config.Rate),
+	s := Summary{Complete: true, Name: name, Phase: PhaseMax, Mode: "load", Rate: int(lr.Config.Rate),
 		LoadCPUs: lr.Config.CPUs, Started: lr.Start, Finished: lr.Start.Add(time.Duration((lr.Config.WarmupS + lr.DurationS) * float64(time.Second)))}
 	if lr.Config.Rate > 0 {
-		s.Phase = "fixed"
+		s.Phase = PhaseFixed
 	}
 	FillFromLoad(&s, lr)
 	s.NA = map[string]string{}

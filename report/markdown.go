@@ -67,11 +67,11 @@ func Write(dir string, results []Result, opt Options) (*Report, error) {
 // phaseTitle is a phase's heading.
 func (r *Report) phaseTitle(phase string) string {
 	switch phase {
-	case "max":
+	case PhaseMax:
 		return "Max throughput (closed loop)"
-	case "fixed":
+	case PhaseFixed:
 		for _, g := range r.Groups {
-			if g.Phase == "fixed" && g.Rate > 0 {
+			if g.Phase == PhaseFixed && g.Rate > 0 {
 				return fmt.Sprintf("Fixed rate: %d req/s", g.Rate)
 			}
 		}
@@ -129,7 +129,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	r.writeSplit(&b)
 
 	for _, phase := range r.Phases() {
-		if isSweep(phase) {
+		if IsSweepPhase(phase) {
 			continue // in the latency–load section
 		}
 		var gs []*Group
@@ -139,7 +139,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 		}
 		fmt.Fprintf(&b, "## %s\n\n", r.phaseTitle(phase))
-		if phase == "fixed" {
+		if phase == PhaseFixed {
 			fmt.Fprintf(&b, "Load factor: the fixed rate over the configuration's own median max throughput; above %.2f a "+
 				"configuration runs near saturation, where queueing grows steeply.\n\n", NearSaturation)
 			b.WriteString("| configuration | load factor |\n|---|---|\n")
@@ -217,7 +217,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		b.WriteString(plot("latency-"+tag+".png", func(path string) error {
 			return latencyPlot(gs, "Latency by percentile: "+r.phaseTitle(phase), path)
 		}))
-		if phase == "max" {
+		if phase == PhaseMax {
 			b.WriteString(plot("throughput.png", func(path string) error {
 				return barPlot(gs, func(g *Group) Stat { return g.Throughput }, 0, "Max throughput", "requests/s", path)
 			}))
@@ -345,7 +345,7 @@ func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 // writeRatios writes each configuration against nethttp, paired run by run
 // within rounds: the figures to quote, since both ran back to back.
 func (r *Report) writeRatios(b *strings.Builder) {
-	maxBase, fixedBase := r.Find("max", baseline), r.Find("fixed", baseline)
+	maxBase, fixedBase := r.Find(PhaseMax, baseline), r.Find(PhaseFixed, baseline)
 	if maxBase == nil && fixedBase == nil {
 		return
 	}
@@ -368,7 +368,7 @@ func (r *Report) writeRatios(b *strings.Builder) {
 	// CPUs are compared from one source: perf stat where both groups have
 	// it, else the /proc sampling.
 	cpus := func(name string) string {
-		g := r.Find("fixed", name)
+		g := r.Find(PhaseFixed, name)
 		if g == nil || fixedBase == nil {
 			return "n/a (not run)"
 		}
@@ -376,8 +376,8 @@ func (r *Report) writeRatios(b *strings.Builder) {
 		return g.Ratio(fixedBase, func(s Summary) float64 { return cpusOf(s, src) }).Format(2, "no paired rounds")
 	}
 	for _, n := range names {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio("max", n, maxBase, throughput),
-			ratio("fixed", n, fixedBase, p50), ratio("fixed", n, fixedBase, p99), cpus(n))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", n, ratio(PhaseMax, n, maxBase, throughput),
+			ratio(PhaseFixed, n, fixedBase, p50), ratio(PhaseFixed, n, fixedBase, p99), cpus(n))
 	}
 	b.WriteString("\n")
 }

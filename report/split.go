@@ -8,8 +8,8 @@ import (
 // The configurations the gain split compares: the same net/http code under
 // the Go scheduler and on carriers, and spindle's own code path on carriers.
 const (
-	splitScheduler = "nethttp-carrier"
-	splitCodePath  = "carrier"
+	splitScheduler = ConfigNetHTTPCarrier
+	splitCodePath  = ConfigUnpinned
 )
 
 // writeSplit splits carrier's gain over nethttp into the scheduler's part
@@ -22,7 +22,7 @@ func (r *Report) writeSplit(b *strings.Builder) {
 		name, phase string
 		f           func(Summary) float64
 	}
-	metrics := []metric{{"max throughput", "max", throughput}, {"p99 at the fixed rate", "fixed", p99}}
+	metrics := []metric{{"max throughput", PhaseMax, throughput}, {"p99 at the fixed rate", PhaseFixed, p99}}
 	var rows []string
 	for _, m := range metrics {
 		base, sched, code := r.Find(m.phase, baseline), r.Find(m.phase, splitScheduler), r.Find(m.phase, splitCodePath)

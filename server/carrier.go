@@ -8,6 +8,20 @@ import (
 	"spindle/http1"
 )
 
+// The carrier-hosted modes with spindle's own code path (see the package
+// comment).
+const (
+	// ModeHandoff: carriers for client I/O, goroutines for handlers.
+	ModeHandoff Mode = "handoff"
+	// ModeCarrier: everything on carriers.
+	ModeCarrier Mode = "carrier"
+)
+
+func init() {
+	registerMode(ModeHandoff, 20, (*Server).startCarriers)
+	registerMode(ModeCarrier, 30, (*Server).startCarriers)
+}
+
 // newGroup starts the carrier group of the carrier-hosted modes: the
 // Carrier options, with one carrier per thread when Threads is set.
 func (s *Server) newGroup() (*carrier.Group, error) {

@@ -14,6 +14,12 @@ import (
 	"spindle/cpu"
 )
 
+// ModeNetHTTP is idiomatic net/http server and client, a goroutine per
+// connection on Go's scheduler (see the package comment).
+const ModeNetHTTP Mode = "nethttp"
+
+func init() { registerMode(ModeNetHTTP, 10, (*Server).startNetHTTP) }
+
 // netHTTPHeaderSlack is what net/http reads beyond Server.MaxHeaderBytes
 // before answering 431 (its bufio slack): subtracted so that the head limit
 // is the same as in the other modes.

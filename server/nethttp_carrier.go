@@ -10,6 +10,12 @@ import (
 	"spindle/carrierhttp"
 )
 
+// ModeNetHTTPCarrier runs ModeNetHTTP's handler and http.Client code,
+// unchanged, on carriers (carrierhttp's Server and Transport).
+const ModeNetHTTPCarrier Mode = "nethttp-carrier"
+
+func init() { registerMode(ModeNetHTTPCarrier, 40, (*Server).startNetHTTPCarrier) }
+
 // maxCarrierBackendIdle bounds the idle backend connections one carrier
 // keeps in nethttp-carrier mode. The carrier's client connections share
 // them, and one is dialled only when none is idle, so in practice the pool

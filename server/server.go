@@ -38,7 +38,6 @@ import (
 	"net/url"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,40 +48,6 @@ import (
 	"spindle/internal/memrelease"
 	"spindle/mock"
 )
-
-// Mode is a scheduling design of the server.
-type Mode int
-
-// The modes.
-const (
-	ModeNetHTTP Mode = iota // net/http server and client
-	ModeHandoff             // carriers for client I/O, goroutines for handlers
-	ModeCarrier             // everything on carriers
-	// ModeNetHTTPCarrier runs ModeNetHTTP's handler and http.Client code,
-	// unchanged, on carriers (carrierhttp's Server and Transport).
-	ModeNetHTTPCarrier
-)
-
-var modeNames = [...]string{ModeNetHTTP: "nethttp", ModeHandoff: "handoff", ModeCarrier: "carrier", ModeNetHTTPCarrier: "nethttp-carrier"}
-
-// String returns the flag value of m.
-func (m Mode) String() string {
-	if m >= 0 && int(m) < len(modeNames) {
-		return modeNames[m]
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
-
-// ParseMode parses a mode flag value: nethttp, handoff, carrier or
-// nethttp-carrier.
-func ParseMode(s string) (Mode, error) {
-	for m, n := range modeNames {
-		if s == n {
-			return Mode(m), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown mode %q (want %s)", s, strings.Join(modeNames[:], ", "))
-}
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
 const (
@@ -95,6 +60,7 @@ const (
 
 // Options configure a server.
 type Options struct {
+	// Mode is the scheduling design (one of Modes); "": ModeNetHTTP.
 	Mode Mode
 	// Addr is the listen address, "ip:port" or ":port"; port 0 picks one.
 	Addr string
@@ -186,6 +152,9 @@ func parseBackend(raw string) (backendURL, error) {
 
 // Start starts a server; it stops when ctx is cancelled or Close is called.
 func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Mode == "" {
+		o.Mode = ModeNetHTTP
+	}
 	if o.Backend == "" {
 		o.Backend = DefaultBackend
 	}
@@ -204,14 +173,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics(o.Mode.String())}
-	switch o.Mode {
-	case ModeNetHTTP:
-		err = s.startNetHTTP()
-	case ModeHandoff, ModeCarrier:
-		err = s.startCarriers()
-	case ModeNetHTTPCarrier:
-		err = s.startNetHTTPCarrier()
-	default:
+	if spec, ok := lookupMode(o.Mode); ok {
+		err = spec.start(s)
+	} else {
 		err = fmt.Errorf("unknown mode %v", o.Mode)
 	}
 	if err == nil && o.AdminAddr != "" {

@@ -21,7 +21,7 @@ import (
 	"spindle/mock"
 )
 
-var modes = []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier}
+var modes = Modes()
 
 // wantFruits is the /fruits body every mode must send.
 var wantFruits = func() string {
@@ -444,6 +444,20 @@ func TestURingPoller(t *testing.T) {
 		if v <= 0 {
 			t.Errorf("%s = %v after three requests, want > 0", name, v)
 		}
+	}
+}
+
+func TestModes(t *testing.T) {
+	if len(badModes) > 0 {
+		t.Fatalf("registerMode refused %q (empty or duplicate)", badModes)
+	}
+	want := []Mode{ModeNetHTTP, ModeHandoff, ModeCarrier, ModeNetHTTPCarrier}
+	if got := Modes(); !slices.Equal(got[:min(len(got), len(want))], want) {
+		t.Errorf("Modes() = %q, want %q first", got, want)
+	}
+	n := modeNames()
+	if got, want := ModeHelp(), strings.Join(n[:len(n)-1], ", ")+" or "+n[len(n)-1]; got != want {
+		t.Errorf("ModeHelp() = %q, want %q", got, want)
 	}
 }
 

@@ -91,7 +91,7 @@ func TestRunCellKinds(t *testing.T) {
 	for _, m := range wait.Supported() {
 		c := Cell{Preset: "t", Kernel: "scalar", Mode: m, FG: cpu.Set{fg}, BG: cpu.Set{bg},
 			Pattern: &us, PatternS: us.String(), Driver: fg, Duration: 300 * time.Millisecond}
-		if sharesCore[m] {
+		if sharesCore(m) {
 			c.Shared = c.BG
 		}
 		cells = append(cells, c)

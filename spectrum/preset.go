@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"spindle/carrier/wait"
 	"spindle/cpu"
 )
 
@@ -53,11 +54,21 @@ type PlanOptions struct {
 	Scales   []Scale       // burst scales (nil: Scales)
 }
 
-// presetModes are the background modes of each preset, after the paper.
-var presetModes = map[string][]string{
-	PresetBackground: {ModeMatmul, "busy", "pause", "block", ModeWork, "adaptive", "tpause", "umwait"},
-	PresetPlacement:  {"busy", "pause"},
-	PresetBursty:     {"busy", "pause", "block", "adaptive", "tpause", "umwait"},
+// presetModes returns the background modes of a preset, after the paper:
+// the background preset runs every mode and the bursty preset every wait
+// strategy, both derived from carrier/wait's registry; the placement preset
+// studies where the paper's two spinning pollers, busy and pause, sit
+// relative to the foreground (its own choice, not a list of strategies).
+func presetModes(preset string) []string {
+	switch preset {
+	case PresetBackground:
+		return Modes()
+	case PresetPlacement:
+		return []string{"busy", "pause"}
+	case PresetBursty:
+		return wait.Names()
+	}
+	return nil
 }
 
 // Plan lists the cells of a preset on machine m. Cells the machine cannot
@@ -75,7 +86,7 @@ func Plan(preset string, m Machine, o PlanOptions) ([]Cell, error) {
 	}
 	modes := o.Modes
 	if len(modes) == 0 {
-		modes = presetModes[preset]
+		modes = presetModes(preset)
 	}
 	cores := coresOf(m)
 	if len(cores) == 0 {
@@ -308,11 +319,14 @@ func burstyLayout(cores []cpu.Set, bg int) (fgs, bgs cpu.Set, driver int, err er
 	return sorted(rest), bgs, rest[0], nil
 }
 
-// sharesCore are the modes whose pollers give their core back while they
-// wait (they block in the kernel): in the bursty preset more foreground
-// threads run on the pollers' CPUs, as in the paper's Figures 7 and 8.
-// Spinning and halting-in-place modes keep their cores.
-var sharesCore = map[string]bool{"block": true, "adaptive": true}
+// sharesCore reports whether mode's pollers give their core back while they
+// wait (wait.Spec.SharesCore: they block in the kernel): in the bursty
+// preset more foreground threads run on the pollers' CPUs, as in the paper's
+// Figures 7 and 8. Spinning and halting-in-place modes keep their cores.
+func sharesCore(mode string) bool {
+	s, ok := wait.Lookup(mode)
+	return ok && s.SharesCore
+}
 
 func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o PlanOptions) []Cell {
 	fgs, bgs, driver, layoutErr := burstyLayout(cores, o.BG)
@@ -348,7 +362,7 @@ func planBursty(m Machine, cores []cpu.Set, kernel string, modes []string, o Pla
 			for _, mode := range modes {
 				c := base
 				c.Mode, c.FG, c.BG, c.Baseline = mode, fgs, bgs, base.Key()
-				if sharesCore[mode] {
+				if sharesCore(mode) {
 					c.Shared = bgs
 				}
 				c.Skipped = ""

@@ -6,13 +6,15 @@ import (
 	"io"
 	"math"
 	"slices"
-	"spindle/quantile"
 	"strings"
 	"text/tabwriter"
+
+	"spindle/carrier/wait"
+	"spindle/quantile"
 )
 
 // Verdict compares, for one burst pattern, the adaptive strategy with the
-// fixed ones (busy, pause, block, and tpause/umwait where they ran), by the
+// fixed ones (every strategy whose wait.Spec is not Adaptive, where it ran), by the
 // waiting cost of DESIGN.md: background CPU time spent waiting plus B for
 // every block-and-wake.
 type Verdict struct {
@@ -41,8 +43,9 @@ type Verdict struct {
 // of the best fixed strategy.
 const CostTarget = 1.2
 
-// fixedModes are the strategies adaptive is compared with.
-var fixedModes = []string{"busy", "pause", "block", "tpause", "umwait"}
+// fixedModes are the strategies adaptive is compared with: the registry's
+// fixed ones.
+var fixedModes = wait.NamesWhere(func(s wait.Spec) bool { return !s.Adaptive })
 
 // Verdicts compares adaptive with the fixed strategies on every bursty
 // pattern where adaptive and at least one fixed strategy ran.

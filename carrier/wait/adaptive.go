@@ -19,6 +19,10 @@ type Adaptive struct {
 	learnB    bool // learn B from wake stamps (not Options.FixedB)
 }
 
+func init() {
+	Register(Spec{Name: "adaptive", Order: 40, New: newAdaptive, Adaptive: true, SharesCore: true})
+}
+
 // measuredB caches the process-wide block-and-wake measurement used when
 // Options.BlockWake is zero.
 var measuredB = sync.OnceValues(func() (time.Duration, error) {

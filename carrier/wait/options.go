@@ -1,10 +1,6 @@
 package wait
 
-import (
-	"fmt"
-	"slices"
-	"time"
-)
+import "time"
 
 // Defaults for Options. They are also the spindle command's flag defaults.
 const (
@@ -80,62 +76,4 @@ func (o Options) withDefaults() Options {
 		o.ParkCycles = DefaultParkCycles
 	}
 	return o
-}
-
-// constructors maps each strategy name to its constructor, in the order
-// Names lists them.
-var constructors = []struct {
-	name string
-	make func(Options) (Strategy, error)
-}{
-	{"block", func(Options) (Strategy, error) { return Block{}, nil }},
-	{"busy", func(Options) (Strategy, error) { return Busy{}, nil }},
-	{"pause", func(o Options) (Strategy, error) { return &Pause{PollEvery: o.PollEvery}, nil }},
-	{"adaptive", newAdaptive},
-	{"tpause", newTpause},
-	{"umwait", newUmwait},
-}
-
-// Names lists every strategy New knows, including those this CPU cannot run.
-func Names() []string {
-	out := make([]string, len(constructors))
-	for i, c := range constructors {
-		out[i] = c.name
-	}
-	return out
-}
-
-// New returns a fresh strategy by name (block, busy, pause, adaptive,
-// tpause, umwait). Each carrier needs its own: strategies keep per-thread
-// state. A strategy this CPU cannot run returns an error wrapping
-// ErrNotSupported that says why.
-func New(name string, o Options) (Strategy, error) {
-	o = o.withDefaults()
-	for _, c := range constructors {
-		if c.name == name {
-			return c.make(o)
-		}
-	}
-	return nil, fmt.Errorf("unknown wait strategy %q (want one of %v)", name, Names())
-}
-
-// Available reports, for each strategy name, nil when this machine can run it
-// or the error New would return.
-func Available() map[string]error {
-	out := make(map[string]error, len(constructors))
-	for _, n := range Names() {
-		var err error
-		switch n {
-		case "tpause", "umwait":
-			err = waitpkgSupported(n)
-		}
-		out[n] = err
-	}
-	return out
-}
-
-// Supported lists the strategy names this machine can run, in Names order.
-func Supported() []string {
-	av := Available()
-	return slices.DeleteFunc(Names(), func(n string) bool { return av[n] != nil })
 }

@@ -9,6 +9,7 @@
 package wait
 
 import (
+	"fmt"
 	"time"
 
 	"spindle/cpu"
@@ -47,7 +48,28 @@ const (
 	KindSpin              // spun (busy, PAUSE, TPAUSE/UMWAIT) until work came
 	KindBlock             // blocked in the kernel
 	KindTimer             // woke at the deadline with no work (a timer is due)
+
+	// NumKinds is the number of kinds: telemetry counts waits in an
+	// array of this length indexed by Kind.
+	NumKinds = int(KindTimer) + 1
 )
+
+// kindNames are the kinds' names in telemetry (JSON keys, tables).
+var kindNames = [NumKinds]string{
+	KindNone:  "none",
+	KindSpin:  "spin",
+	KindBlock: "block",
+	KindTimer: "timer",
+}
+
+// String returns the kind's telemetry name: none, spin, block or timer
+// ("kind(N)" for a value out of range).
+func (k Kind) String() string {
+	if int(k) < NumKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
 
 // Result says how one Wait went, for telemetry and for learning policies.
 type Result struct {
@@ -60,7 +82,7 @@ type Result struct {
 // Strategy waits on a target until it is ready or the deadline passes.
 // A Strategy is used by one thread at a time (each carrier has its own).
 type Strategy interface {
-	// Name is the strategy's flag name: block, busy, pause, adaptive, tpause, umwait.
+	// Name is the strategy's flag name, as registered (see Names).
 	Name() string
 	// Wait returns when t.Ready() is true, when an I/O event was handled, or
 	// at the deadline (monotonic ns; < 0: none).

@@ -10,6 +10,11 @@ import (
 	"spindle/cpu"
 )
 
+func init() {
+	Register(Spec{Name: "tpause", Order: 50, New: newTpause, Available: func() error { return waitpkgSupported("tpause") }})
+	Register(Spec{Name: "umwait", Order: 60, New: newUmwait, Available: func() error { return waitpkgSupported("umwait") }})
+}
+
 // umwaitControlDir is where Linux exposes IA32_UMWAIT_CONTROL (only on CPUs
 // with WAITPKG), relative to the sysfs root.
 const umwaitControlDir = "devices/system/cpu/umwait_control"

@@ -11,8 +11,10 @@ import (
 
 	"spindle/bench"
 	"spindle/carrier"
+	"spindle/carrier/wait"
 	"spindle/cpu"
 	"spindle/report"
+	"spindle/server"
 )
 
 func init() {
@@ -77,7 +79,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		"window; writes the result directory (see docs/bench.md); stops every child. CPU sets default\n"+
 		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
-	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: nethttp, handoff, carrier or nethttp-carrier")
+	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: "+server.ModeHelp())
 	fs.IntVar(&a.threads, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
 	fs.IntVar(&a.rate, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
 	fs.IntVar(&a.conns, "connections", bench.DefaultConnections, "load generator connections")
@@ -91,7 +93,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
-	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause, umwait")
+	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
 	fs.durationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")

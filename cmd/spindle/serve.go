@@ -36,13 +36,13 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs := newFlagSet("serve", "", "Serves GET /health (\"OK\") and GET /fruits (the backend's fruits, decoded and re-encoded\n"+
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
-	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: nethttp, handoff, carrier or nethttp-carrier (nethttp's handler and client on carriers)")
+	fs.StringVar(&a.mode, "mode", "carrier", "scheduling design: "+server.ModeHelp()+" (nethttp-carrier: nethttp's handler and client on carriers)")
 	fs.StringVar(&a.host, "host", DefaultHost, "address to listen on (\"\": every address)")
 	fs.IntVar(&a.port, "port", server.DefaultPort, "TCP port to listen on")
 	fs.StringVar(&a.backend, "backend", server.DefaultBackend, "URL of the mock backend's /fruits")
 	fs.durationVar(&a.backendTimeout, "backend-timeout", server.DefaultBackendTimeout, "bound on one backend exchange (then 504)")
 	fs.IntVar(&a.threads, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
-	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: block, busy, pause, adaptive, tpause or umwait")
+	fs.StringVar(&a.wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.ws, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")

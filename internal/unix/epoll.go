@@ -90,28 +90,20 @@ func setToken(ev *xunix.EpollEvent, token uint64) {
 	ev.Pad = int32(uint32(token >> 32))
 }
 
-// Eventfd creates a non-blocking, close-on-exec eventfd with a zero counter.
-func Eventfd() (int, error) {
-	fd, err := xunix.Eventfd(0, xunix.EFD_NONBLOCK|xunix.EFD_CLOEXEC)
-	return fd, wrap("eventfd", err)
-}
-
-// EventfdSignal adds one to the eventfd counter, waking a poller.
-func EventfdSignal(fd int) error {
-	var one = [8]byte{1}
-	_, err := xunix.Write(fd, one[:])
-	if err == xunix.EAGAIN { // counter saturated: a wake-up is already pending
-		return nil
+// EpollPoll collects ready events without blocking (epoll_pwait with a zero
+// timeout), as a raw system call like the rest of the carrier's fast path
+// (see ReadNB). EINTR is reported as zero events and no error.
+func EpollPoll(epfd int, events []EpollEvent) (int, error) {
+	var ptr unsafe.Pointer
+	if len(events) > 0 {
+		ptr = unsafe.Pointer(&events[0])
 	}
-	return wrap("write", err)
-}
-
-// EventfdDrain resets the eventfd counter to zero.
-func EventfdDrain(fd int) error {
-	var b [8]byte
-	_, err := xunix.Read(fd, b[:])
-	if err == xunix.EAGAIN {
-		return nil
+	n, _, e := xunix.RawSyscall6(xunix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(ptr), uintptr(len(events)), 0, 0, 0)
+	switch e {
+	case 0:
+		return int(n), nil
+	case xunix.EINTR:
+		return 0, nil
 	}
-	return wrap("read", err)
+	return 0, wrap("epoll_pwait", e)
 }

@@ -123,3 +123,22 @@ func LocalAddr(fd int) (netip.AddrPort, error) {
 
 // Shutdown shuts down part of a full-duplex connection.
 func Shutdown(fd, how int) error { return wrap("shutdown", xunix.Shutdown(fd, how)) }
+
+// AcceptNB accepts one connection from a non-blocking listener as a
+// non-blocking, close-on-exec socket. It returns EAGAIN, EINTR and
+// ECONNABORTED unwrapped; EMFILE and ENFILE come back wrapped (test them
+// with errors.Is).
+func AcceptNB(fd int) (int, Sockaddr, error) {
+	nfd, sa, err := xunix.Accept4(fd, xunix.SOCK_NONBLOCK|xunix.SOCK_CLOEXEC)
+	if err == xunix.ECONNABORTED {
+		return -1, nil, err
+	}
+	return nfd, sa, wrapNB("accept4", err)
+}
+
+// PeerAddr returns the address of a connected socket's peer; it fails with
+// ENOTCONN while a connect is still in progress.
+func PeerAddr(fd int) (Sockaddr, error) {
+	sa, err := xunix.Getpeername(fd)
+	return sa, wrap("getpeername", err)
+}

@@ -4,6 +4,15 @@
 // observers need (epoll, eventfd, CPU affinity, thread identity, non-blocking
 // sockets) and turns their errors into *os.SyscallError values so callers can
 // report them with context and test them with errors.Is.
+//
+// Its files are named by kind of system call, not by caller: epoll.go
+// (epoll, including the carrier's raw zero-timeout poll), eventfd.go, fd.go
+// (read, write, close, the raw non-blocking fast path, RLIMIT_NOFILE),
+// socket.go (TCP sockets, non-blocking accept), sched.go (affinity,
+// real-time priority, timer slack), thread.go (thread identity, name, CPU
+// time and usage), futex.go, sleep.go (raw clock_nanosleep), perf.go (perf
+// counting events), term.go (terminals), uring.go and memring.go (io_uring
+// and its in-memory test ring), and unix.go (errno values, error wrapping).
 package unix
 
 import (
@@ -32,31 +41,25 @@ func wrap(call string, err error) error {
 	return os.NewSyscallError(call, err)
 }
 
-// Gettid returns the calling OS thread's id.
-func Gettid() int { return xunix.Gettid() }
+// ECONNABORTED is reported by accept when a queued connection was reset
+// before it was accepted; the caller simply tries the next one.
+const ECONNABORTED = xunix.ECONNABORTED
 
-// Getpid returns the process id.
-func Getpid() int { return xunix.Getpid() }
-
-// SetThreadName names the calling OS thread (at most 15 bytes are kept by the
-// kernel), so that perf, top and /proc/PID/task/TID/comm attribute it.
-func SetThreadName(name string) error {
-	b := make([]byte, 16)
-	copy(b[:15], name)
-	return wrap("prctl", xunix.Prctl(xunix.PR_SET_NAME, uintptr(bytesPtr(b)), 0, 0, 0))
+func wrapNB(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if err == xunix.EAGAIN || err == xunix.EINTR {
+		return err
+	}
+	return wrap(call, err)
 }
 
-// Close closes a raw file descriptor.
-func Close(fd int) error { return wrap("close", xunix.Close(fd)) }
+// ENOSYS is reported by system calls the running kernel lacks.
+const ENOSYS = xunix.ENOSYS
 
-// Read reads from a raw file descriptor. EAGAIN is returned as is (wrapped).
-func Read(fd int, p []byte) (int, error) {
-	n, err := xunix.Read(fd, p)
-	return n, wrap("read", err)
-}
+// ESRCH: no such process or thread (a thread that exited while being pinned).
+const ESRCH = xunix.ESRCH
 
-// Write writes to a raw file descriptor. EAGAIN is returned as is (wrapped).
-func Write(fd int, p []byte) (int, error) {
-	n, err := xunix.Write(fd, p)
-	return n, wrap("write", err)
-}
+// ECONNREFUSED is the errno of a connection the peer refused.
+const ECONNREFUSED = xunix.ECONNREFUSED

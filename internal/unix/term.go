@@ -1,6 +1,8 @@
 package unix
 
-import xunix "golang.org/x/sys/unix"
+import (
+	xunix "golang.org/x/sys/unix"
+)
 
 // IsTerminal reports whether fd is a terminal (the TCGETS ioctl succeeds).
 func IsTerminal(fd int) bool {

@@ -6,6 +6,21 @@ import (
 	xunix "golang.org/x/sys/unix"
 )
 
+// Close closes a raw file descriptor.
+func Close(fd int) error { return wrap("close", xunix.Close(fd)) }
+
+// Read reads from a raw file descriptor. EAGAIN is returned as is (wrapped).
+func Read(fd int, p []byte) (int, error) {
+	n, err := xunix.Read(fd, p)
+	return n, wrap("read", err)
+}
+
+// Write writes to a raw file descriptor. EAGAIN is returned as is (wrapped).
+func Write(fd int, p []byte) (int, error) {
+	n, err := xunix.Write(fd, p)
+	return n, wrap("write", err)
+}
+
 // The carrier's I/O fast path. These calls never block (the fds are
 // non-blocking, the poll has a zero timeout), so they are made as raw
 // system calls: without the runtime's entersyscall/exitsyscall bookkeeping,
@@ -32,49 +47,6 @@ func rawIO(trap uintptr, call string, fd int, p []byte) (int, error) {
 	return int(n), nil
 }
 
-// EpollPoll collects ready events without blocking (epoll_pwait with a zero
-// timeout). EINTR is reported as zero events and no error.
-func EpollPoll(epfd int, events []EpollEvent) (int, error) {
-	var ptr unsafe.Pointer
-	if len(events) > 0 {
-		ptr = unsafe.Pointer(&events[0])
-	}
-	n, _, e := xunix.RawSyscall6(xunix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(ptr), uintptr(len(events)), 0, 0, 0)
-	switch e {
-	case 0:
-		return int(n), nil
-	case xunix.EINTR:
-		return 0, nil
-	}
-	return 0, wrap("epoll_pwait", e)
-}
-
-// AcceptNB accepts one connection from a non-blocking listener as a
-// non-blocking, close-on-exec socket. It returns EAGAIN, EINTR and
-// ECONNABORTED unwrapped; EMFILE and ENFILE come back wrapped (test them
-// with errors.Is).
-func AcceptNB(fd int) (int, Sockaddr, error) {
-	nfd, sa, err := xunix.Accept4(fd, xunix.SOCK_NONBLOCK|xunix.SOCK_CLOEXEC)
-	if err == xunix.ECONNABORTED {
-		return -1, nil, err
-	}
-	return nfd, sa, wrapNB("accept4", err)
-}
-
-// ECONNABORTED is reported by accept when a queued connection was reset
-// before it was accepted; the caller simply tries the next one.
-const ECONNABORTED = xunix.ECONNABORTED
-
-func wrapNB(call string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if err == xunix.EAGAIN || err == xunix.EINTR {
-		return err
-	}
-	return wrap(call, err)
-}
-
 // Rlimit is a resource limit: the soft (current) and hard (maximum) values.
 type Rlimit = xunix.Rlimit
 
@@ -88,14 +60,4 @@ func GetNofile() (Rlimit, error) {
 // SetNofile sets the process's open-file limit (RLIMIT_NOFILE).
 func SetNofile(r Rlimit) error {
 	return wrap("setrlimit", xunix.Setrlimit(xunix.RLIMIT_NOFILE, &r))
-}
-
-// ENOSYS is reported by system calls the running kernel lacks.
-const ENOSYS = xunix.ENOSYS
-
-// PeerAddr returns the address of a connected socket's peer; it fails with
-// ENOTCONN while a connect is still in progress.
-func PeerAddr(fd int) (Sockaddr, error) {
-	sa, err := xunix.Getpeername(fd)
-	return sa, wrap("getpeername", err)
 }
