@@ -26,22 +26,23 @@ type metric struct {
 // run-to-run spread that one comparison cannot see: how far a
 // configuration's median moves between two comparisons, beyond the
 // rounds' own variation (which decide measures in each comparison, see
-// noise). It is minSpread for relative figures; for %wait it is the
-// shift issue 12 recorded between two quick comparisons on the 2-vCPU
-// development machine (nethttp 7.3 then 2.7 points); for active threads,
-// one thread, the figure's resolution. docs/PERFORMANCE.md ("Findings that
-// hold up") has the measurement of every figure and the command that
-// repeats it on a quiet machine ("spindle report --spread DIR1 DIR2").
+// noise). Each is the largest shift "spindle report --spread" measured
+// between two back-to-back quick comparisons on the quiet 2-vCPU
+// development machine (16 configuration-phase pairs, docs/PERFORMANCE.md,
+// "Findings that hold up"), rounded up: a difference smaller than what two
+// identical comparisons showed is graded weak (issue 12's busy-machine runs
+// moved nethttp's %wait 4.6 points, under the 5.9 measured quietly);
+// active threads keep their resolution, one thread.
 var (
-	figP50      = metric{name: "p50", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.P50 }}
-	figSwitches = metric{name: "context switches/s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.ContextSwitches }}
-	figCPUs     = metric{name: "CPUs", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.CPUs }}
-	figCycles   = metric{name: "I/O cycles/10s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.IOCycles }}
-	figEvents   = metric{name: "events/cycle", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.EventsPerCycle }}
-	figDepth    = metric{name: "queue depth avg", prec: 2, spread: minSpread, stat: func(g *Group) Stat { return g.QueueDepthAvg }}
+	figP50      = metric{name: "p50", prec: 2, spread: 0.45, stat: func(g *Group) Stat { return g.P50 }}
+	figSwitches = metric{name: "context switches/s", prec: 0, spread: 0.60, stat: func(g *Group) Stat { return g.ContextSwitches }}
+	figCPUs     = metric{name: "CPUs", prec: 2, spread: 0.35, stat: func(g *Group) Stat { return g.CPUs }}
+	figCycles   = metric{name: "I/O cycles/10s", prec: 0, spread: 0.30, stat: func(g *Group) Stat { return g.IOCycles }}
+	figEvents   = metric{name: "events/cycle", prec: 2, spread: 0.15, stat: func(g *Group) Stat { return g.EventsPerCycle }}
+	figDepth    = metric{name: "queue depth avg", prec: 2, spread: 0.95, stat: func(g *Group) Stat { return g.QueueDepthAvg }}
 	figThreads  = metric{name: "active threads", prec: 0, spread: 1, absolute: true, unit: "threads", stat: func(g *Group) Stat { return g.ActiveThreads }}
-	figWait     = metric{name: "%wait", prec: 1, spread: 4.6, absolute: true, unit: "points", stat: func(g *Group) Stat { return g.WaitPct }}
-	figReqs     = metric{name: "req/s", prec: 0, spread: minSpread, stat: func(g *Group) Stat { return g.Throughput }}
+	figWait     = metric{name: "%wait", prec: 1, spread: 5.9, absolute: true, unit: "points", stat: func(g *Group) Stat { return g.WaitPct }}
+	figReqs     = metric{name: "req/s", prec: 0, spread: 0.25, stat: func(g *Group) Stat { return g.Throughput }}
 )
 
 // claimFigures lists the figures the claims compare, for Spread.
@@ -77,8 +78,21 @@ func (f metric) effect(a, b float64) float64 {
 	return hi/lo - 1
 }
 
-// floor is the figure's spread, at least minSpread for a relative figure.
+// floor is how far a difference between two configurations' medians can
+// move between comparisons: each median may move by the figure's spread
+// (at least minSpread for a relative figure), and in opposite directions,
+// so a ratio by up to (1+spread)^2 and a difference by twice the spread.
 func (f metric) floor() float64 {
+	s := f.medianSpread()
+	if f.absolute {
+		return 2 * s
+	}
+	return (1+s)*(1+s) - 1
+}
+
+// medianSpread is how far one configuration's median moves between
+// comparisons: the figure's spread, at least minSpread when relative.
+func (f metric) medianSpread() float64 {
 	if f.absolute {
 		return f.spread
 	}

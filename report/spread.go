@@ -46,7 +46,7 @@ func Spread(a, b *Report) []SpreadRow {
 				shifts = append(shifts, e)
 			}
 		}
-		row := SpreadRow{Figure: f.name, Absolute: f.absolute, Unit: f.unit, Used: f.floor(), N: len(shifts)}
+		row := SpreadRow{Figure: f.name, Absolute: f.absolute, Unit: f.unit, Used: f.medianSpread(), N: len(shifts)}
 		if len(shifts) > 0 {
 			row.Median, row.Max = quantile.Median(shifts), slices.Max(shifts)
 		}
