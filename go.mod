@@ -1,4 +1,4 @@
-module spindle
+module github.com/spindle-lab/spindle
 
 go 1.26.0
 

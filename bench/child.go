@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/cpu"
-	"spindle/remote"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/remote"
 )
 
 // sshFailed is ssh's exit status when ssh itself fails (the connection),

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"spindle/quantile"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/quantile"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // Progress is the state of a comparison, for a live progress line.

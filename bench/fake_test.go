@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/latency"
-	"spindle/load"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
 )
 
 // fakeEnv makes the test binary act as a spindle child (mock, serve or

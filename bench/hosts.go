@@ -15,11 +15,11 @@ import (
 	"sync"
 	"time"
 
-	"spindle/cpu"
-	"spindle/latency"
-	"spindle/load"
-	"spindle/remote"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/remote"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // LoadDir is the directory of the per-host load files of a run with

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
-	"spindle/remote"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/remote"
 )
 
 func TestSplitLoad(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"spindle/cpu"
-	"spindle/observe"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/observe"
 )
 
 // cpuSnap is one reading of the machine's busy CPU time and of the run's

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"spindle/carrier"
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/report"
-	"spindle/server"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/server"
 )
 
 // Modes of the server under test, as Config.Mode spells them: the flag

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/report"
 )
 
 func cpus(n int) cpu.Set {

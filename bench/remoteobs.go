@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"spindle/observe"
-	"spindle/remote"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/remote"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // RemoteObservation is what "spindle remote observe" prints on a role's

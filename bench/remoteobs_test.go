@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/observe"
-	"spindle/remote"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/remote"
 )
 
 // TestObserveHere is the remote side of observing a role: it finds the

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
-	"spindle/load"
-	"spindle/observe"
-	"spindle/remote"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/remote"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // configFile is config.json: the configuration, where each role ran and

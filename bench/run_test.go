@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
-	"spindle/internal/unix"
-	"spindle/latency"
-	"spindle/observe"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // fakeConfig is a short configuration on the CPUs this test may use.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"spindle/load"
-	"spindle/report"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 // SLOCheck is the --slo outcome of one configuration in one phase.

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"spindle/latency"
-	"spindle/load"
-	"spindle/report"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 // writeLoadRun writes a result directory whose load.json has the given

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // BenchmarkSubmitToRun measures the delay from Submit on one CPU to the

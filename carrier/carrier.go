@@ -33,9 +33,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // eventBatch is how many epoll events one poll returns at most; more ready

@@ -1,8 +1,8 @@
 package carrier
 
 import (
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // pollDesc is an fd registered on its carrier's epoll (edge-triggered, for

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // benchDeadline is how far ahead the benchmarks set their deadlines: far

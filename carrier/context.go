@@ -3,7 +3,7 @@ package carrier
 import (
 	"context"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // taskKey is the context key of the task a request runs in.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // strategies lists every strategy wait.New knows, including those this CPU cannot run.

@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // A group of carriers serving an echo handler; a task that dials, sleeps on

@@ -1,6 +1,6 @@
 package carrier
 
-import "spindle/internal/unix"
+import "github.com/spindle-lab/spindle/internal/unix"
 
 // Floating mode (Options.Float). Carriers run on goroutines that are not
 // locked to threads, so the Go runtime lets any carrier resume a coroutine

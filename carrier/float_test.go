@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func TestFloatOptions(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // ErrGroupClosed is wrapped by operations on a closed group.

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // TestCloseLeavesNothing closes a group while it holds everything a group

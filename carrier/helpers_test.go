@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
 // checkLeaks fails the test if goroutines or fds outlive it (after the

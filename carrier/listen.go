@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // ListenOptions configure Group.Listen.

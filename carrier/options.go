@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // Defaults for Options; the spindle command reuses them as flag defaults.

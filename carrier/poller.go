@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // Poller names, the values of Options.Poller and of the --poller flags.

@@ -3,7 +3,7 @@ package carrier
 import (
 	"fmt"
 
-	"spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // newStrategy returns a fresh idle strategy for one carrier (strategies

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // Task states. Only the home carrier's thread reads or writes them.

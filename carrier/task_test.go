@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // inTask runs fn as a task on carrier 0 of g and waits for it.

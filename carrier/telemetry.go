@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
-	"spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // histBuckets is the number of log2 buckets: bucket 0 holds the value 0 and

@@ -1,7 +1,7 @@
 package carrier
 
 import (
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // placement is where a group's carriers run.

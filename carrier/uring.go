@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // The io_uring poller (Options.Poller = PollerURing or PollerURingPoll).

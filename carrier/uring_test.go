@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/leakcheck"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // fakeKernel answers a uringPoller's io_uring_enter calls on a MemRing the

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // Write-behind (PollerURing). Conn.Write copies the bytes into the conn's

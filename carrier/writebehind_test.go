@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // These tests hold for every poller (TestMain runs them once per poller);

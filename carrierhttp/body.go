@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // body is a request body, streamed from the connection's read buffer: a

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier"
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 const (

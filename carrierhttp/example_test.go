@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"spindle/carrier"
-	"spindle/carrierhttp"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrierhttp"
 )
 
 // An unchanged net/http service on carriers: the handlers run in their

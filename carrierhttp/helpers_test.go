@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
 // startCarrier serves h with a carrierhttp.Server on a fresh group of

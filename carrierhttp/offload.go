@@ -5,7 +5,7 @@ import (
 	"maps"
 	"net/http"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 // OffloadHandler runs h on a plain goroutine (carrier.Task.Offload), where

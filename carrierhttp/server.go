@@ -43,7 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 // Defaults of Server's fields.

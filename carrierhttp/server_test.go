@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 // selfSigned returns a certificate for 127.0.0.1 and a pool trusting it.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 // Defaults of Transport's fields.

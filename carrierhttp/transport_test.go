@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/internal/leakcheck"
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 // inTask runs fn as a task of a new group and waits for it.

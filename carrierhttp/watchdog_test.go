@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
 // syncBuffer is a log destination the carriers write while the test reads.

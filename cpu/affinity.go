@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // Allowed returns the CPUs the calling thread may run on (its affinity mask,

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // TestPinProcessPinsEveryThread: threads that exist before the call

@@ -3,7 +3,7 @@ package cpu_test
 import (
 	"fmt"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // Parse a CPU list in the kernel's syntax (taskset, cpuset, sysfs).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // Parse a request from the bytes read so far; a partial request asks for

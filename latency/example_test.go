@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Record latencies in an HDR histogram and print wrk2's latency block.

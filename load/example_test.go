@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
-	"spindle/load"
+	"github.com/spindle-lab/spindle/load"
 )
 
 // A fixed-rate run against a test server: 200 requests/s over 2

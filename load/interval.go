@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Interval histograms: each load thread records the corrected latency of

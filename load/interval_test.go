@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // TestIntervalSink: the sink gets every interval of the measured window, in

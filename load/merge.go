@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Merge combines the results of load generators that ran together against

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // part builds a checked result whose latencies are values (µs).

@@ -28,8 +28,8 @@ import (
 	"strings"
 	"time"
 
-	"spindle/cpu"
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Defaults, reused as the spindle load flag defaults (wrk2's where it has one).

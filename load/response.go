@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // errParse is wrapped by every response parse error.

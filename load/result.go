@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"spindle/latency"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 // SchemaVersion is Result's schema_version: raised when a field changes

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // WriteText prints wrk2's layout; a run in which no request completed has

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/internal/unix"
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/internal/unix"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Progress is a live snapshot of a run, for a one-line display.

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
 // testCert is a self-signed ECDSA certificate for 127.0.0.1 and

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // Tunables of the event loop.

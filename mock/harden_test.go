@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // rawConn dials s and returns the conn and a reader of its answers.

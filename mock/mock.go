@@ -17,10 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
-	"spindle/http1"
-	"spindle/internal/memrelease"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/memrelease"
 )
 
 // Fruit is one element of the mock's JSON list.

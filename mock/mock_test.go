@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
 // start runs a mock for one test and checks that closing it leaves no

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // FreqMeter measures the mean core frequency of some CPUs over a window.

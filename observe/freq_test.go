@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func TestFindFreqFixtures(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/prometheus/procfs/sysfs"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // DefaultCalibration is how long a power or frequency source is exercised

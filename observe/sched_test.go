@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 func TestParseSched(t *testing.T) {

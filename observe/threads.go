@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // DefaultProcRoot is where procfs is mounted.

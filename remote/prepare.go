@@ -15,7 +15,7 @@ import (
 	"runtime"
 	"strings"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // ErrBadProbe is wrapped when a host's probe output cannot be read.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func TestParseProbe(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"spindle/latency"
-	"spindle/observe"
-	"spindle/quantile"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Stat is a figure over rounds: median, min and max of the runs that have

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // The checks a complete run must pass before its figures count (Check).

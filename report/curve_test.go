@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // sweepRun is a synthetic complete run whose latency is uniform over

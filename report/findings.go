@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // Verdicts of a finding.

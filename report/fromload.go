@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"spindle/load"
+	"github.com/spindle-lab/spindle/load"
 )
 
 // FillFromLoad copies a load result's figures into s: the measured window,

@@ -14,8 +14,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"spindle/latency"
-	"spindle/quantile"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Plot size: a 16:10 image that reads well inline in Markdown.

@@ -21,7 +21,7 @@ const DefaultTopFunctions = 10
 
 // ProfileFunc is one function's share of a CPU profile.
 type ProfileFunc struct {
-	// Name is the function's full name ("spindle/carrier.(*Carrier).loop").
+	// Name is the function's full name ("github.com/spindle-lab/github.com/spindle-lab/spindle/carrier.(*Carrier).loop").
 	Name string `json:"name"`
 	// FlatPct is the percentage of the samples in the function itself;
 	// CumPct of those with the function anywhere on the stack.

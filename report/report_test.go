@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
-	"spindle/observe"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden report.md files in testdata")

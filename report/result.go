@@ -23,8 +23,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"spindle/latency"
-	"spindle/observe"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
 )
 
 // SummaryFile is the name of the summary in a result directory.

@@ -2,10 +2,10 @@ package report
 
 import (
 	"fmt"
+	"github.com/spindle-lab/spindle/quantile"
 	"io"
 	"math"
 	"slices"
-	"spindle/quantile"
 )
 
 // SpreadRow is the run-to-run spread of one figure between two

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // HlogFile is the load generator's interval log in a result directory

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
+	"github.com/spindle-lab/spindle/latency"
 )
 
 // writeHlog writes an interval log of 1 s intervals with the given

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own so

@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"spindle/carrier"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // The exported buckets are the telemetry's log2 buckets, cumulative, with

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"spindle/carrier"
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // The carrier-hosted modes with spindle's own code path (see the package

@@ -8,7 +8,7 @@ import (
 	"os"
 	"sync/atomic"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // routeFor maps a request to its route, the same way in every mode: by the

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/http1"
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 // TestFraming sends, from a raw socket, requests whose framing or target

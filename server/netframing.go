@@ -5,7 +5,7 @@ import (
 	"net"
 	"sync"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // net/http's server removes Content-Length from a request that also has

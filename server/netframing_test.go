@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // watchAll feeds stream to a fresh watcher in pieces of at most step bytes

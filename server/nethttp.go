@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // ModeNetHTTP is idiomatic net/http server and client, a goroutine per

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"sync"
 
-	"spindle/carrier"
-	"spindle/carrierhttp"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrierhttp"
 )
 
 // ModeNetHTTPCarrier runs ModeNetHTTP's handler and http.Client code,

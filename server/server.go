@@ -42,11 +42,11 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/carrier"
-	"spindle/carrierhttp"
-	"spindle/http1"
-	"spindle/internal/memrelease"
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrierhttp"
+	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/memrelease"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 // Defaults for Options; the spindle command reuses them as flag defaults.

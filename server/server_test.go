@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
-	"spindle/http1"
-	"spindle/internal/leakcheck"
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 var modes = Modes()

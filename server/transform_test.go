@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 func TestTransform(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // MeasureLineWake measures B where the spectrum needs it: the cost of one

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/internal/unix"
-	"spindle/quantile"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/internal/unix"
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Scale is a burst timescale: the busy and idle periods of a pattern are

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/internal/unix"
-	"spindle/observe"
-	"spindle/quantile"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Cell is one configuration of a figure: foreground threads on FG running

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // twoCPUs returns a foreground and a background CPU, or skips.

@@ -2,9 +2,9 @@ package spectrum
 
 import (
 	"errors"
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"math"
 	"math/rand/v2"
-	"spindle/carrier/wait"
 )
 
 // N is the side of the foreground's matrices: the paper multiplies 16x16

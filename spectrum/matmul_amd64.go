@@ -3,7 +3,7 @@ package spectrum
 import (
 	"fmt"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // AVX512 returns the AVX-512 kernel, or an error wrapping ErrNotSupported

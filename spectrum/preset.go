@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // The presets, one per figure kind of the paper.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // fixtures are the topologies planning is tested on: the cpu package's

@@ -3,9 +3,9 @@ package spectrum
 import (
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/observe"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/observe"
 )
 
 // ProbeOptions say where the probe reads the machine and how long it

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spindle-lab/spindle/quantile"
 	"math"
-	"spindle/quantile"
 )
 
 // Figure is a metric over the repeats of a cell: the median with the

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // The background modes. The waiting modes (busy, pause, block, adaptive,

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"spindle/carrier/wait"
-	"spindle/quantile"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Verdict compares, for one burst pattern, the adaptive strategy with the

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // Defaults for the B measurement the adaptive strategy makes when

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 func TestMeasureBlockWake(t *testing.T) {

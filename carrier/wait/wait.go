@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // ErrNotSupported is wrapped by New when a strategy cannot run on this CPU or

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // fakeTarget becomes ready when ready is set; Block sleeps in short steps

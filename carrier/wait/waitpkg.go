@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func init() {

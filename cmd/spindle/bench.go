@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"spindle/bench"
-	"spindle/carrier"
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/report"
-	"spindle/server"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/server"
 )
 
 func init() {

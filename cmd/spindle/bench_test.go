@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/bench"
-	"spindle/latency"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/report"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 var (

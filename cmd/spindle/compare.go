@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"spindle/bench"
-	"spindle/cpu"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/report"
 )
 
 func init() {

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/http1"
-	"spindle/observe"
-	"spindle/server"
+	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/server"
 )
 
 func init() {

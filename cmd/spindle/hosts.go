@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"os"
 
-	"spindle/bench"
-	"spindle/remote"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/remote"
 )
 
 // hostFlags place bench's and compare's roles on other hosts over SSH

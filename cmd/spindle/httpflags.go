@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // connArgs are the connection limits and timeouts serve and mock share.

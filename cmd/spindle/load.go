@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"spindle/latency"
-	"spindle/load"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 func init() {

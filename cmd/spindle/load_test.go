@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"spindle/latency"
-	"spindle/load"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 func TestLoadBadInput(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"spindle/mock"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 func init() {

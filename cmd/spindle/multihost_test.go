@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"spindle/latency"
-	"spindle/load"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/report"
 )
 
 // netLab is three network namespaces on a bridge, each running Debian's

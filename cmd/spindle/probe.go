@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"spindle/carrier"
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/observe"
-	"spindle/spectrum"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/spectrum"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"spindle/bench"
-	"spindle/internal/unix"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // heartbeatEvery is the longest a long command stays silent on a stderr

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"spindle/bench"
-	"spindle/remote"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/remote"
 )
 
 func init() {

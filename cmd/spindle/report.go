@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"spindle/bench"
-	"spindle/latency"
-	"spindle/report"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/report"
 )
 
 func init() {

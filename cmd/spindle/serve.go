@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"spindle/carrier"
-	"spindle/carrier/wait"
-	"spindle/server"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/server"
 )
 
 func init() {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier"
 )
 
 func TestServeMockFlagsRejected(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 	"io"
 	"os"
 
-	"spindle/bench"
-	"spindle/latency"
-	"spindle/report"
-	"spindle/slo"
+	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/slo"
 )
 
 // sloFlag is --slo of bench and compare: thresholds parsed before any

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"spindle/carrier/wait"
-	"spindle/cpu"
-	"spindle/latency"
-	"spindle/observe"
-	"spindle/spectrum"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/spectrum"
 )
 
 func init() {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func TestProbeJSON(t *testing.T) {

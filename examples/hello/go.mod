@@ -2,8 +2,8 @@ module example.com/hello
 
 go 1.26.0
 
-require spindle v0.0.0
+require github.com/spindle-lab/spindle v0.0.0
 
 require golang.org/x/sys v0.50.0 // indirect
 
-replace spindle => ../..
+replace github.com/spindle-lab/spindle => ../..

@@ -4,7 +4,7 @@
 // loopback and exits (0 when the answer is right), which is what CI runs.
 //
 // The module's go.mod points at the checkout with
-// "replace spindle => ../..", as a module using spindle from a local
+// "replace github.com/spindle-lab/spindle => ../..", as a module using spindle from a local
 // clone would.
 package main
 
@@ -20,8 +20,8 @@ import (
 	"os/signal"
 	"time"
 
-	"spindle/carrier"
-	"spindle/http1"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 func main() {

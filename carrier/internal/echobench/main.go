@@ -40,8 +40,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"spindle/carrier"
-	"spindle/cpu"
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 func main() {
