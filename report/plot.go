@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -262,7 +263,9 @@ func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, p
 		vals[i] = b.median
 		errs[i] = struct{ Low, High float64 }{b.median - b.lo, b.hi - b.median}
 		tops[i] = plotter.XY{X: float64(i), Y: b.hi}
-		labels[i], names[i] = b.label, b.name
+		// Median over its range, on two lines: eight bars' labels side
+		// by side on one line run into each other.
+		labels[i], names[i] = strings.Replace(b.label, " (", "\n(", 1), b.name
 	}
 	p := plot.New()
 	p.Title.Text = title
@@ -296,10 +299,15 @@ func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, p
 	}
 	for i := range lb.TextStyle {
 		lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
+		lb.TextStyle[i].Font.Size = vg.Points(8)
 	}
 	lb.Offset = vg.Point{Y: vg.Points(4)}
 	p.Add(lb)
 	p.NominalX(names...)
+	if len(names) > 5 { // long configuration names side by side overlap: slant them
+		p.X.Tick.Label.Rotation = math.Pi / 8
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	}
 	return p.Save(plotWidth, plotHeight, path)
 }
 
