@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -174,4 +175,19 @@ func (ps PerfStat) Summarize(window time.Duration) PerfSummary {
 		s.IPC = Figure{Value: ins / cyc}
 	}
 	return s
+}
+
+// WriteText writes perf-stat.txt for the server process observed over
+// window: the study's figures, then perf's raw CSV output.
+func (s PerfSummary) WriteText(w io.Writer, window time.Duration, raw []byte) error {
+	fmt.Fprintf(w, "# perf stat of the server process over %.1fs\n", window.Seconds())
+	fmt.Fprintf(w, "CPUs utilized (task-clock / window)  %s\n", s.CPUsUtilized)
+	fmt.Fprintf(w, "context switches/s                   %s\n", s.ContextSwitchesPerSec)
+	fmt.Fprintf(w, "CPU migrations/s                     %s\n", s.MigrationsPerSec)
+	fmt.Fprintf(w, "cycles                               %s\n", s.Cycles)
+	fmt.Fprintf(w, "instructions                         %s\n", s.Instructions)
+	fmt.Fprintf(w, "IPC                                  %s\n", s.IPC)
+	fmt.Fprintf(w, "\n# perf stat -x, output\n")
+	_, err := w.Write(raw)
+	return err
 }

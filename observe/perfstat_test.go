@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -131,4 +132,24 @@ func FuzzParsePerfStat(f *testing.F) {
 		}
 		_ = ps.Summarize(time.Second).IPC.String()
 	})
+}
+
+// WriteText puts the window, each figure (n/a with its reason) and perf's
+// raw CSV after its heading.
+func TestPerfSummaryWriteText(t *testing.T) {
+	s := PerfSummary{CPUsUtilized: Figure{Value: 1.5}, IPC: Figure{NA: "not supported"}}
+	var b strings.Builder
+	if err := s.WriteText(&b, 2500*time.Millisecond, []byte("raw,csv\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"over 2.5s\n",
+		"CPUs utilized (task-clock / window)  1.50\n",
+		"IPC                                  " + NA("not supported") + "\n",
+		"\n# perf stat -x, output\nraw,csv\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -1,0 +1,39 @@
+package report
+
+import (
+	"math"
+	"time"
+
+	"github.com/spindle-lab/spindle/carrier"
+)
+
+// CarrierFiguresOf sums per-carrier window telemetry (the differences of
+// /debug/carrier over window) into the study's figures.
+func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigures {
+	var tot carrier.Telemetry
+	for _, t := range ts {
+		tot = tot.Add(t)
+	}
+	const nsPerUs = 1e3
+	per10s := func(n uint64) float64 { return float64(n) * (10 * time.Second).Seconds() / window.Seconds() }
+	ringEnters, completions := math.NaN(), math.NaN() // epoll: no ring
+	if tot.RingEnters > 0 {
+		ringEnters, completions = per10s(tot.RingEnters), tot.RingCompletions.Mean()
+	}
+	return CarrierFigures{
+		Carriers:         len(ts),
+		IOCyclesPer10s:   Num(float64(tot.IOCycles) * (10 * time.Second).Seconds() / window.Seconds()),
+		EventsPerCycle:   Num(tot.IOEventsPerCycle()),
+		TasksPerDrain:    Num(tot.TasksPerDrain()),
+		QueueDepthAvg:    Num(tot.QueueDepth.Mean()),
+		QueueDepthP50:    Num(tot.QueueDepth.Quantile(0.5)),
+		SubmitToRunP50Us: Num(tot.SubmitToRun.Quantile(0.5) / nsPerUs),
+		SubmitToRunP99Us: Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
+		Steals:           tot.StealsIn,
+		Migrations:       tot.MigrationsIn,
+
+		RingEntersPer10s:    Num(ringEnters),
+		SubmissionsPerEnter: Num(tot.SubmissionsPerEnter()),
+		CompletionsPerPass:  Num(completions),
+	}
+}
