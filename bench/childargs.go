@@ -1,11 +1,16 @@
 package bench
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/spindle-lab/spindle/mock"
+)
 
 // MockArgs are the arguments of the mock child.
 func MockArgs(c Config) []string {
-	return []string{"mock", "--port", strconv.Itoa(c.MockPort), "--think-time", c.MockThinkTime.String(),
-		"--threads", strconv.Itoa(c.MockThreads), "--cpuset", c.MockCPUs.String()}
+	f := mock.DefaultFlags()
+	f.Port, f.ThinkTime, f.Threads, f.CPUs = c.MockPort, c.MockThinkTime, c.MockThreads, c.MockCPUs
+	return append([]string{"mock"}, f.Args()...)
 }
 
 // ServerArgs are the arguments of the server child.

@@ -88,7 +88,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
 	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
 	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
-	fs.Var(durationFlag{&a.think}, "mock-think-time", "mock think time")
+	fs.Var(durationFlag{D: &a.think}, "mock-think-time", "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")

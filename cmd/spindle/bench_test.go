@@ -220,7 +220,7 @@ func TestReportListsUnfinished(t *testing.T) {
 // spellings it might have meant.
 func TestDurationFlag(t *testing.T) {
 	var d time.Duration
-	f := durationFlag{&d}
+	f := durationFlag{D: &d}
 	for _, tc := range []struct {
 		in      string
 		want    time.Duration

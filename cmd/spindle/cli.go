@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 )
 
 var (
@@ -83,12 +84,11 @@ func (fs *flagSet) example(lines ...string) { fs.examples = append(fs.examples, 
 
 // durationVar defines a duration flag that needs a unit (durationFlag).
 func (fs *flagSet) durationVar(p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var(durationFlag{p}, name, usage)
+	cliflag.DurationVar(fs.FlagSet, p, name, value, usage)
 }
 
 // placeholderer is a flag.Value that names its kind of value in help.
-type placeholderer interface{ placeholder() string }
+type placeholderer interface{ Placeholder() string }
 
 // printHelp writes the usage line, the paragraph, every flag and the
 // examples.
@@ -174,7 +174,7 @@ func flagPlaceholder(f *flag.Flag) (ph, usage string) {
 		return p, usage
 	}
 	if p, ok := f.Value.(placeholderer); ok {
-		return p.placeholder(), usage
+		return p.Placeholder(), usage
 	}
 	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 		return "", usage
@@ -258,7 +258,7 @@ func flagError(err error) string {
 // cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8".
 type cpuSetFlag struct{ set cpu.Set }
 
-func (f *cpuSetFlag) placeholder() string { return "CPUS" }
+func (f *cpuSetFlag) Placeholder() string { return "CPUS" }
 
 func (f *cpuSetFlag) String() string { return f.set.String() }
 func (f *cpuSetFlag) Set(s string) error {
@@ -274,34 +274,12 @@ func (f *cpuSetFlag) Set(s string) error {
 type stringsFlag []string
 
 func (f *stringsFlag) String() string      { return strings.Join(*f, ", ") }
-func (f *stringsFlag) placeholder() string { return "TEXT" }
+func (f *stringsFlag) Placeholder() string { return "TEXT" }
 func (f *stringsFlag) Set(s string) error  { *f = append(*f, s); return nil }
 
 // durationFlag is a duration flag that needs a unit ("10s", "500ms"; "0"
-// alone may go without), so that no flag reads a bare number in a unit of
-// its own.
-type durationFlag struct{ d *time.Duration }
-
-func (f durationFlag) placeholder() string { return "DURATION" }
-
-func (f durationFlag) String() string {
-	if f.d == nil {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f durationFlag) Set(s string) error {
-	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
-		return fmt.Errorf("%q needs a unit: %ss, %sms or %sus", s, s, s, s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m)", s)
-	}
-	*f.d = d
-	return nil
-}
+// alone may go without).
+type durationFlag = cliflag.Duration
 
 // checkCPUs verifies that every CPU of s exists on this machine (is in the
 // process's allowed set), for flags such as --cpuset.
@@ -320,9 +298,8 @@ func checkCPUs(flagName string, s cpu.Set) error {
 }
 
 // DefaultHost is the address servers listen on unless --host says
-// otherwise: loopback, so that a laboratory server is not reachable from
-// other machines by default.
-const DefaultHost = "127.0.0.1"
+// otherwise: loopback (cliflag.DefaultHost).
+const DefaultHost = cliflag.DefaultHost
 
 // listenAddr joins --host and a port flag into a listen address, checking
 // both: the host must be an IP address (or empty: every address), since the

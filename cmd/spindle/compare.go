@@ -70,7 +70,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it")
+	fs.Var(durationFlag{D: &a.slo}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")

@@ -61,7 +61,7 @@ Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
 	}
 	for _, n := range []string{"d", "duration"} {
-		fs.Var(durationFlag{&c.duration}, n, "measured duration")
+		fs.Var(durationFlag{D: &c.duration}, n, "measured duration")
 	}
 	for _, n := range []string{"R", "rate"} {
 		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
@@ -75,15 +75,15 @@ Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	for _, n := range []string{"H", "header"} {
 		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
 	}
-	fs.Var(durationFlag{&c.timeout}, "timeout", "per-request and connect timeout")
+	fs.Var(durationFlag{D: &c.timeout}, "timeout", "per-request and connect timeout")
 	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
 	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
-	fs.Var(durationFlag{&c.warmup}, "warmup", "warm-up before the measured duration: sent, not recorded")
+	fs.Var(durationFlag{D: &c.warmup}, "warmup", "warm-up before the measured duration: sent, not recorded")
 	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
 	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
 	fs.StringVar(&c.hgrm, "hgrm", "", "write `PREFIX`.corrected.hgrm and PREFIX.uncorrected.hgrm")
 	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
-	fs.Var(durationFlag{&c.hlogInterval}, "hlog-interval", "interval of --hlog")
+	fs.Var(durationFlag{D: &c.hlogInterval}, "hlog-interval", "interval of --hlog")
 	fs.StringVar(&c.startAt, "start-at", "", "start the run (warm-up first) at this `INSTANT` (RFC 3339, e.g. 2026-01-02T15:04:05.5Z) instead of at once: load generators on several hosts start together")
 	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	fs.durationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
@@ -280,7 +280,7 @@ type metricFlag struct {
 	whole bool
 }
 
-func (f *metricFlag) placeholder() string { return "N" }
+func (f *metricFlag) Placeholder() string { return "N" }
 
 func (f *metricFlag) String() string {
 	if f == nil || (!f.set && f.v == 0) {

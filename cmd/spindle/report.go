@@ -37,7 +37,7 @@ func reportFlags() (*flagSet, *reportArgs) {
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
 	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{&a.slo}, "slo-p99", "the latency objective of a sweep's capacity figures")
+	fs.Var(durationFlag{D: &a.slo}, "slo-p99", "the latency objective of a sweep's capacity figures")
 	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
 		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
 	fs.example(

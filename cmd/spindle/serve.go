@@ -53,7 +53,7 @@ func serveFlags() (*flagSet, *serveArgs) {
 	fs.Var(&a.cpus, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
 	fs.IntVar(&a.adminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
 	fs.StringVar(&a.adminHost, "admin-host", DefaultHost, "address the admin port listens on (\"\": every address)")
-	connFlags(fs, &a.connArgs)
+	a.connArgs.Register(fs.FlagSet)
 	fs.example(
 		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
 		`spindle serve --mode nethttp --threads 2`,
@@ -87,7 +87,7 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 	if err := server.CheckBackend(a.backend); err != nil {
 		return o, badInput("--backend: %v", err)
 	}
-	if err := a.connArgs.check(); err != nil {
+	if err := checkConn(&a.connArgs); err != nil {
 		return o, err
 	}
 	switch {
@@ -114,8 +114,8 @@ func serveOptions(a *serveArgs) (server.Options, error) {
 		BackendTimeout: a.backendTimeout,
 		Threads:        a.threads,
 		ReusePort:      a.reusePort,
-		HTTP:           a.http,
-		MaxConns:       a.maxConns,
+		HTTP:           a.HTTP,
+		MaxConns:       a.MaxConns,
 		Carrier: carrier.Options{
 			CPUs: a.cpus.set, Wait: a.wait, Steal: a.ws, StealScope: scope, Pin: pin, NPlusOne: a.nplus1, Float: a.float,
 			Poller: a.poller,

@@ -1,0 +1,191 @@
+// Package cliflag holds the flag values and flag groups that spindle's
+// roles (mock, serve, load) share, so that each role can own its flag set
+// and its argv (the inverse of parsing) in its own package while the
+// command line and its help stay those of cmd/spindle.
+//
+// A value that names its kind in help implements Placeholder; cmd/spindle
+// prints "--cpuset CPUS", "--think-time DURATION" from it.
+package cliflag
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/http1"
+)
+
+// DefaultHost is the address servers listen on unless --host says
+// otherwise: loopback, so that a laboratory server is not reachable from
+// other machines by default.
+const DefaultHost = "127.0.0.1"
+
+// Placeholder is a flag.Value that names its kind of value in help
+// ("CPUS", "DURATION").
+type Placeholder interface {
+	flag.Value
+	Placeholder() string
+}
+
+// Duration is a duration flag that needs a unit ("10s", "500ms"; "0" alone
+// may go without), so that no flag reads a bare number in a unit of its
+// own.
+type Duration struct{ D *time.Duration }
+
+// Placeholder names the value in help.
+func (f Duration) Placeholder() string { return "DURATION" }
+
+// String is the duration as time.Duration writes it, "" without one.
+func (f Duration) String() string {
+	if f.D == nil {
+		return ""
+	}
+	return f.D.String()
+}
+
+// Set parses s, refusing a bare number other than 0.
+func (f Duration) Set(s string) error {
+	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
+		return fmt.Errorf("%q needs a unit: %ss, %sms or %sus", s, s, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m)", s)
+	}
+	*f.D = d
+	return nil
+}
+
+// DurationVar defines a Duration flag on fs with value as its default.
+func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(Duration{p}, name, usage)
+}
+
+// CPUs is a flag.Value holding a CPU list such as "0-3,8".
+type CPUs struct{ P *cpu.Set }
+
+// Placeholder names the value in help.
+func (f CPUs) Placeholder() string { return "CPUS" }
+
+// String is the list as cpu.Set writes it.
+func (f CPUs) String() string {
+	if f.P == nil {
+		return ""
+	}
+	return f.P.String()
+}
+
+// Set parses a CPU list.
+func (f CPUs) Set(s string) error {
+	set, err := cpu.ParseList(s)
+	if err != nil {
+		return err
+	}
+	*f.P = set
+	return nil
+}
+
+// CPUsVar defines a CPU list flag on fs; its default is the empty set.
+func CPUsVar(fs *flag.FlagSet, p *cpu.Set, name, usage string) {
+	*p = nil
+	fs.Var(CPUs{p}, name, usage)
+}
+
+// Conn are the connection limits and timeouts the servers (serve, mock)
+// share: --max-conns and the http1 timeouts.
+type Conn struct {
+	// HTTP holds the timeouts, each > 0.
+	HTTP http1.Options
+	// MaxConns bounds the client connections open at once; 0: no bound.
+	MaxConns int
+}
+
+// Register adds --max-conns and the timeout flags to fs, with http1's
+// defaults.
+func (c *Conn) Register(fs *flag.FlagSet) {
+	fs.IntVar(&c.MaxConns, "max-conns", 0, "client connections open at once; one beyond is accepted and closed at once (0: no bound)")
+	DurationVar(fs, &c.HTTP.ReadHeaderTimeout, "read-header-timeout", http1.DefaultReadHeaderTimeout,
+		"time from a request's first byte (a new connection's accept) to the end of its head")
+	DurationVar(fs, &c.HTTP.ReadTimeout, "read-timeout", http1.DefaultReadTimeout,
+		"time from the same start to the end of the whole request, body included")
+	DurationVar(fs, &c.HTTP.WriteTimeout, "write-timeout", http1.DefaultWriteTimeout,
+		"time one write of answers may take (a client that does not read is closed)")
+	DurationVar(fs, &c.HTTP.IdleTimeout, "idle-timeout", http1.DefaultIdleTimeout,
+		"time a keep-alive connection may wait for its next request")
+}
+
+// Args is the inverse of Register: the flags that set c's values.
+func (c Conn) Args() []string { return Args(c, (*Conn).Register) }
+
+// Repeated is a flag.Value that a flag given several times adds to (-H
+// "A: b" -H "C: d"): Args gives it once per value.
+type Repeated interface {
+	flag.Value
+	Values() []string
+}
+
+// Args is the inverse of parsing: the command-line arguments that give v
+// when parsed by a flag set that register fills (register sets each
+// field's default, as flag.IntVar does). Only the flags whose value
+// differs from its default appear, each once under its longest name,
+// in name order: "--name value", a true boolean as "--name" alone, a
+// Repeated value once per value.
+func Args[T any](v T, register func(*T, *flag.FlagSet)) []string {
+	var p T
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	register(&p, fs)
+	p = v // the flag values point into p: they now read v
+	long := map[flag.Value]*flag.Flag{}
+	var order []flag.Value
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := long[f.Value]; !ok {
+			order = append(order, f.Value)
+			long[f.Value] = f
+		} else if len(f.Name) > len(g.Name) {
+			long[f.Value] = f
+		}
+	})
+	var a []string
+	for _, val := range order {
+		f := long[val]
+		s := val.String()
+		if r, ok := val.(Repeated); ok {
+			for _, x := range r.Values() {
+				a = append(a, dashes(f.Name), x)
+			}
+			continue
+		}
+		if s == f.DefValue {
+			continue
+		}
+		if b, ok := val.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if s == "true" {
+				a = append(a, dashes(f.Name))
+			} else {
+				a = append(a, dashes(f.Name)+"="+s)
+			}
+			continue
+		}
+		a = append(a, dashes(f.Name), s)
+	}
+	return a
+}
+
+// dashes writes a flag name as typed: -c for one letter, --connections.
+func dashes(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// Defaults are the values register gives every field: those of a command
+// line without flags.
+func Defaults[T any](register func(*T, *flag.FlagSet)) T {
+	var v T
+	register(&v, flag.NewFlagSet("", flag.ContinueOnError))
+	return v
+}
