@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/spindle-lab/spindle/mock"
+	"github.com/spindle-lab/spindle/server"
 )
 
 // MockArgs are the arguments of the mock child.
@@ -15,24 +16,17 @@ func MockArgs(c Config) []string {
 
 // ServerArgs are the arguments of the server child.
 func ServerArgs(c Config) []string {
-	a := []string{"serve", "--mode", c.Mode, "--port", strconv.Itoa(c.ServerPort),
-		"--backend", "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits", "--threads", strconv.Itoa(c.Threads),
-		"--wait", c.Wait, "--topology", c.Topology, "--admin-port", strconv.Itoa(c.AdminPort)}
-	if c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
-		a = append(a, "--float")
-	} else {
-		a = append(a, "--cpuset", c.ServerCPUs.String())
-	}
-	if c.WorkStealing {
-		a = append(a, "--ws")
+	f := server.DefaultFlags()
+	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
+	f.Backend = "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits"
+	f.Steal, f.NPlusOne, f.Float = c.WorkStealing, c.NPlus1, c.Float
+	if !c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
+		f.CPUs = c.ServerCPUs
 	}
 	if c.Poller != "" {
-		a = append(a, "--poller", c.Poller)
+		f.Poller = c.Poller
 	}
-	if c.NPlus1 {
-		a = append(a, "--nplus1")
-	}
-	return a
+	return append([]string{"serve"}, f.Args()...)
 }
 
 // LoadArgs are the arguments of the load generator child: its JSON result,

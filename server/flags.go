@@ -1,0 +1,85 @@
+package server
+
+import (
+	"flag"
+	"time"
+
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
+)
+
+// Flags are the server role's options as "spindle serve" spells them: the
+// one definition of its flags (Register) and of its argv (Args), which
+// the spindle command parses and checks into Options and the bench runner
+// writes for its child. Text fields hold the flags' words unchecked.
+type Flags struct {
+	// Mode is the scheduling design (ParseMode).
+	Mode string
+	// Host is the address to listen on; "" means every address.
+	Host string
+	// Port is the TCP port to listen on.
+	Port int
+	// Backend is the URL of the mock backend's /fruits.
+	Backend string
+	// BackendTimeout bounds one backend exchange.
+	BackendTimeout time.Duration
+	// Threads are carriers (or GOMAXPROCS for nethttp); 0: one per CPU.
+	Threads int
+	// Wait is the carriers' idle strategy (wait.Names).
+	Wait string
+	// Steal turns on work stealing; StealScope is where ("global",
+	// "cluster").
+	Steal      bool
+	StealScope string
+	// Float makes carriers floating (not locked to threads).
+	Float bool
+	// Poller is the carriers' I/O poller (carrier.CheckPoller).
+	Poller string
+	// Topology is the carriers' pinning (carrier.ParsePinning).
+	Topology string
+	// NPlusOne reserves the first CPU for everything but carriers.
+	NPlusOne bool
+	// ReusePort gives each carrier its own SO_REUSEPORT listener.
+	ReusePort bool
+	// CPUs are the carriers' CPUs (nethttp: the process's); empty: all
+	// allowed.
+	CPUs cpu.Set
+	// AdminPort is the port of /metrics, /debug/pprof/ and /debug/carrier
+	// on AdminHost; 0: off.
+	AdminPort int
+	AdminHost string
+	// Conn are the connection limit and timeouts.
+	Conn cliflag.Conn
+}
+
+// DefaultFlags are the flags' defaults: those of "spindle serve" alone.
+func DefaultFlags() Flags { return cliflag.Defaults((*Flags).Register) }
+
+// Register defines the server's flags on fs, each field set to its
+// default.
+func (f *Flags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Mode, "mode", "carrier", "scheduling design: "+ModeHelp()+" (nethttp-carrier: nethttp's handler and client on carriers)")
+	fs.StringVar(&f.Host, "host", cliflag.DefaultHost, "address to listen on (\"\": every address)")
+	fs.IntVar(&f.Port, "port", DefaultPort, "TCP port to listen on")
+	fs.StringVar(&f.Backend, "backend", DefaultBackend, "URL of the mock backend's /fruits")
+	cliflag.DurationVar(fs, &f.BackendTimeout, "backend-timeout", DefaultBackendTimeout, "bound on one backend exchange (then 504)")
+	fs.IntVar(&f.Threads, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
+	fs.StringVar(&f.Wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
+	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
+	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
+	fs.StringVar(&f.Poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
+	fs.StringVar(&f.StealScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
+	fs.StringVar(&f.Topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
+	fs.BoolVar(&f.NPlusOne, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")
+	fs.BoolVar(&f.ReusePort, "reuseport", false, "one SO_REUSEPORT listener per carrier instead of one balancing acceptor")
+	cliflag.CPUsVar(fs, &f.CPUs, "cpuset", "CPUs for the carriers (nethttp: the whole process), e.g. \"1\" or \"2-3\" (default: all allowed)")
+	fs.IntVar(&f.AdminPort, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
+	fs.StringVar(&f.AdminHost, "admin-host", cliflag.DefaultHost, "address the admin port listens on (\"\": every address)")
+	f.Conn.Register(fs)
+}
+
+// Args is the inverse of Register: the arguments of "spindle serve" that
+// give f (the flags that differ from their defaults).
+func (f Flags) Args() []string { return cliflag.Args(f, (*Flags).Register) }

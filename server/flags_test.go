@@ -1,0 +1,77 @@
+package server
+
+import (
+	"flag"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spindle-lab/spindle/cpu"
+)
+
+// parseFlags parses args as "spindle serve" does.
+func parseFlags(t testing.TB, args []string) Flags {
+	t.Helper()
+	var f Flags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	if fs.NArg() > 0 {
+		t.Fatalf("parse %q: left %q", args, fs.Args())
+	}
+	return f
+}
+
+// Flags -> Args -> parse gives the flags back; defaults give no argument.
+func TestFlagsRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Flags)
+		args []string // nil: not checked, only the round trip
+	}{
+		{"defaults", func(*Flags) {}, []string{}},
+		{"bench child", func(f *Flags) {
+			f.Mode, f.Port, f.Threads, f.CPUs, f.Steal, f.AdminPort = "handoff", 18081, 2, cpu.Set{2, 3}, true, 9090
+		}, []string{"--admin-port", "9090", "--cpuset", "2-3", "--mode", "handoff", "--port", "18081", "--threads", "2", "--ws"}},
+		{"floating, io_uring", func(f *Flags) {
+			f.Float, f.Poller, f.NPlusOne, f.ReusePort, f.Wait, f.StealScope = true, "io_uring", true, true, "spin", "cluster"
+		}, nil},
+		{"every address, empty words", func(f *Flags) {
+			f.Host, f.AdminHost, f.Backend, f.Topology = "", "", "", ""
+		}, []string{"--admin-host", "", "--backend", "", "--host", "", "--topology", ""}},
+		{"timeouts", func(f *Flags) {
+			f.BackendTimeout, f.Conn.HTTP.WriteTimeout, f.Conn.MaxConns = 250*time.Millisecond, 9*time.Second, 3
+		}, nil},
+	}
+	for _, tc := range tests {
+		f := DefaultFlags()
+		tc.edit(&f)
+		args := f.Args()
+		if tc.args != nil && !slices.Equal(args, tc.args) {
+			t.Errorf("%s: args %q, want %q", tc.name, args, tc.args)
+		}
+		if got := parseFlags(t, args); !reflect.DeepEqual(got, f) {
+			t.Errorf("%s: args %q parse to %+v, want %+v", tc.name, args, got, f)
+		}
+	}
+}
+
+func FuzzFlagsRoundTrip(f *testing.F) {
+	f.Add("carrier", "127.0.0.1", 8081, "http://127.0.0.1:8080/fruits", int64(time.Second), true, false, "0-3")
+	f.Add("", "", -1, "", int64(0), false, true, "")
+	f.Fuzz(func(t *testing.T, mode, host string, port int, backend string, timeout int64, ws, float bool, cpus string) {
+		set, err := cpu.ParseList(cpus)
+		if err != nil || len(set) == 0 {
+			set = nil // not a CPU list (cpu's fuzzer), or the empty default
+		}
+		fl := DefaultFlags()
+		fl.Mode, fl.Host, fl.Port, fl.Backend, fl.BackendTimeout = mode, host, port, backend, time.Duration(timeout)
+		fl.Steal, fl.Float, fl.CPUs = ws, float, set
+		if got := parseFlags(t, fl.Args()); !reflect.DeepEqual(got, fl) {
+			t.Errorf("args %q parse to %+v, want %+v", fl.Args(), got, fl)
+		}
+	})
+}
