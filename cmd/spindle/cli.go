@@ -255,20 +255,13 @@ func flagError(err error) string {
 	return strings.Join(strings.Fields(msg), " ")
 }
 
-// cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8".
+// cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8"
+// (cliflag.CPUs over its own set).
 type cpuSetFlag struct{ set cpu.Set }
 
 func (f *cpuSetFlag) Placeholder() string { return "CPUS" }
-
-func (f *cpuSetFlag) String() string { return f.set.String() }
-func (f *cpuSetFlag) Set(s string) error {
-	set, err := cpu.ParseList(s)
-	if err != nil {
-		return err
-	}
-	f.set = set
-	return nil
-}
+func (f *cpuSetFlag) String() string      { return cliflag.CPUs{P: &f.set}.String() }
+func (f *cpuSetFlag) Set(s string) error  { return cliflag.CPUs{P: &f.set}.Set(s) }
 
 // stringsFlag is a repeatable string flag (-H "A: b" -H "C: d").
 type stringsFlag []string
