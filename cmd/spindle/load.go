@@ -145,6 +145,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 			return badInput("load: --slo: %v", err)
 		}
 	}
+	if c.hlogInterval < time.Millisecond { // 0 would silently mean the library's default
+		return badInput("load: --hlog-interval %v: must be at least 1ms", c.hlogInterval)
+	}
 	if c.hlog != "" {
 		o.Interval = c.hlogInterval
 	}

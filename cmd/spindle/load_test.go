@@ -308,6 +308,7 @@ func TestLoadHlog(t *testing.T) {
 		{[]string{"--json", filepath.Join(dir, "no", "such", "dir", "x.json")}, "--json"},
 		{[]string{"--hgrm", filepath.Join(dir, "no", "such", "dir", "x")}, "--hgrm"},
 		{[]string{"--hlog", hlog, "--hlog-interval", "10us"}, "interval"},
+		{[]string{"--hlog", hlog, "--hlog-interval", "0s"}, "--hlog-interval 0s"},
 	} {
 		err := run(context.Background(), append(append([]string{"load", "-d", "100ms"}, tt.args...), srv.URL), io.Discard, io.Discard)
 		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), tt.want) {
