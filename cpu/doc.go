@@ -1,7 +1,7 @@
 // Package cpu describes the processors spindle runs on: CPU lists in the
 // kernel's "0-3,8" syntax, the sysfs topology (SMT siblings, dies, L3
 // clusters, packages), the process's affinity, the CPUID capabilities that
-// matter for waiting, and the placement of threads onto CPUs.
+// matter for waiting, and the grouping of CPUs into cores.
 //
 // # Topology
 //
@@ -14,17 +14,13 @@
 // for machines one is not on; testdata holds a two-socket SMT Xeon, a
 // 12-CCD EPYC 9654 and the files captured from the 2-CPU development VM.
 //
-// # Placement
+// # Cores
 //
-// PlanCarriers maps carriers to CPUs: one CPU each (PinCPU) or one core
-// each, leaving SMT siblings idle (PinCore), optionally reserving the first
-// CPU or core for everything that is not a carrier ("N+1"). It fails with
-// ErrTooFewCPUs when the allowed CPUs cannot hold the request.
-// Topology.Place picks CPUs for the waiting-spectrum suite's foreground and
-// background threads: on SMT siblings (SameCore), other cores of one die
-// (SameDie), another die or package (OtherDie), or the foreground Alone; a
-// placement the machine lacks fails with an error wrapping ErrNotSupported
-// that begins "skipped: topology".
+// CoresOf groups allowed CPUs core by core (SMT siblings together, in CPU
+// order), the unit its consumers place threads on: carrier plans its
+// carriers (Options.Pin, NPlusOne) and spectrum its foreground and
+// background threads (spectrum.Place) from it; each consumer owns its own
+// placement types.
 //
 // # Capabilities
 //

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -286,27 +285,4 @@ func FuzzReadTopology(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestPinModeAndPlacementNames(t *testing.T) {
-	for _, m := range []PinMode{PinOff, PinCPU, PinCore} {
-		if got, err := ParsePinMode(m.String()); err != nil || got != m {
-			t.Errorf("ParsePinMode(%s) = %v, %v", m, got, err)
-		}
-	}
-	for _, p := range []Placement{Alone, SameCore, SameDie, OtherDie} {
-		if got, err := ParsePlacement(p.String()); err != nil || got != p {
-			t.Errorf("ParsePlacement(%s) = %v, %v", p, got, err)
-		}
-	}
-	if _, err := ParsePinMode("all"); err == nil {
-		t.Error("ParsePinMode(all) accepted")
-	}
-	if _, err := ParsePlacement("rack"); err == nil {
-		t.Error("ParsePlacement(rack) accepted")
-	}
-	var e error = skipped("x")
-	if !errors.Is(e, ErrNotSupported) || !strings.HasPrefix(e.Error(), "skipped: topology") {
-		t.Errorf("skipped() = %v", e)
-	}
 }

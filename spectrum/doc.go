@@ -13,4 +13,16 @@
 // with min and max, or n/a with the reason. WriteTable, WritePlots and
 // Verdicts turn results into the command's tables, PNG figures and the
 // adaptive-against-fixed comparison. Probe describes the machine.
+//
+// Run is the whole experiment behind "spindle spectrum": it probes the
+// machine, plans the cells of the RunOptions' presets, measures B between
+// the CPUs the waiting happens on, runs the cells and returns a Report,
+// which WriteText prints as the command's tables and WriteFiles saves as
+// spectrum.json and the plots.
+//
+// The files follow the parts: compute kernels (matmul*.go, checksum.go,
+// packet.go), the runner (cell.go, burst.go, threads.go, line.go,
+// blockwake.go), the planner (preset.go, placement.go), the output
+// (result.go, table.go, plot.go, verdict.go) and the experiment
+// (experiment.go, probe.go).
 package spectrum

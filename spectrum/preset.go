@@ -236,20 +236,7 @@ func (m Machine) modeErr(mode string) error {
 }
 
 // placements are the paper's three, in its order.
-var placements = []cpu.Placement{cpu.SameCore, cpu.SameDie, cpu.OtherDie}
-
-// PlacementName is the paper's name of a placement: SMT, Die or Socket.
-func PlacementName(p cpu.Placement) string {
-	switch p {
-	case cpu.SameCore:
-		return "SMT"
-	case cpu.SameDie:
-		return "Die"
-	case cpu.OtherDie:
-		return "Socket"
-	}
-	return p.String()
-}
+var placements = []Placement{SameCore, SameDie, OtherDie}
 
 // defaultPlacementThreads is the placement preset's thread count on each
 // side: the paper's 16, capped at half the smallest die so that Die fits.
@@ -277,8 +264,8 @@ func planPlacement(m Machine, kernel string, modes []string, o PlanOptions) []Ce
 	}
 	var cells []Cell
 	for _, p := range placements {
-		pair, err := m.Topo.Place(m.Allowed, n, n, p)
-		base := Cell{Preset: PresetPlacement, Kernel: kernel, Placement: PlacementName(p),
+		pair, err := Place(m.Topo, m.Allowed, n, n, p)
+		base := Cell{Preset: PresetPlacement, Kernel: kernel, Placement: p.String(),
 			FG: sorted(pair.Foreground), Driver: -1, Duration: o.Duration}
 		if err == nil {
 			cells = append(cells, base)

@@ -9,31 +9,8 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cputest"
 )
-
-// fixtures are the topologies planning is tested on: the cpu package's
-// fixture machines (generated from the same layouts) and the captured
-// 2-CPU development VM.
-func fixtures(t *testing.T) map[string]*cpu.Topology {
-	t.Helper()
-	out := map[string]*cpu.Topology{}
-	for name, l := range map[string]cpu.Layout{
-		"2s-16c-smt": {Packages: 2, DiesPerPackage: 1, CoresPerDie: 16, Threads: 2, L3PerPackage: true},
-		"epyc-9654":  {Packages: 1, DiesPerPackage: 12, CoresPerDie: 8, Threads: 2},
-	} {
-		topo, err := l.Topology()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[name] = topo
-	}
-	vm, err := cpu.ReadTopology("../cpu/testdata/vm2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out["vm2"] = vm
-	return out
-}
 
 // noWaitPKG is a machine without TPAUSE/UMWAIT.
 func noWaitPKG(mode string) error {
@@ -57,7 +34,7 @@ func TestPlanKnee(t *testing.T) {
 		"2s-16c-smt": {[]int{1, 10, 19, 28, 37, 46, 55, 64}},
 		"epyc-9654":  {[]int{1, 28, 55, 82, 110, 137, 164, 192}},
 	} {
-		topo := fixtures(t)[name]
+		topo := cputest.Topologies(t)[name]
 		cells, err := Plan(PresetKnee, machine(topo), PlanOptions{Kernels: []string{"scalar"}})
 		if err != nil {
 			t.Fatal(err)
@@ -93,7 +70,7 @@ func TestPlanBackground(t *testing.T) {
 		"2s-16c-smt": {2, 30},
 		"epyc-9654":  {8, 88}, // the paper's 8 foreground threads on 96 cores
 	} {
-		topo := fixtures(t)[name]
+		topo := cputest.Topologies(t)[name]
 		cells, err := Plan(PresetBackground, machine(topo), PlanOptions{Kernels: []string{"avx512"}})
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +115,7 @@ func TestPlanPlacement(t *testing.T) {
 		"2s-16c-smt": {8, nil},
 		"epyc-9654":  {4, nil},
 	} {
-		topo := fixtures(t)[name]
+		topo := cputest.Topologies(t)[name]
 		cells, err := Plan(PresetPlacement, machine(topo), PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +170,7 @@ func TestPlanBursty(t *testing.T) {
 		"2s-16c-smt": {27, 4, 27}, // a spare core for the driver
 		"epyc-9654":  {83, 12, 83},
 	} {
-		topo := fixtures(t)[name]
+		topo := cputest.Topologies(t)[name]
 		cells, err := Plan(PresetBursty, machine(topo), PlanOptions{Quick: true, Duration: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +221,7 @@ func TestPlanBursty(t *testing.T) {
 }
 
 func TestPlanErrors(t *testing.T) {
-	vm := machine(fixtures(t)["vm2"])
+	vm := machine(cputest.Topologies(t)["vm2"])
 	if _, err := Plan("figure9", vm, PlanOptions{}); err == nil {
 		t.Error("unknown preset: want an error")
 	}
@@ -280,7 +257,7 @@ func TestPlanErrors(t *testing.T) {
 }
 
 func TestWakePair(t *testing.T) {
-	vm := machine(fixtures(t)["vm2"])
+	vm := machine(cputest.Topologies(t)["vm2"])
 	bursty, err := Plan(PresetBursty, vm, PlanOptions{Quick: true})
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,10 @@
 package spectrum
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"github.com/spindle-lab/spindle/quantile"
 	"math"
+
+	"github.com/spindle-lab/spindle/quantile"
 )
 
 // Figure is a metric over the repeats of a cell: the median with the
@@ -87,61 +86,6 @@ type Result struct {
 	// in the same pass), for analysis past the medians, such as the
 	// verdict's paired tests.
 	Rounds []Sample `json:"rounds,omitempty"`
-}
-
-// Progress receives a line when each run starts (done false) and when it
-// finishes (done true, with its throughput); may be nil.
-type Progress func(line string, done bool)
-
-// Run runs cells repeats times, interleaved (every cell once per round, so
-// that slow drifts of the machine spread over all cells), and summarises
-// each cell. A cell that fails keeps its error and the rest go on. It stops
-// early when ctx is done, summarising what it has.
-func (e *Env) Run(ctx context.Context, cells []Cell, repeats int, progress Progress) []Result {
-	res := make([]Result, len(cells))
-	byKey := map[string]int{}
-	for i, c := range cells {
-		res[i].Cell = c
-		byKey[c.Key()] = i
-	}
-	rounds := make([][]Sample, len(cells)) // per cell, per round (zero Sample when missing)
-	for round := 0; round < repeats; round++ {
-		for i, c := range cells {
-			if c.Skipped != "" || res[i].Error != "" || ctx.Err() != nil {
-				continue
-			}
-			name := fmt.Sprintf("%s %d/%d %s", c.Preset, round+1, repeats, c.Key())
-			if progress != nil {
-				progress(name+": started", false)
-			}
-			s, err := e.RunCell(c, round)
-			if err != nil {
-				res[i].Error = err.Error()
-				if progress != nil {
-					progress(name+": failed: "+err.Error(), true)
-				}
-				continue
-			}
-			rounds[i] = append(rounds[i], s)
-			if progress != nil {
-				progress(fmt.Sprintf("%s: %.3f Mop/s", name, s.FgMops), true)
-			}
-		}
-	}
-	for i := range res {
-		r := &res[i]
-		ss := rounds[i]
-		r.Rounds = ss
-		if r.Skipped != "" || len(ss) == 0 {
-			continue
-		}
-		var base []Sample
-		if j, ok := byKey[r.Baseline]; ok && r.Baseline != "" {
-			base = rounds[j]
-		}
-		r.summarise(ss, base, e)
-	}
-	return res
 }
 
 func (r *Result) summarise(ss, base []Sample, e *Env) {

@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/spindle-lab/spindle/carrier/wait"
-	"github.com/spindle-lab/spindle/cpu"
-	"github.com/spindle-lab/spindle/latency"
-	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/spectrum"
 )
 
@@ -68,9 +63,6 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 	)
 	return fs, a
 }
-
-// quickCalibration is the sources' calibration with --quick.
-const quickCalibration = 50 * time.Millisecond
 
 func splitList(s string) []string {
 	var out []string
@@ -142,55 +134,10 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	calib := observe.DefaultCalibration
-	if a.quick {
-		calib = quickCalibration
+	o := spectrum.RunOptions{
+		Presets: presets, Repeats: a.repeats, CPUs: a.cpus.set, Seed: a.seed, DriverSpin: a.spin,
+		Plan: spectrum.PlanOptions{Kernels: kernels, Modes: modes, FG: a.fg, BG: a.bg, Duration: a.duration, Quick: a.quick, Scales: scales},
 	}
-	probe, meters, err := spectrum.Probe(spectrum.ProbeOptions{Calibrate: calib})
-	if err != nil {
-		return err
-	}
-	defer meters.Close()
-	allowed := probe.Topology.Allowed
-	if len(a.cpus.set) > 0 {
-		allowed = a.cpus.set
-	}
-	topo, err := cpu.ReadTopology(cpu.DefaultSysRoot)
-	if err != nil {
-		topo = nil // planning falls back to one core per CPU; placement is skipped
-	}
-	var avail []string
-	for _, k := range spectrum.Kernels() {
-		avail = append(avail, k.Name)
-	}
-	m := spectrum.Machine{Topo: topo, Allowed: allowed, Kernels: avail, ModeErr: spectrum.ModeAvailable}
-	o := spectrum.PlanOptions{Kernels: kernels, Modes: modes, FG: a.fg, BG: a.bg, Duration: a.duration, Quick: a.quick, Scales: scales}
-	var cells []spectrum.Cell
-	for _, p := range presets {
-		cs, err := spectrum.Plan(p, m, o)
-		if err != nil {
-			return asBadInput(err)
-		}
-		cells = append(cells, cs...)
-	}
-
-	// B is measured between the CPUs the waiting happens on, through the
-	// line the pollers block on: the probe's B (wait.MeasureBlockWakeAfter)
-	// always runs between the first two allowed CPUs, through epoll.
-	b := time.Duration(probe.BlockWakeUs * 1e3)
-	bNote := "epoll, first two allowed CPUs"
-	if x, y, ok := spectrum.WakePair(cells); ok {
-		if b, err = spectrum.MeasureLineWake(x, y, wait.DefaultMeasureRounds, wait.DefaultMeasureIdle); err != nil {
-			return err
-		}
-		bNote = fmt.Sprintf("CPU %d <-> %d after %v idle; %s %.1fµs", x, y, wait.DefaultMeasureIdle, bNote, probe.BlockWakeUs)
-	} else if probe.BlockWakeNA != "" {
-		return fmt.Errorf("spectrum: cannot measure B: %s", probe.BlockWakeNA)
-	}
-	env := &spectrum.Env{Power: meters.Power, PowerNA: meters.PowerNA, Freq: meters.Freq, FreqNA: meters.FreqNA,
-		BlockWake: b, Seed: a.seed, DriverSpin: a.spin}
-	fmt.Fprintf(stderr, "spectrum: %d cells x %d repeats on CPUs %s; B = %.1fµs (%s)\n", len(cells), a.repeats, allowed, float64(b)/1e3, bNote)
-	start := time.Now()
 	var progress spectrum.Progress
 	if isTerminal(stderr) {
 		progress = func(line string, done bool) {
@@ -210,55 +157,19 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	}
-	res := env.Run(ctx, cells, a.repeats, progress)
-
-	fmt.Fprintf(stdout, "spectrum on %s: %s; %d repeats of %v; B = %.1fµs (%s)",
-		probe.Model, probe.Topology.Summary, a.repeats, a.duration, float64(b)/1e3, bNote)
-	if n := env.DriverNote(); n != "" {
-		fmt.Fprintf(stdout, "; burst driver on %s", n)
+	rep, err := spectrum.Run(ctx, o, stderr, progress)
+	if pe := (*spectrum.PlanError)(nil); errors.As(err, &pe) {
+		return asBadInput(pe.Err)
+	} else if err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "; %v\n\n", time.Since(start).Round(time.Second))
-	for _, p := range presets {
-		if err := spectrum.WriteTable(stdout, p, res); err != nil {
-			return err
-		}
-	}
-	verdicts := spectrum.Verdicts(res)
-	if err := spectrum.WriteVerdicts(stdout, verdicts); err != nil {
+	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
 	if a.out != "" {
-		if err := writeSpectrumFiles(a.out, probe, res, verdicts, stdout); err != nil {
+		if err := rep.WriteFiles(a.out, stdout); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
-}
-
-// spectrumJSON is the file the spectrum command writes.
-type spectrumJSON struct {
-	Probe    *spectrum.ProbeReport `json:"probe"`
-	Results  []spectrum.Result     `json:"results"`
-	Verdicts []spectrum.Verdict    `json:"adaptive_verdicts,omitempty"`
-	Wait     []string              `json:"wait_strategies"`
-}
-
-func writeSpectrumFiles(dir string, probe *spectrum.ProbeReport, res []spectrum.Result, vs []spectrum.Verdict, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("spectrum: %w", err)
-	}
-	b, err := latency.MarshalJSON(spectrumJSON{Probe: probe, Results: res, Verdicts: vs, Wait: wait.Names()})
-	if err != nil {
-		return fmt.Errorf("spectrum: encode results: %w", err)
-	}
-	path := filepath.Join(dir, "spectrum.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("spectrum: %w", err)
-	}
-	plots, err := spectrum.WritePlots(dir, res)
-	if err != nil {
-		return fmt.Errorf("spectrum: %w", err)
-	}
-	_, err = fmt.Fprintf(stdout, "wrote %s and %d plots in %s\n", path, len(plots), dir)
-	return err
 }
