@@ -3,6 +3,7 @@ package bench
 import (
 	"strconv"
 
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/mock"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -32,19 +33,19 @@ func ServerArgs(c Config) []string {
 // LoadArgs are the arguments of the load generator child: its JSON result,
 // .hgrm files and interval log (load.DefaultInterval) go to the paths given.
 func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
-	a := loadFlags(c, jsonPath)
-	a = append(a, "--hgrm", hgrmPrefix, "--hlog", hlogPath)
-	return append(a, hostURL("127.0.0.1", c.ServerPort, "/fruits"))
+	f := loadFlags(c, jsonPath)
+	f.Hgrm, f.Hlog = hgrmPrefix, hlogPath
+	return append(append([]string{"load"}, f.Args()...), hostURL("127.0.0.1", c.ServerPort, "/fruits"))
 }
 
-// loadFlags are the load generator's flags without its URL and files
-// other than its JSON result.
-func loadFlags(c Config, jsonPath string) []string {
-	a := []string{"load", "-t", strconv.Itoa(c.LoadThreads), "-c", strconv.Itoa(c.Connections),
-		"-d", c.Duration.String(), "--warmup", c.Warmup.String(), "--latency",
-		"--json", jsonPath, "--cpuset", c.LoadCPUs.String()}
+// loadFlags are the load generator's flags of c without its files other
+// than its JSON result.
+func loadFlags(c Config, jsonPath string) load.Flags {
+	f := load.DefaultFlags()
+	f.Threads, f.Connections, f.Duration, f.Warmup = c.LoadThreads, c.Connections, c.Duration, c.Warmup
+	f.Latency, f.JSON, f.CPUs = true, jsonPath, c.LoadCPUs
 	if c.Rate > 0 {
-		a = append(a, "-R", strconv.Itoa(c.Rate))
+		f.Rate, f.RateGiven = float64(c.Rate), true
 	}
-	return a
+	return f
 }

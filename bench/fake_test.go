@@ -47,26 +47,34 @@ func fakeChild(name string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake "+name+": boom")
 		return 3
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if name == "load" { // the real flag set: the fake reads what "spindle load" would
+		var lf load.Flags
+		lfs := flag.NewFlagSet(name, flag.ContinueOnError)
+		lf.Register(lfs)
+		if err := lfs.Parse(args); err != nil {
+			return 2
+		}
+		if lfs.NArg() != 1 {
+			fmt.Fprintf(os.Stderr, "want one URL, got %q\n", lfs.Args())
+			return 2
+		}
+		return fakeLoad(ctx, lf)
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	port := fs.Int("port", 0, "")
 	admin := fs.Int("admin-port", 0, "")
 	mode := fs.String("mode", "", "")
-	dur := fs.Duration("d", 0, "")
-	warm := fs.Duration("warmup", 0, "")
-	jsonPath := fs.String("json", "", "")
-	rate := fs.Int("R", 0, "")
-	for _, f := range []string{"think-time", "threads", "cpuset", "backend", "wait", "topology", "t", "c", "hgrm", "hlog"} {
+	for _, f := range []string{"think-time", "threads", "cpuset", "backend", "wait", "topology"} {
 		fs.String(f, "", "")
 	}
 	fs.Bool("ws", false, "")
 	fs.Bool("nplus1", false, "")
-	fs.Bool("latency", false, "")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	switch name {
 	case "mock", "serve":
 		mux := http.NewServeMux()
@@ -103,34 +111,38 @@ func fakeChild(name string, args []string) int {
 		fmt.Println("listening on", ln.Addr())
 		<-ctx.Done()
 		return 0
-	case "load":
-		select {
-		case <-ctx.Done():
-			return 1
-		case <-time.After(*warm + *dur):
-		}
-		h := latency.New()
-		for i := 1; i <= 1000; i++ {
-			latency.Record(h, int64(i)*1000)
-		}
-		s, _ := latency.Summarize(h)
-		tp := 1000 / dur.Seconds()
-		if *rate > 0 {
-			tp = float64(*rate)
-		}
-		res := load.Result{Intended: 1000, Completed: 1000, AchievedRate: tp, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
-		res.ByStatus.C2xx = 1000
-		if os.Getenv(fakeZeroEnv) == "1" { // every request failed to connect
-			res = load.Result{Intended: 5, Failed: 5, DurationS: dur.Seconds(), Corrected: s, Uncorrected: s}
-			res.Errors.Connect = 5
-		}
-		data, _ := json.Marshal(res)
-		if err := os.WriteFile(*jsonPath, data, 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Printf("Requests/sec: %.2f\n", tp)
-		return 0
 	}
 	return 2
+}
+
+// fakeLoad acts as "spindle load" with flags f: after the warm-up and the
+// duration it writes a result of 1000 requests at the given rate to f.JSON.
+func fakeLoad(ctx context.Context, f load.Flags) int {
+	select {
+	case <-ctx.Done():
+		return 1
+	case <-time.After(f.Warmup + f.Duration):
+	}
+	h := latency.New()
+	for i := 1; i <= 1000; i++ {
+		latency.Record(h, int64(i)*1000)
+	}
+	s, _ := latency.Summarize(h)
+	tp := 1000 / f.Duration.Seconds()
+	if f.RateGiven {
+		tp = f.Rate
+	}
+	res := load.Result{Intended: 1000, Completed: 1000, AchievedRate: tp, DurationS: f.Duration.Seconds(), Corrected: s, Uncorrected: s}
+	res.ByStatus.C2xx = 1000
+	if os.Getenv(fakeZeroEnv) == "1" { // every request failed to connect
+		res = load.Result{Intended: 5, Failed: 5, DurationS: f.Duration.Seconds(), Corrected: s, Uncorrected: s}
+		res.Errors.Connect = 5
+	}
+	data, _ := json.Marshal(res)
+	if err := os.WriteFile(f.JSON, data, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("Requests/sec: %.2f\n", tp)
+	return 0
 }

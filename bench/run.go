@@ -228,9 +228,9 @@ func (r *runner) startRemoteLoad(url string) (time.Time, error) {
 	for i, x := range hosts {
 		c := r.cfg
 		c.Connections, c.LoadThreads, c.Rate = shares[i].Connections, shares[i].Threads, shares[i].Rate
-		args := loadFlags(c, "-") // the JSON on stdout, the text report on stderr
-		remoteAt := at.Add(x.Info.Clock.Offset).UTC().Format(time.RFC3339Nano)
-		args = append(args, "--hlog", remote.RunFile(r.hostTag(x), HlogFile), "--start-at", remoteAt, url)
+		f := loadFlags(c, "-") // the JSON on stdout, the text report on stderr
+		f.Hlog, f.StartAt = remote.RunFile(r.hostTag(x), HlogFile), at.Add(x.Info.Clock.Offset).UTC().Format(time.RFC3339Nano)
+		args := append(append([]string{"load"}, f.Args()...), url)
 		dir := r.loadHostDir(x)
 		p, err := r.start("load", x, args, c.LoadCPUs, filepath.Join(dir, LoadLog), filepath.Join(dir, LoadJSON))
 		if err != nil {

@@ -1,30 +1,13 @@
 package mock
 
 import (
-	"flag"
 	"math"
-	"reflect"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 )
-
-// parseFlags parses args as "spindle mock" does.
-func parseFlags(t testing.TB, args []string) Flags {
-	t.Helper()
-	var f Flags
-	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
-	f.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("parse %q: %v", args, err)
-	}
-	if fs.NArg() > 0 {
-		t.Fatalf("parse %q: left %q", args, fs.Args())
-	}
-	return f
-}
 
 // Flags -> Args -> parse gives the flags back; defaults give no argument.
 func TestFlagsRoundTrip(t *testing.T) {
@@ -48,13 +31,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		f := d
 		tc.edit(&f)
-		args := f.Args()
-		if tc.args != nil && !slices.Equal(args, tc.args) {
-			t.Errorf("%s: args %q, want %q", tc.name, args, tc.args)
-		}
-		if got := parseFlags(t, args); !reflect.DeepEqual(got, f) {
-			t.Errorf("%s: args %q parse to %+v, want %+v", tc.name, args, got, f)
-		}
+		cliflagtest.RoundTrip(t, tc.name, f, (*Flags).Register, tc.args)
 	}
 }
 
@@ -75,8 +52,6 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 		if len(set) == 0 {
 			fl.CPUs = nil // the empty list is the default, no set
 		}
-		if got := parseFlags(t, fl.Args()); !reflect.DeepEqual(got, fl) {
-			t.Errorf("args %q parse to %+v, want %+v", fl.Args(), got, fl)
-		}
+		cliflagtest.RoundTrip(t, "fuzz", fl, (*Flags).Register, nil)
 	})
 }

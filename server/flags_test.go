@@ -1,29 +1,12 @@
 package server
 
 import (
-	"flag"
-	"reflect"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 )
-
-// parseFlags parses args as "spindle serve" does.
-func parseFlags(t testing.TB, args []string) Flags {
-	t.Helper()
-	var f Flags
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	f.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatalf("parse %q: %v", args, err)
-	}
-	if fs.NArg() > 0 {
-		t.Fatalf("parse %q: left %q", args, fs.Args())
-	}
-	return f
-}
 
 // Flags -> Args -> parse gives the flags back; defaults give no argument.
 func TestFlagsRoundTrip(t *testing.T) {
@@ -49,13 +32,7 @@ func TestFlagsRoundTrip(t *testing.T) {
 	for _, tc := range tests {
 		f := DefaultFlags()
 		tc.edit(&f)
-		args := f.Args()
-		if tc.args != nil && !slices.Equal(args, tc.args) {
-			t.Errorf("%s: args %q, want %q", tc.name, args, tc.args)
-		}
-		if got := parseFlags(t, args); !reflect.DeepEqual(got, f) {
-			t.Errorf("%s: args %q parse to %+v, want %+v", tc.name, args, got, f)
-		}
+		cliflagtest.RoundTrip(t, tc.name, f, (*Flags).Register, tc.args)
 	}
 }
 
@@ -70,8 +47,6 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 		fl := DefaultFlags()
 		fl.Mode, fl.Host, fl.Port, fl.Backend, fl.BackendTimeout = mode, host, port, backend, time.Duration(timeout)
 		fl.Steal, fl.Float, fl.CPUs = ws, float, set
-		if got := parseFlags(t, fl.Args()); !reflect.DeepEqual(got, fl) {
-			t.Errorf("args %q parse to %+v, want %+v", fl.Args(), got, fl)
-		}
+		cliflagtest.RoundTrip(t, "fuzz", fl, (*Flags).Register, nil)
 	})
 }

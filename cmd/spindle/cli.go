@@ -263,13 +263,6 @@ func (f *cpuSetFlag) Placeholder() string { return "CPUS" }
 func (f *cpuSetFlag) String() string      { return cliflag.CPUs{P: &f.set}.String() }
 func (f *cpuSetFlag) Set(s string) error  { return cliflag.CPUs{P: &f.set}.Set(s) }
 
-// stringsFlag is a repeatable string flag (-H "A: b" -H "C: d").
-type stringsFlag []string
-
-func (f *stringsFlag) String() string      { return strings.Join(*f, ", ") }
-func (f *stringsFlag) Placeholder() string { return "TEXT" }
-func (f *stringsFlag) Set(s string) error  { *f = append(*f, s); return nil }
-
 // durationFlag is a duration flag that needs a unit ("10s", "500ms"; "0"
 // alone may go without).
 type durationFlag = cliflag.Duration

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/remote"
 )
 
@@ -16,7 +17,7 @@ type hostFlags struct {
 	server, mock, loads  string
 	serverAddr, mockAddr string
 	sshConfig, cacheDir  string
-	sshOptions           stringsFlag
+	sshOptions           cliflag.Strings
 }
 
 func (h *hostFlags) register(fs *flagSet) {

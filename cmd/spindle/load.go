@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,74 +24,13 @@ func init() {
 	})
 }
 
-// loadConfig is what the load flags fill in.
-type loadConfig struct {
-	opts            load.Options
-	rate            metricFlag
-	threads, conns  metricFlag
-	duration        time.Duration
-	warmup          time.Duration
-	timeout         time.Duration
-	cpus            cpuSetFlag
-	headers         stringsFlag
-	latency, uncorr bool
-	jsonPath, hgrm  string
-	slo             string
-	tlsMin, tlsMax  string
-	hlog            string
-	hlogInterval    time.Duration
-	startAt         string
-}
-
-func loadFlags() (*flagSet, *loadConfig) {
+func loadFlags() (*flagSet, *load.Flags) {
 	fs := newFlagSet("load", "URL", `Sends HTTP/1.1 requests to URL (http or https) and prints wrk2's report. With -R the
 requests follow a fixed schedule and latency is corrected for coordinated
 omission; without it the load is closed loop at maximum throughput, like wrk.
 Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
-	c := &loadConfig{}
-	c.threads.v, c.conns.v = load.DefaultThreads, load.DefaultConnections
-	c.threads.whole, c.conns.whole = true, true
-	c.duration, c.timeout, c.hlogInterval = load.DefaultDuration, load.DefaultTimeout, load.DefaultInterval
-	for _, n := range []string{"t", "threads"} {
-		fs.Var(&c.threads, n, "load threads (event loops on their own OS threads)")
-	}
-	for _, n := range []string{"c", "connections"} {
-		fs.Var(&c.conns, n, "total connections, spread evenly over the threads")
-	}
-	for _, n := range []string{"d", "duration"} {
-		fs.Var(durationFlag{D: &c.duration}, n, "measured duration")
-	}
-	for _, n := range []string{"R", "rate"} {
-		fs.Var(&c.rate, n, "total requests/s (absent: closed loop, maximum throughput)")
-	}
-	for _, n := range []string{"L", "latency"} {
-		fs.BoolVar(&c.latency, n, false, "print the corrected latency distribution and spectrum")
-	}
-	for _, n := range []string{"U", "u_latency"} {
-		fs.BoolVar(&c.uncorr, n, false, "also print the uncorrected latency distribution (implies --latency)")
-	}
-	for _, n := range []string{"H", "header"} {
-		fs.Var(&c.headers, n, `request header "Name: value" (repeatable)`)
-	}
-	fs.Var(durationFlag{D: &c.timeout}, "timeout", "per-request and connect timeout")
-	fs.StringVar(&c.opts.Method, "method", load.DefaultMethod, "request method")
-	fs.StringVar(&c.opts.Body, "body", "", "request body (sent with Content-Length)")
-	fs.Var(durationFlag{D: &c.warmup}, "warmup", "warm-up before the measured duration: sent, not recorded")
-	fs.StringVar(&c.jsonPath, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
-	fs.StringVar(&c.slo, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")
-	fs.StringVar(&c.hgrm, "hgrm", "", "write `PREFIX`.corrected.hgrm and PREFIX.uncorrected.hgrm")
-	fs.StringVar(&c.hlog, "hlog", "", "write the corrected latency of every --hlog-interval to `FILE` (HdrHistogram interval log, ns)")
-	fs.Var(durationFlag{D: &c.hlogInterval}, "hlog-interval", "interval of --hlog")
-	fs.StringVar(&c.startAt, "start-at", "", "start the run (warm-up first) at this `INSTANT` (RFC 3339, e.g. 2026-01-02T15:04:05.5Z) instead of at once: load generators on several hosts start together")
-	fs.Var(&c.cpus, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
-	fs.durationVar(&c.opts.Spin, "spin", load.DefaultSpin, "poll instead of sleeping this long before each intended send")
-	for _, n := range []string{"k", "insecure"} {
-		fs.BoolVar(&c.opts.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
-	}
-	fs.BoolVar(&c.opts.TLSResume, "tls-resume", false, "https: resume sessions on reconnection instead of full handshakes")
-	fs.StringVar(&c.opts.SNI, "sni", "", "https: server `NAME` to send and verify instead of the URL's host")
-	fs.StringVar(&c.tlsMin, "tls-min", load.TLSVersionName(load.DefaultTLSMin), "https: lowest TLS `VERSION` offered (1.2 or 1.3)")
-	fs.StringVar(&c.tlsMax, "tls-max", load.TLSVersionName(load.DefaultTLSMax), "https: highest TLS `VERSION` offered (1.2 or 1.3)")
+	c := &load.Flags{}
+	c.Register(fs.FlagSet)
 	fs.example(
 		`spindle load -t2 -c100 -d30s -R20000 --latency http://127.0.0.1:8081/fruits`,
 		`spindle load -R20k -d30s --slo 'p99<=10ms,errors<=0.1%' --json - http://127.0.0.1:8081/ > load.json`,
@@ -111,47 +48,45 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if len(pos) != 1 {
 		return badInput("load: want exactly one URL, got %d arguments (try \"spindle help load\")", len(pos))
 	}
-	if err := checkCPUs("cpuset", c.cpus.set); err != nil {
+	if err := checkCPUs("cpuset", c.CPUs); err != nil {
 		return err
 	}
-	o := c.opts
-	o.URL = pos[0]
-	o.Threads, o.Connections = int(c.threads.v), int(c.conns.v)
-	o.Duration, o.Warmup, o.Timeout = c.duration, c.warmup, c.timeout
-	o.Headers, o.CPUs = c.headers, c.cpus.set
-	if c.rate.set {
-		if c.rate.v <= 0 {
-			return badInput("load: --rate must be positive (got %s); omit it for closed-loop load", c.rate.raw)
+	o := load.Options{URL: pos[0], Threads: c.Threads, Connections: c.Connections,
+		Duration: c.Duration, Warmup: c.Warmup, Timeout: c.Timeout, Headers: c.Headers, CPUs: c.CPUs,
+		Method: c.Method, Body: c.Body, Spin: c.Spin, Insecure: c.Insecure, TLSResume: c.TLSResume, SNI: c.SNI}
+	if c.RateGiven {
+		if c.Rate <= 0 {
+			return badInput("load: --rate must be positive (got %v); omit it for closed-loop load", c.Rate)
 		}
-		o.Rate = c.rate.v
+		o.Rate = c.Rate
 	}
 	for _, v := range []struct {
 		name string
 		s    string
 		dst  *uint16
-	}{{"tls-min", c.tlsMin, &o.TLSMin}, {"tls-max", c.tlsMax, &o.TLSMax}} {
+	}{{"tls-min", c.TLSMin, &o.TLSMin}, {"tls-max", c.TLSMax, &o.TLSMax}} {
 		if *v.dst, err = load.ParseTLSVersion(v.s); err != nil {
 			return badInput("load: --%s: %v", v.name, err)
 		}
 	}
-	if c.startAt != "" {
-		if o.StartAt, err = parseStartAt(c.startAt, time.Now()); err != nil {
+	if c.StartAt != "" {
+		if o.StartAt, err = parseStartAt(c.StartAt, time.Now()); err != nil {
 			return badInput("load: --start-at: %v", err)
 		}
 	}
 	var thresholds []slo.Threshold
-	if c.slo != "" {
-		if thresholds, err = slo.Parse(c.slo); err != nil {
+	if c.SLO != "" {
+		if thresholds, err = slo.Parse(c.SLO); err != nil {
 			return badInput("load: --slo: %v", err)
 		}
 	}
-	if c.hlogInterval < time.Millisecond { // 0 would silently mean the library's default
-		return badInput("load: --hlog-interval %v: must be at least 1ms", c.hlogInterval)
+	if c.HlogInterval < time.Millisecond { // 0 would silently mean the library's default
+		return badInput("load: --hlog-interval %v: must be at least 1ms", c.HlogInterval)
 	}
-	if c.hlog != "" {
-		o.Interval = c.hlogInterval
+	if c.Hlog != "" {
+		o.Interval = c.HlogInterval
 	}
-	for _, f := range []struct{ name, path string }{{"json", c.jsonPath}, {"hgrm", c.hgrm}} {
+	for _, f := range []struct{ name, path string }{{"json", c.JSON}, {"hgrm", c.Hgrm}} {
 		if err := checkOutFile(f.name, f.path); err != nil {
 			return err
 		}
@@ -159,8 +94,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
 	}
-	if c.hlog != "" {
-		f, err := os.Create(c.hlog)
+	if c.Hlog != "" {
+		f, err := os.Create(c.Hlog)
 		if err != nil {
 			return badInput("load: --hlog: %v", err)
 		}
@@ -175,7 +110,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		}
 	}
 	jsonOut := stdout
-	if c.jsonPath == "-" { // stdout carries the JSON alone
+	if c.JSON == "-" { // stdout carries the JSON alone
 		stdout = stderr
 	}
 	fmt.Fprintf(stdout, "Running %s test @ %s\n", durationWords(o.Duration), o.URL)
@@ -210,7 +145,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		return err
 	}
 	if sinkErr := err; sinkErr != nil { // the --hlog sink failed: the result stands, the run fails (exit 1)
-		defer func() { retErr = fmt.Errorf("load: --hlog %s: %w", c.hlog, sinkErr) }()
+		defer func() { retErr = fmt.Errorf("load: --hlog %s: %w", c.Hlog, sinkErr) }()
 	}
 	if thresholds != nil { // checked now, so that the JSON has the outcomes too
 		f, err := res.SLOFigures()
@@ -219,16 +154,16 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		}
 		res.SLO = slo.Check(thresholds, f)
 	}
-	if err := res.WriteText(stdout, c.latency || c.uncorr, c.uncorr); err != nil {
+	if err := res.WriteText(stdout, c.Latency || c.Uncorrected, c.Uncorrected); err != nil {
 		return err
 	}
-	if c.jsonPath != "" {
-		if err := writeJSONOut(c.jsonPath, jsonOut, res); err != nil {
+	if c.JSON != "" {
+		if err := writeJSONOut(c.JSON, jsonOut, res); err != nil {
 			return err
 		}
 	}
-	if c.hgrm != "" {
-		if err := res.WriteHgrm(c.hgrm); err != nil {
+	if c.Hgrm != "" {
+		if err := res.WriteHgrm(c.Hgrm); err != nil {
 			return err
 		}
 	}
@@ -271,50 +206,6 @@ func durationWords(d time.Duration) string {
 		return fmt.Sprintf("%dm", int(d/time.Minute))
 	}
 	return d.String()
-}
-
-// metricFlag is a number with an optional k/M/G suffix (wrk's scan_metric).
-type metricFlag struct {
-	v   float64
-	set bool
-	raw string
-	// whole makes Set refuse values that are not whole counts ("-t 2.5"),
-	// which would otherwise be truncated silently.
-	whole bool
-}
-
-func (f *metricFlag) Placeholder() string { return "N" }
-
-func (f *metricFlag) String() string {
-	if f == nil || (!f.set && f.v == 0) {
-		return ""
-	}
-	return strconv.FormatFloat(f.v, 'f', -1, 64)
-}
-
-func (f *metricFlag) Set(s string) error {
-	mult := 1.0
-	t := strings.TrimSpace(s)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult, t = 1e3, t[:n-1]
-		case 'm', 'M':
-			mult, t = 1e6, t[:n-1]
-		case 'g', 'G':
-			mult, t = 1e9, t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v != v {
-		return fmt.Errorf("%q is not a number (k, M, G suffixes allowed)", s)
-	}
-	v *= mult
-	if f.whole && (v != math.Trunc(v) || math.Abs(v) > math.MaxInt32) {
-		return fmt.Errorf("%q is not a whole count", s)
-	}
-	f.v, f.set, f.raw = v, true, s
-	return nil
 }
 
 // maxStartAhead bounds --start-at: an instant further ahead is a typo (a

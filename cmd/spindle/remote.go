@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/remote"
 )
 
@@ -133,7 +134,7 @@ func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var o bench.ObserveOptions
 	fs.StringVar(&o.Tag, "tag", "", "the run's tag")
 	fs.StringVar(&o.Role, "role", "", "the role to observe")
-	var also stringsFlag
+	var also cliflag.Strings
 	fs.Var(&also, "also", "another role on this host whose threads are sampled too (repeatable)")
 	fs.DurationVar(&o.Window, "window", 0, "how long to observe")
 	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")

@@ -10,7 +10,9 @@ package cliflag
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
@@ -188,4 +190,125 @@ func Defaults[T any](register func(*T, *flag.FlagSet)) T {
 	var v T
 	register(&v, flag.NewFlagSet("", flag.ContinueOnError))
 	return v
+}
+
+// Strings is a repeatable string flag (-H "A: b" -H "C: d"): each use adds
+// a value. It is a Repeated, so Args gives it once per value.
+type Strings []string
+
+// Placeholder names the value in help.
+func (f *Strings) Placeholder() string { return "TEXT" }
+
+// String is the values joined by ", ".
+func (f *Strings) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ", ")
+}
+
+// Set adds s.
+func (f *Strings) Set(s string) error { *f = append(*f, s); return nil }
+
+// Values are the values given, in order.
+func (f *Strings) Values() []string { return *f }
+
+// parseMetric parses a number with an optional k, M or G suffix (wrk's
+// scan_metric: "20k" is 20000).
+func parseMetric(s string) (float64, error) {
+	mult := 1.0
+	t := strings.TrimSpace(s)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult, t = 1e3, t[:n-1]
+		case 'm', 'M':
+			mult, t = 1e6, t[:n-1]
+		case 'g', 'G':
+			mult, t = 1e9, t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a number (k, M, G suffixes allowed)", s)
+	}
+	return v * mult, nil
+}
+
+// Metric is a number flag with an optional k/M/G suffix ("20k") that
+// records whether it was given, so that a command can refuse an explicit
+// value (-R 0) that the flag's absence would allow. Its default is "not
+// given": String is "" until Set.
+type Metric struct {
+	P     *float64
+	Given *bool
+}
+
+// Placeholder names the value in help.
+func (f Metric) Placeholder() string { return "N" }
+
+// String is the value, "" when not given.
+func (f Metric) String() string {
+	if f.P == nil || f.Given == nil || !*f.Given {
+		return ""
+	}
+	return strconv.FormatFloat(*f.P, 'f', -1, 64)
+}
+
+// Set parses s (k, M, G suffixes) and marks the flag given.
+func (f Metric) Set(s string) error {
+	v, err := parseMetric(s)
+	if err != nil {
+		return err
+	}
+	*f.P, *f.Given = v, true
+	return nil
+}
+
+// MetricVar defines a Metric flag on fs under each of names; it starts
+// not given, at 0.
+func MetricVar(fs *flag.FlagSet, p *float64, given *bool, names []string, usage string) {
+	*p, *given = 0, false
+	for _, n := range names {
+		fs.Var(Metric{p, given}, n, usage)
+	}
+}
+
+// Count is a whole-count flag with an optional k/M/G suffix ("-c 10k"). It
+// refuses values that are not whole ("-t 2.5") or beyond an int32, which a
+// conversion would otherwise change silently.
+type Count struct{ P *int }
+
+// Placeholder names the value in help.
+func (f Count) Placeholder() string { return "N" }
+
+// String is the count in decimal.
+func (f Count) String() string {
+	if f.P == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.P)
+}
+
+// Set parses s (k, M, G suffixes), refusing a fraction or a count beyond
+// an int32.
+func (f Count) Set(s string) error {
+	v, err := parseMetric(s)
+	if err != nil {
+		return err
+	}
+	if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
+		return fmt.Errorf("%q is not a whole count", s)
+	}
+	*f.P = int(v)
+	return nil
+}
+
+// CountVar defines a Count flag on fs under each of names with value as
+// its default.
+func CountVar(fs *flag.FlagSet, p *int, names []string, value int, usage string) {
+	*p = value
+	for _, n := range names {
+		fs.Var(Count{p}, n, usage)
+	}
 }

@@ -3,23 +3,15 @@ package cliflag
 import (
 	"flag"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
-
-// headers is a Repeated value for the test.
-type headers []string
-
-func (h *headers) String() string     { return strings.Join(*h, ", ") }
-func (h *headers) Set(s string) error { *h = append(*h, s); return nil }
-func (h *headers) Values() []string   { return *h }
 
 type testFlags struct {
 	Threads int
 	On, Off bool
 	Wait    time.Duration
-	H       headers
+	H       Strings
 	X       string
 }
 
@@ -46,7 +38,7 @@ func TestArgs(t *testing.T) {
 		{"defaults", Defaults((*testFlags).register), nil},
 		{"alias and booleans", testFlags{Threads: 4, On: true, Off: false, Wait: time.Second, X: "a"},
 			[]string{"--keep=false", "--on", "--threads", "4"}},
-		{"repeated, one letter, empty text", testFlags{Threads: 1, Off: true, Wait: 1500 * time.Microsecond, H: headers{"A: b", "C: d"}, X: ""},
+		{"repeated, one letter, empty text", testFlags{Threads: 1, Off: true, Wait: 1500 * time.Microsecond, H: Strings{"A: b", "C: d"}, X: ""},
 			[]string{"-H", "A: b", "-H", "C: d", "--wait", "1.5ms", "-x", ""}},
 	}
 	for _, tc := range tests {
@@ -82,4 +74,68 @@ func TestDurationSet(t *testing.T) {
 			t.Errorf("Set(%q) = %v, %v; want %v, ok %v", tc.in, d, err, tc.want, tc.ok)
 		}
 	}
+}
+
+// Metric and Count read k/M/G suffixes; Metric records that it was given,
+// Count refuses fractions and counts beyond an int32.
+func TestMetricCountSet(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		want     float64
+		metricOK bool
+		countOK  bool
+	}{
+		{"20k", 20000, true, true},
+		{"1.5M", 1.5e6, true, true},
+		{"3G", 3e9, true, false}, // beyond an int32
+		{"0", 0, true, true},
+		{"-3", -3, true, true},
+		{" 7K ", 7000, true, true},
+		{"2.5", 2.5, true, false},
+		{"fast", 0, false, false},
+		{"NaN", 0, false, false},
+		{"", 0, false, false},
+		{"k", 0, false, false},
+	} {
+		var v float64
+		var given bool
+		err := Metric{&v, &given}.Set(tc.in)
+		if (err == nil) != tc.metricOK || given != tc.metricOK || (tc.metricOK && v != tc.want) {
+			t.Errorf("Metric.Set(%q) = %v, given %v, %v; want %v, ok %v", tc.in, v, given, err, tc.want, tc.metricOK)
+		}
+		n := -1
+		err = Count{&n}.Set(tc.in)
+		if (err == nil) != tc.countOK || (tc.countOK && float64(n) != tc.want) || (!tc.countOK && n != -1) {
+			t.Errorf("Count.Set(%q) = %v, %v; want %v, ok %v", tc.in, n, err, tc.want, tc.countOK)
+		}
+	}
+	var v float64
+	var given bool
+	if s := (Metric{&v, &given}).String(); s != "" {
+		t.Errorf("Metric not given: String %q, want \"\"", s)
+	}
+}
+
+// A value Set accepts is written by String so that Set reads it back.
+func FuzzMetricSet(f *testing.F) {
+	for _, s := range []string{"20k", "1.5M", "2G", "0", "-3", "2.5", "fast", "1e400", "0x10", "Inf"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var v, back float64
+		var given, backGiven bool
+		if err := (Metric{&v, &given}).Set(s); err == nil {
+			out := Metric{&v, &given}.String()
+			if err := (Metric{&back, &backGiven}).Set(out); err != nil || back != v || !backGiven {
+				t.Errorf("Set(%q) = %v; String %q reads back %v, %v", s, v, out, back, err)
+			}
+		}
+		n := 0
+		if err := (Count{&n}).Set(s); err == nil {
+			m := 0
+			if err := (Count{&m}).Set(Count{&n}.String()); err != nil || m != n {
+				t.Errorf("Count.Set(%q) = %d reads back %d, %v", s, n, m, err)
+			}
+		}
+	})
 }
