@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -140,19 +141,30 @@ func Args[T any](v T, register func(*T, *flag.FlagSet)) []string {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	register(&p, fs)
 	p = v // the flag values point into p: they now read v
-	long := map[flag.Value]*flag.Flag{}
-	var order []flag.Value
+	// Aliases share one Value: a flag is known by its Value where the
+	// Value's type can be a map key (every pointer can), else by its name,
+	// so that a value type holding a slice or a func cannot panic here.
+	key := func(f *flag.Flag) any {
+		if reflect.TypeOf(f.Value).Comparable() {
+			return f.Value
+		}
+		return f.Name
+	}
+	long := map[any]*flag.Flag{}
+	var order []any
 	fs.VisitAll(func(f *flag.Flag) {
-		if g, ok := long[f.Value]; !ok {
-			order = append(order, f.Value)
-			long[f.Value] = f
+		k := key(f)
+		if g, ok := long[k]; !ok {
+			order = append(order, k)
+			long[k] = f
 		} else if len(f.Name) > len(g.Name) {
-			long[f.Value] = f
+			long[k] = f
 		}
 	})
 	var a []string
-	for _, val := range order {
-		f := long[val]
+	for _, k := range order {
+		f := long[k]
+		val := f.Value
 		s := val.String()
 		if r, ok := val.(Repeated); ok {
 			for _, x := range r.Values() {

@@ -3,6 +3,7 @@ package cliflag
 import (
 	"flag"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,4 +139,23 @@ func FuzzMetricSet(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sliceValue is a flag.Value whose type cannot be a map key.
+type sliceValue []string
+
+func (v sliceValue) String() string     { return strings.Join(v, ",") }
+func (v sliceValue) Set(s string) error { return nil }
+
+// TestArgsNonComparableValue: Args handles a flag whose Value type cannot
+// be compared (it used the Value as a map key, which panicked); at its
+// default, the flag is left out.
+func TestArgsNonComparableValue(t *testing.T) {
+	type opts struct{ tags sliceValue }
+	got := Args(opts{tags: sliceValue{"a", "b"}}, func(o *opts, fs *flag.FlagSet) {
+		fs.Var(sliceValue{"x"}, "tags", "tags") // a copy: reads its default, not o
+	})
+	if len(got) != 0 {
+		t.Errorf("Args = %q, want nothing (the flag is at its default)", got)
+	}
 }
