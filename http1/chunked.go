@@ -17,6 +17,9 @@ type ChunkedDecoder struct {
 	// MaxBody bounds the decoded body, in bytes (0 or less: no bound); a
 	// chunk that would pass it is refused with a 413 *Error.
 	MaxBody int64
+	// KeepTrailer makes the decoder keep a copy of the trailer section
+	// (see Trailer), for a client that hands trailer fields on.
+	KeepTrailer bool
 
 	state   uint8
 	first   bool   // at the first trailer line
@@ -27,6 +30,7 @@ type ChunkedDecoder struct {
 	total   int64  // decoded body bytes so far
 	excess  int64  // framing bytes beyond what the data justifies
 	trailer int    // bytes of the trailer section so far
+	kept    []byte // the trailer section, with KeepTrailer
 }
 
 // decoder states.
@@ -47,8 +51,22 @@ const (
 	csDone                      // body complete
 )
 
-// Reset prepares d for the next body, keeping its limits.
-func (d *ChunkedDecoder) Reset() { *d = ChunkedDecoder{MaxBody: d.MaxBody} }
+// Reset prepares d for the next body, keeping its limits and settings.
+func (d *ChunkedDecoder) Reset() {
+	*d = ChunkedDecoder{MaxBody: d.MaxBody, KeepTrailer: d.KeepTrailer, kept: d.kept[:0]}
+}
+
+// Trailer returns the trailer section of a body decoded with KeepTrailer,
+// once Done: its field lines as received, each ending in CRLF or LF, as
+// checked (field names are tokens, values have no control characters but
+// HTAB, no line is folded); empty when the body has no trailer fields. It
+// is valid until Reset or the next Decode.
+func (d *ChunkedDecoder) Trailer() []byte {
+	if !d.Done() || len(d.kept) < 2 {
+		return nil
+	}
+	return d.kept[:len(d.kept)-2] // the CRLF of the empty line that ends it
+}
 
 // maxTrailer bounds the trailer section, in bytes: net/http looks for its
 // end within its read buffer's 4 KiB.
@@ -197,6 +215,9 @@ func (d *ChunkedDecoder) trailerByte(c byte) error {
 	d.trailer++
 	if d.trailer > maxTrailer {
 		return errTrailer
+	}
+	if d.KeepTrailer {
+		d.kept = append(d.kept, c)
 	}
 	switch d.state {
 	case csTrailer:

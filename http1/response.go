@@ -240,13 +240,15 @@ func (r *Response) frame(head bool) error {
 }
 
 // parseStatus parses a three-byte status code as strconv.Atoi does in
-// net/http (a leading '+' is accepted; negative codes are not).
+// net/http (a leading '+' is accepted; negative codes are not, but "-00"
+// is zero, which net/http accepts).
 func parseStatus(code []byte) (int, bool) {
 	if len(code) != 3 {
 		return 0, false
 	}
 	d := code
-	if d[0] == '+' {
+	neg := d[0] == '-'
+	if d[0] == '+' || neg {
 		d = d[1:]
 	}
 	n := 0
@@ -255,6 +257,9 @@ func parseStatus(code []byte) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
+	}
+	if neg && n != 0 {
+		return 0, false
 	}
 	return n, true
 }

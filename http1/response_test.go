@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -188,9 +189,17 @@ func TestParseResponseHeadDoesNotAllocate(t *testing.T) {
 }
 
 // decodeInPieces decodes a chunked body given in pieces of the sizes listed
-// (cycled) and returns the data, the bytes consumed and the outcome.
+// (cycled) and returns the data, the bytes consumed and the outcome, with
+// the trailer section kept (KeepTrailer) in trailer.
 func decodeInPieces(in, sizes []byte) (data []byte, n int, done bool, err error) {
-	d := ChunkedDecoder{MaxBody: 1 << 20}
+	data, n, done, _, err = decodeTrailerInPieces(in, sizes)
+	return data, n, done, err
+}
+
+// decodeTrailerInPieces is decodeInPieces that returns the trailer section
+// too.
+func decodeTrailerInPieces(in, sizes []byte) (data []byte, n int, done bool, trailer string, err error) {
+	d := ChunkedDecoder{MaxBody: 1 << 20, KeepTrailer: true}
 	for i := 0; n < len(in) && !d.Done() && err == nil; i++ {
 		k := len(in) - n
 		if len(sizes) > 0 {
@@ -200,7 +209,7 @@ func decodeInPieces(in, sizes []byte) (data []byte, n int, done bool, err error)
 		data, used, err = d.AppendDecoded(data, in[n:n+k])
 		n += used
 	}
-	return data, n, d.Done(), err
+	return data, n, d.Done(), string(d.Trailer()), err
 }
 
 func TestChunkedDecoder(t *testing.T) {
@@ -234,15 +243,21 @@ func TestChunkedDecoder(t *testing.T) {
 		{"long trailer", "0\r\nX: " + string(bytes.Repeat([]byte("a"), maxTrailer)), "", 0, errTrailer},
 		{"long line", "1;" + string(bytes.Repeat([]byte("e"), maxChunkLine)), "", 0, errChunked},
 	}
+	// The trailer sections kept (KeepTrailer) where not empty.
+	trailers := map[string]string{
+		"trailer":                    "X-T: v\r\nY:\r\n",
+		"trailer with bare LF lines": "A: b\nC: d\r\n",
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, sizes := range [][]byte{nil, {0}, {4, 1}} {
-				data, n, done, err := decodeInPieces([]byte(tt.in), sizes)
+				data, n, done, trailer, err := decodeTrailerInPieces([]byte(tt.in), sizes)
 				if err == nil && !done {
 					err = ErrIncomplete
 				}
-				if err != tt.err || err == nil && (string(data) != tt.want || len(tt.in)-n != tt.rest) {
-					t.Fatalf("pieces %v: %q, %d left, %v; want %q, %d left, %v", sizes, data, len(tt.in)-n, err, tt.want, tt.rest, tt.err)
+				if err != tt.err || err == nil && (string(data) != tt.want || len(tt.in)-n != tt.rest || trailer != trailers[tt.name]) {
+					t.Fatalf("pieces %v: %q, trailer %q, %d left, %v; want %q, trailer %q, %d left, %v",
+						sizes, data, trailer, len(tt.in)-n, err, tt.want, trailers[tt.name], tt.rest, tt.err)
 				}
 			}
 		})
@@ -255,10 +270,14 @@ func FuzzChunkedDecoder(f *testing.F) {
 	f.Add([]byte("3;x\r\nabc\r\n0\r\nT: v\r\n\r\nrest"), []byte{0})
 	f.Add([]byte("1\r\na\r\n0\r\nT: v\nU: w\r\n\r\n"), []byte{1, 3})
 	f.Fuzz(func(t *testing.T, in, sizes []byte) {
-		data, n, done, err := decodeInPieces(in, nil)
-		sdata, sn, sdone, serr := decodeInPieces(in, sizes)
-		if !bytes.Equal(data, sdata) || n != sn || done != sdone || err != serr {
-			t.Fatalf("whole: %q %d %v %v; in pieces %v: %q %d %v %v", data, n, done, err, sizes, sdata, sn, sdone, serr)
+		data, n, done, trailer, err := decodeTrailerInPieces(in, nil)
+		sdata, sn, sdone, strailer, serr := decodeTrailerInPieces(in, sizes)
+		if !bytes.Equal(data, sdata) || n != sn || done != sdone || err != serr || trailer != strailer {
+			t.Fatalf("whole: %q %d %v %q %v; in pieces %v: %q %d %v %q %v", data, n, done, trailer, err, sizes, sdata, sn, sdone, strailer, serr)
+		}
+		// The kept trailer is the end of the body, less the empty line.
+		if done && !strings.HasSuffix(string(in[:n]), trailer+"\r\n") {
+			t.Fatalf("trailer %q is not the end of %q", trailer, in[:n])
 		}
 	})
 }
@@ -408,5 +427,27 @@ func BenchmarkClientReaderChunked(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	cases := []struct {
+		code string
+		want int
+		ok   bool
+	}{
+		{"200", 200, true}, {"+20", 20, true}, {"-00", 0, true}, {"000", 0, true},
+		{"-01", 0, false}, {"20", 0, false}, {"2000", 0, false}, {"2x0", 0, false}, {"--0", 0, false}, {"+-0", 0, false},
+	}
+	for _, tc := range cases {
+		n, ok := parseStatus([]byte(tc.code))
+		if n != tc.want || ok != tc.ok {
+			t.Errorf("parseStatus(%q) = %d, %v; want %d, %v", tc.code, n, ok, tc.want, tc.ok)
+		}
+		// strconv.Atoi, as net/http uses it, agrees.
+		an, err := strconv.Atoi(tc.code)
+		if gok := len(tc.code) == 3 && err == nil && an >= 0; gok != tc.ok || gok && an != tc.want {
+			t.Errorf("%q: net/http's reading %d, %v differs", tc.code, an, gok)
+		}
 	}
 }
