@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,6 +27,10 @@ const (
 	// DefaultIdleConnTimeout is how long an idle connection may wait for
 	// reuse: net/http's DefaultTransport's 90 s.
 	DefaultIdleConnTimeout = 90 * time.Second
+	// DefaultMaxResponseHeaderBytes bounds a response head: 1 MiB,
+	// net/http's server's limit on request heads (http.DefaultMaxHeaderBytes);
+	// net/http's Transport allows 10 MiB.
+	DefaultMaxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 )
 
 // Transport is an http.RoundTripper on carrier conns. Called with a
@@ -53,6 +56,10 @@ type Transport struct {
 	// IdleConnTimeout drops an idle connection older than this when it is
 	// next looked for; 0: DefaultIdleConnTimeout.
 	IdleConnTimeout time.Duration
+	// MaxResponseHeaderBytes bounds a response head (status line and
+	// header fields), in bytes; a longer one fails the request. 0:
+	// DefaultMaxResponseHeaderBytes.
+	MaxResponseHeaderBytes int
 	// TLSClientConfig configures https connections; nil: the defaults.
 	TLSClientConfig *tls.Config
 	// Fallback serves requests made outside a carrier task; nil: a
@@ -71,18 +78,6 @@ type poolKey struct {
 	c      *carrier.Carrier
 	addr   string // host:port
 	secure bool
-}
-
-// clientConn is one backend connection.
-type clientConn struct {
-	key    poolKey
-	cn     *carrier.Conn
-	rw     net.Conn // cn, or TLS over it
-	br     *bufio.Reader
-	bw     *bufio.Writer
-	idleAt time.Time
-	reused bool
-	gen    uint64 // exchanges so far: a cancellation checks it is still current
 }
 
 // RoundTrip makes one exchange (http.RoundTripper).
@@ -111,6 +106,9 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Host == "" {
 		return fail(errors.New("carrierhttp: no Host in request URL"))
 	}
+	if err := checkRequest(req); err != nil {
+		return fail(err)
+	}
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
 		return fail(err)
@@ -126,7 +124,7 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		cc.cn.Close()
+		tr.done(cc, false)
 		// A reused connection the server closed while it was idle fails
 		// at once: try once more on a new one when nothing is lost.
 		if cc.reused && replayable && !wrote && ctx.Err() == nil {
@@ -142,6 +140,7 @@ func hostPort(u *url.URL, secure bool) string {
 	port := u.Port()
 	switch {
 	case port != "":
+		return u.Host // host:port already, as JoinHostPort would make it
 	case secure:
 		port = "443"
 	default:
@@ -194,7 +193,7 @@ func (tr *Transport) getConn(t *carrier.Task, key poolKey, req *http.Request) (*
 	if err != nil {
 		return nil, err
 	}
-	cc := &clientConn{key: key, cn: cn, rw: cn}
+	cc := newClientConn(key, cn)
 	if key.secure {
 		cfg := tr.TLSClientConfig.Clone()
 		if cfg == nil {
@@ -213,10 +212,9 @@ func (tr *Transport) getConn(t *carrier.Task, key poolKey, req *http.Request) (*
 			return nil, err
 		}
 		cn.SetDeadline(time.Time{})
-		cc.rw = tc
+		st := tc.ConnectionState()
+		cc.rw, cc.tls = tc, &st
 	}
-	cc.br = bufio.NewReader(cc.rw)
-	cc.bw = bufio.NewWriter(cc.rw)
 	return cc, nil
 }
 
@@ -284,75 +282,85 @@ var stopNow = time.Unix(1, 0)
 func (tr *Transport) exchange(cc *clientConn, req *http.Request) (resp *http.Response, wrote bool, err error) {
 	ctx := req.Context()
 	cc.gen++
+	cc.got = false
 	if d, ok := ctx.Deadline(); ok {
 		cc.rw.SetDeadline(d)
-	} else {
+		cc.deadline = true
+	} else if cc.deadline {
 		cc.rw.SetDeadline(time.Time{})
+		cc.deadline = false
 	}
-	stop := func() bool { return false }
+	cc.stop = nil
 	if ctx.Done() != nil {
-		home, gen := cc.key.c, cc.gen
-		stop = context.AfterFunc(ctx, func() {
-			home.Submit(func(*carrier.Task) {
-				if cc.gen == gen {
-					cc.cn.SetDeadline(stopNow) // the parked task wakes with a timeout
-				}
-			})
-		})
+		cc.armed.Store(cc.gen)
+		cc.stop = context.AfterFunc(ctx, cc.onCancel)
 	}
-	if err := req.Write(cc.bw); err != nil {
-		stop()
-		return nil, req.Body != nil && req.Body != http.NoBody, err
-	}
-	if err := cc.bw.Flush(); err != nil {
-		stop()
-		return nil, true, err
-	}
-	for {
-		resp, err = http.ReadResponse(cc.br, req)
-		if err != nil {
-			stop()
-			return nil, cc.br.Buffered() > 0, err
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if cc.out, err = appendRequest(cc.out[:0], req); err == nil {
+		_, err = cc.rw.Write(cc.out)
+	} else if err == errSlowPath {
+		if cc.bw == nil {
+			cc.bw = bufio.NewWriter(cc.rw)
 		}
-		if resp.StatusCode < 100 || resp.StatusCode > 199 {
-			break
+		if err = req.Write(cc.bw); err == nil {
+			err = cc.bw.Flush()
 		}
-		if resp.StatusCode == http.StatusSwitchingProtocols {
-			stop()
-			return nil, true, errors.New("carrierhttp: protocol switch (101) is not supported")
-		}
-		// An interim answer (100 Continue, 103 Early Hints): the final
-		// one follows.
 	}
-	keep := !resp.Close && !req.Close
-	if resp.Body == http.NoBody || resp.ContentLength == 0 && resp.Body != nil && !isChunked(resp) {
-		if resp.Body != nil {
-			resp.Body.Close()
-		}
-		resp.Body = http.NoBody
-		tr.done(cc, keep, stop)
-		return resp, true, nil
+	if err != nil {
+		return nil, hasBody, err
 	}
-	resp.Body = &clientBody{tr: tr, cc: cc, rc: resp.Body, keep: keep, stop: stop, ctx: ctx}
+	maxHead := tr.MaxResponseHeaderBytes
+	if maxHead <= 0 {
+		maxHead = DefaultMaxResponseHeaderBytes
+	}
+	resp, err = cc.readResponse(req, maxHead)
+	if err != nil {
+		return nil, hasBody || cc.got, err
+	}
+	resp.TLS = cc.tls
+	if !tr.attachBody(cc, req, resp) {
+		tr.done(cc, !resp.Close && !req.Close)
+	}
 	return resp, true, nil
 }
 
-func isChunked(resp *http.Response) bool {
-	return len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+// attachBody sets resp.Body, the body of the answer to req whose head was
+// read from cc, and reports whether it streams from cc (else it is empty,
+// and the exchange is over).
+func (tr *Transport) attachBody(cc *clientConn, req *http.Request, resp *http.Response) bool {
+	if resp.ContentLength == 0 || isHeadOrBodyless(req, resp) {
+		resp.Body = http.NoBody
+		return false
+	}
+	body := &clientBody{tr: tr, cc: cc, ctx: req.Context(), resp: resp, remaining: resp.ContentLength, keep: !resp.Close && !req.Close}
+	if resp.TransferEncoding != nil {
+		body.chunked = true
+		cc.dec.Reset()
+	}
+	resp.Body = body
+	return true
 }
 
-// done ends an exchange: cc goes back to the pool or is closed. A
-// cancellation that already fired moved cc's deadline (its queued closure
-// sees the generation change and does nothing): the deadline is cleared
-// before reuse.
-func (tr *Transport) done(cc *clientConn, keep bool, stop func() bool) {
-	stop()
+// isHeadOrBodyless reports whether resp has no body whatever its fields
+// say: the answer to HEAD, 1xx, 204 or 304.
+func isHeadOrBodyless(req *http.Request, resp *http.Response) bool {
+	return req.Method == http.MethodHead || !bodyAllowed(resp.StatusCode)
+}
+
+// done ends an exchange: cc goes back to the pool or is closed. It is
+// closed when it may not carry another exchange (keep false), when the
+// server sent more than the answer, or when the exchange's cancellation
+// fired (its callback may still be on its way: see clientConn.cancel).
+func (tr *Transport) done(cc *clientConn, keep bool) {
+	if cc.stop != nil && !cc.stop() {
+		keep = false
+	}
+	cc.stop = nil
 	cc.gen++
-	if !keep {
+	if !keep || cc.end > cc.start || cc.eof {
 		cc.cn.Close()
 		return
 	}
-	cc.rw.SetDeadline(time.Time{})
 	tr.putIdle(cc)
 }
 
@@ -370,46 +378,4 @@ func contextError(ctx context.Context, err error) error {
 		return err
 	}
 	return fmt.Errorf("carrierhttp: %w (%w)", cerr, err)
-}
-
-// clientBody is a response body streamed from its connection; at its end
-// the connection goes back to the pool.
-type clientBody struct {
-	tr   *Transport
-	cc   *clientConn
-	rc   io.ReadCloser
-	keep bool
-	stop func() bool
-	ctx  context.Context
-	done bool
-}
-
-func (b *clientBody) Read(p []byte) (int, error) {
-	if b.done {
-		return 0, io.EOF
-	}
-	n, err := b.rc.Read(p)
-	switch {
-	case err == io.EOF:
-		b.finish(true)
-	case err != nil:
-		b.finish(false)
-		err = contextError(b.ctx, err)
-	}
-	return n, err
-}
-
-// Close ends the body; one not read to its end closes the connection (as
-// net/http does).
-func (b *clientBody) Close() error {
-	if !b.done {
-		b.finish(false)
-	}
-	return nil
-}
-
-func (b *clientBody) finish(complete bool) {
-	b.done = true
-	b.rc.Close()
-	b.tr.done(b.cc, b.keep && complete, b.stop)
 }

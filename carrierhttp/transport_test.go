@@ -23,7 +23,7 @@ import (
 )
 
 // inTask runs fn as a task of a new group and waits for it.
-func inTask(t *testing.T, fn func(task *carrier.Task)) {
+func inTask(t testing.TB, fn func(task *carrier.Task)) {
 	t.Helper()
 	g, err := carrier.New(carrier.Options{Carriers: 2})
 	if err != nil {
@@ -88,13 +88,7 @@ func get(client *http.Client, ctx context.Context, method, url string, body io.R
 		return "", err
 	}
 	req.Header.Set("X-Test", "t")
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
+	return getBody(client.Do(req))
 }
 
 func TestTransportFromTask(t *testing.T) {

@@ -1,0 +1,407 @@
+package carrierhttp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
+)
+
+// This file is the Transport's side of one backend connection: its read
+// buffer, the response head parsed by http1's HeadParser into an
+// *http.Response with the fields net/http's http.ReadResponse gives
+// (checked by TestReadResponseDifferential and FuzzReadResponse), and the
+// response body streamed from the buffer.
+
+// max1xx bounds the interim (1xx) answers skipped before the final one, as
+// net/http's Transport does (its max1xxResponses, 5).
+const max1xx = 5
+
+// clientConn is one backend connection. It is used by one task at a time,
+// on the carrier that dialled it.
+type clientConn struct {
+	key poolKey
+	cn  *carrier.Conn
+	rw  net.Conn // cn, or TLS over it
+	tls *tls.ConnectionState
+
+	inbuf      // the read buffer
+	moved bool // fill moved the input: slices into it are stale
+	got   bool // a byte of the current exchange's answer arrived
+
+	out []byte        // the request head, written at once (appendRequest)
+	bw  *bufio.Writer // Request.Write's writer for other requests, made on first use
+
+	hp   http1.HeadParser
+	head http1.Response
+	dec  http1.ChunkedDecoder
+
+	idleAt time.Time
+	reused bool
+	gen    uint64 // exchanges so far: a cancellation checks it is still current
+	// armed is the gen of the exchange whose context cancellation is
+	// registered (context.AfterFunc with onCancel, which is cc.cancel made
+	// once); stop unregisters it.
+	armed    atomic.Uint64
+	onCancel func()
+	stop     func() bool
+	deadline bool // a deadline is set on the conn (the context's, or a cancellation's)
+}
+
+func newClientConn(key poolKey, cn *carrier.Conn) *clientConn {
+	cc := &clientConn{key: key, cn: cn, rw: cn}
+	cc.onCancel = cc.cancel
+	cc.dec.KeepTrailer = true
+	return cc
+}
+
+// cancel runs (on whichever goroutine cancelled the context) when the
+// context of exchange armed ends: a task of cc's carrier moves the conn's
+// deadline to the past, so that the parked task wakes with a timeout. An
+// exchange whose cancellation fired does not put cc back in the pool (see
+// Transport.done), so armed cannot name a later exchange by then.
+func (cc *clientConn) cancel() {
+	gen := cc.armed.Load()
+	cc.key.c.Submit(func(*carrier.Task) {
+		if cc.gen == gen {
+			cc.deadline = true
+			cc.cn.SetDeadline(stopNow)
+		}
+	})
+}
+
+// fill reads once into the buffer, making room first (growing it up to
+// limit bytes) when it is full.
+func (cc *clientConn) fill(limit int) error {
+	if cc.room(limit) {
+		cc.moved = true
+	}
+	n, err := cc.read(cc.rw)
+	if n > 0 {
+		cc.got = true
+	}
+	return err
+}
+
+// readResponse reads the answer to req up to the end of its head, skipping
+// interim (1xx) answers, and returns it with Body unset (ContentLength and
+// TransferEncoding say how it is framed). maxHead bounds each head, in
+// bytes.
+func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Response, error) {
+	isHead := req.Method == http.MethodHead
+	for range max1xx + 1 {
+		n, err := cc.readHead(isHead, maxHead)
+		if err != nil {
+			return nil, err
+		}
+		status := cc.head.Status
+		if status < 100 || status > 199 {
+			resp, err := buildResponse(cc.buf[cc.start:cc.start+n], &cc.head, req, isHead)
+			cc.consume(n)
+			return resp, err
+		}
+		cc.consume(n)
+		if status == http.StatusSwitchingProtocols {
+			return nil, errors.New("carrierhttp: protocol switch (101) is not supported")
+		}
+		// An interim answer (100 Continue, 103 Early Hints): the final
+		// one follows.
+	}
+	return nil, errors.New("carrierhttp: too many 1xx informational responses")
+}
+
+// readHead reads input until it holds a whole response head and returns
+// its length; cc.head is the parsed head.
+func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
+	o := http1.Options{MaxHeaderBytes: maxHead}
+	cc.hp.Reset()
+	for {
+		if cc.end > cc.start {
+			n, err := cc.hp.Parse(cc.buf[cc.start:cc.end], &cc.head, isHead, o)
+			switch {
+			case err == nil:
+				return n, nil
+			case err != http1.ErrIncomplete: // malformed, or over maxHead
+				return 0, fmt.Errorf("carrierhttp: bad response head: %w", err)
+			}
+		}
+		if cc.eof {
+			if cc.end > cc.start {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, io.EOF
+		}
+		cc.moved = false
+		// Room for the longest head and the body bytes after it that one
+		// read may bring.
+		if err := cc.fill(maxHead + initialBuffer); err != nil {
+			return 0, err
+		}
+		if cc.moved { // the parsed lines moved: parse them again
+			cc.hp.Reset()
+		}
+	}
+}
+
+// buildResponse makes the *http.Response that http.ReadResponse makes of
+// the head p, parsed into h, of the answer to req: the header map with
+// net/http's canonical keys and its edits (Transfer-Encoding removed,
+// Content-Length kept once or removed for a chunked body, Trailer moved to
+// Response.Trailer, "Connection: close" removed from HTTP/1.1 answers,
+// Cache-Control added for "Pragma: no-cache"), ContentLength,
+// TransferEncoding and Close. Every string is a piece of one copy of p.
+// Body is left nil.
+func buildResponse(p []byte, h *http1.Response, req *http.Request, isHead bool) (*http.Response, error) {
+	hs := newHeadStrings(p)
+	resp := &http.Response{
+		StatusCode: h.Status,
+		Proto:      protoName(h.Major, h.Minor),
+		ProtoMajor: h.Major,
+		ProtoMinor: h.Minor,
+		Close:      !h.KeepAlive,
+		Request:    req,
+	}
+	// Status is the status line after the protocol: code and reason.
+	line, _, _ := strings.Cut(hs.s, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	_, status, _ := strings.Cut(line, " ")
+	resp.Status = strings.TrimLeft(status, " ")
+
+	hdr := make(http.Header, len(h.Headers))
+	hs.header(hdr, make([]string, len(h.Headers)), h.Headers)
+	resp.Header = hdr
+
+	is11 := h.Major > 1 || h.Major == 1 && h.Minor >= 1
+	chunked := false // as net/http's transferReader.Chunked
+	if _, ok := hdr["Transfer-Encoding"]; ok {
+		delete(hdr, "Transfer-Encoding")
+		chunked = is11 // http1 refused any coding but one "chunked"
+	}
+	if chunked {
+		resp.TransferEncoding = chunkedTE
+	}
+	cl := hdr["Content-Length"]
+	if len(cl) > 1 {
+		cl = cl[:1:1] // http1 refused differing values
+		hdr["Content-Length"] = cl
+	}
+	switch {
+	case isHead:
+		resp.ContentLength = -1
+		if len(cl) > 0 {
+			resp.ContentLength, _ = strconv.ParseInt(cl[0], 10, 64) // checked by http1
+		}
+	case !bodyAllowed(h.Status):
+		resp.ContentLength = 0
+	case chunked:
+		delete(hdr, "Content-Length")
+		resp.ContentLength = -1
+	default:
+		resp.ContentLength = h.ContentLength
+	}
+	if tv, ok := hdr["Trailer"]; ok && chunked {
+		delete(hdr, "Trailer")
+		for _, v := range tv {
+			for k := range strings.SplitSeq(v, ",") {
+				if k = textproto.TrimString(k); k == "" {
+					continue
+				}
+				k = http.CanonicalHeaderKey(k)
+				switch k {
+				case "Transfer-Encoding", "Trailer", "Content-Length":
+					return nil, fmt.Errorf("carrierhttp: bad trailer key %q", k)
+				}
+				if resp.Trailer == nil {
+					resp.Trailer = make(http.Header)
+				}
+				resp.Trailer[k] = nil
+			}
+		}
+	}
+	if is11 {
+		for _, v := range hdr["Connection"] {
+			if hasToken(v, "close") {
+				delete(hdr, "Connection")
+				break
+			}
+		}
+	}
+	if pc, ok := hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
+		if _, ok := hdr["Cache-Control"]; !ok {
+			hdr["Cache-Control"] = []string{"no-cache"}
+		}
+	}
+	return resp, nil
+}
+
+// clientBody is a response body streamed from its connection's buffer; at
+// its end the connection goes back to the pool. One is made per response,
+// so that a Read after Close never reads another response's bytes.
+type clientBody struct {
+	tr        *Transport
+	cc        *clientConn
+	ctx       context.Context // the request's
+	resp      *http.Response  // for its Trailer
+	remaining int64           // bytes to come of a body with Content-Length; -1: chunked or to the close
+	chunked   bool
+	keep      bool // the connection may carry another exchange after this body
+	done      bool // the body ended (complete, failed or closed): cc is no longer ours
+	closed    bool
+	err       error // the error that ended the body early
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	switch {
+	case b.closed:
+		return 0, http.ErrBodyReadAfterClose
+	case b.err != nil:
+		return 0, b.err
+	case b.done:
+		return 0, io.EOF
+	case len(p) == 0:
+		return 0, nil
+	}
+	n, err := b.read(p)
+	switch {
+	case err == io.EOF:
+		b.finish(true)
+	case err != nil:
+		b.err = contextError(b.ctx, err)
+		b.finish(false)
+		err = b.err
+	}
+	return n, err
+}
+
+// read reads body bytes into p, from the buffer or, with none buffered,
+// from the connection. It returns io.EOF with the last bytes.
+func (b *clientBody) read(p []byte) (int, error) {
+	cc := b.cc
+	for {
+		if cc.end == cc.start {
+			if cc.eof {
+				if b.remaining < 0 && !b.chunked {
+					return 0, io.EOF // delimited by the close
+				}
+				return 0, io.ErrUnexpectedEOF
+			}
+			if !b.chunked && len(p) >= initialBuffer {
+				// A large read of a large body: straight into p.
+				return b.readDirect(p)
+			}
+			if err := cc.fill(0); err != nil { // the buffer is empty: no growth
+				return 0, err
+			}
+			continue
+		}
+		in := cc.buf[cc.start:cc.end]
+		if !b.chunked {
+			k := len(in)
+			if k > len(p) {
+				k = len(p)
+			}
+			if b.remaining >= 0 && int64(k) > b.remaining {
+				k = int(b.remaining)
+			}
+			copy(p, in[:k])
+			cc.consume(k)
+			if b.remaining >= 0 {
+				if b.remaining -= int64(k); b.remaining == 0 {
+					return k, io.EOF
+				}
+			}
+			return k, nil
+		}
+		n, data, err := cc.dec.Decode(in[:min(len(in), len(p))])
+		copy(p, data)
+		cc.consume(n)
+		if err != nil {
+			return 0, fmt.Errorf("carrierhttp: malformed chunked body: %w", err)
+		}
+		if cc.dec.Done() {
+			if err := b.trailer(cc.dec.Trailer()); err != nil {
+				return 0, err
+			}
+			return len(data), io.EOF
+		}
+		if len(data) > 0 {
+			return len(data), nil
+		}
+	}
+}
+
+// readDirect reads body bytes from the connection into p, bypassing the
+// empty buffer, for a body that is not chunked.
+func (b *clientBody) readDirect(p []byte) (int, error) {
+	if b.remaining >= 0 && int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := b.cc.rw.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.cc.eof = true
+		err = nil
+	}
+	if b.remaining >= 0 && n > 0 {
+		if b.remaining -= int64(n); b.remaining == 0 {
+			return n, io.EOF
+		}
+	}
+	if n == 0 && err == nil {
+		if b.cc.eof {
+			return b.read(p) // the end of the body or an early close
+		}
+		err = io.ErrNoProgress
+	}
+	return n, err
+}
+
+// trailer sets the fields of a chunked body's trailer section (checked by
+// the decoder: "name: value" lines) in the response's Trailer, as net/http
+// does once the body is read.
+func (b *clientBody) trailer(sec []byte) error {
+	for len(sec) > 0 {
+		var l []byte
+		l, sec, _ = bytes.Cut(sec, []byte("\n"))
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		name, value, ok := bytes.Cut(l, []byte(":"))
+		if !ok {
+			return errors.New("carrierhttp: malformed trailer line") // the decoder checked it: cannot be
+		}
+		if b.resp.Trailer == nil {
+			b.resp.Trailer = make(http.Header)
+		}
+		k := textproto.CanonicalMIMEHeaderKey(string(name))
+		b.resp.Trailer[k] = append(b.resp.Trailer[k], textproto.TrimString(string(value)))
+	}
+	return nil
+}
+
+// Close ends the body; one not read to its end closes the connection (as
+// net/http does).
+func (b *clientBody) Close() error {
+	if !b.done {
+		b.finish(false)
+	}
+	b.closed = true
+	return nil
+}
+
+func (b *clientBody) finish(complete bool) {
+	b.done = true
+	if b.tr != nil { // nil in the parsing tests, which have no pool
+		b.tr.done(b.cc, b.keep && complete)
+	}
+}

@@ -1,0 +1,45 @@
+package carrierhttp
+
+import (
+	"net/http"
+	"net/textproto"
+
+	"github.com/spindle-lab/spindle/http1"
+)
+
+// headStrings makes the strings of a parsed head (a request's or a
+// response's) from one copy of its bytes: each string is a piece of that
+// copy, so a head costs one allocation for its strings however many fields
+// it has. It serves the Transport's responses (buildResponse); the
+// server's requests (conn.build) do the same.
+type headStrings struct {
+	p []byte // the head as parsed: its pieces are http1's slices
+	s string // the copy of p
+}
+
+func newHeadStrings(p []byte) headStrings { return headStrings{p, string(p)} }
+
+// sub returns the string of b, a piece of the head: its capacity says
+// where it starts.
+func (h headStrings) sub(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	o := cap(h.p) - cap(b)
+	return h.s[o : o+len(b)]
+}
+
+// header fills hdr with fields, keys canonical as net/http makes them, and
+// values pieces of the head kept in vals (at least len(fields) long), so
+// that the values of one key share vals' storage.
+func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Header) {
+	for i, f := range fields {
+		k := textproto.CanonicalMIMEHeaderKey(h.sub(f.Name))
+		vals[i] = h.sub(f.Value)
+		if old, ok := hdr[k]; ok {
+			hdr[k] = append(old, vals[i])
+		} else {
+			hdr[k] = vals[i : i+1 : i+1]
+		}
+	}
+}
