@@ -48,6 +48,7 @@ type clientConn struct {
 	hp   http1.HeadParser
 	head http1.Response
 	dec  http1.ChunkedDecoder
+	next *clientBody // made by readResponse with the response, for attachBody
 
 	idleAt time.Time
 	reused bool
@@ -98,8 +99,8 @@ func (cc *clientConn) fill(limit int) error {
 
 // readResponse reads the answer to req up to the end of its head, skipping
 // interim (1xx) answers, and returns it with Body unset (ContentLength and
-// TransferEncoding say how it is framed). maxHead bounds each head, in
-// bytes.
+// TransferEncoding say how it is framed; attachBody sets it). maxHead
+// bounds each head, in bytes.
 func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Response, error) {
 	isHead := req.Method == http.MethodHead
 	for range max1xx + 1 {
@@ -109,9 +110,15 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Respon
 		}
 		status := cc.head.Status
 		if status < 100 || status > 199 {
-			resp, err := buildResponse(cc.buf[cc.start:cc.start+n], &cc.head, req, isHead)
+			// The response and its body are one allocation.
+			b := new(clientBody)
+			err := buildResponse(&b.resp, cc.buf[cc.start:cc.start+n], &cc.head, req, isHead)
 			cc.consume(n)
-			return resp, err
+			if err != nil {
+				return nil, err
+			}
+			cc.next = b
+			return &b.resp, nil
 		}
 		cc.consume(n)
 		if status == http.StatusSwitchingProtocols {
@@ -156,17 +163,17 @@ func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
 	}
 }
 
-// buildResponse makes the *http.Response that http.ReadResponse makes of
-// the head p, parsed into h, of the answer to req: the header map with
+// buildResponse makes resp the *http.Response that http.ReadResponse makes
+// of the head p, parsed into h, of the answer to req: the header map with
 // net/http's canonical keys and its edits (Transfer-Encoding removed,
 // Content-Length kept once or removed for a chunked body, Trailer moved to
 // Response.Trailer, "Connection: close" removed from HTTP/1.1 answers,
 // Cache-Control added for "Pragma: no-cache"), ContentLength,
 // TransferEncoding and Close. Every string is a piece of one copy of p.
 // Body is left nil.
-func buildResponse(p []byte, h *http1.Response, req *http.Request, isHead bool) (*http.Response, error) {
+func buildResponse(resp *http.Response, p []byte, h *http1.Response, req *http.Request, isHead bool) error {
 	hs := newHeadStrings(p)
-	resp := &http.Response{
+	*resp = http.Response{
 		StatusCode: h.Status,
 		Proto:      protoName(h.Major, h.Minor),
 		ProtoMajor: h.Major,
@@ -222,7 +229,7 @@ func buildResponse(p []byte, h *http1.Response, req *http.Request, isHead bool) 
 				k = http.CanonicalHeaderKey(k)
 				switch k {
 				case "Transfer-Encoding", "Trailer", "Content-Length":
-					return nil, fmt.Errorf("carrierhttp: bad trailer key %q", k)
+					return fmt.Errorf("carrierhttp: bad trailer key %q", k)
 				}
 				if resp.Trailer == nil {
 					resp.Trailer = make(http.Header)
@@ -244,7 +251,7 @@ func buildResponse(p []byte, h *http1.Response, req *http.Request, isHead bool) 
 			hdr["Cache-Control"] = []string{"no-cache"}
 		}
 	}
-	return resp, nil
+	return nil
 }
 
 // clientBody is a response body streamed from its connection's buffer; at
@@ -254,7 +261,7 @@ type clientBody struct {
 	tr        *Transport
 	cc        *clientConn
 	ctx       context.Context // the request's
-	resp      *http.Response  // for its Trailer
+	resp      http.Response   // the response whose body this is (one allocation for both)
 	remaining int64           // bytes to come of a body with Content-Length; -1: chunked or to the close
 	chunked   bool
 	keep      bool // the connection may carry another exchange after this body

@@ -328,16 +328,19 @@ func (tr *Transport) exchange(cc *clientConn, req *http.Request) (resp *http.Res
 // read from cc, and reports whether it streams from cc (else it is empty,
 // and the exchange is over).
 func (tr *Transport) attachBody(cc *clientConn, req *http.Request, resp *http.Response) bool {
+	b := cc.next // resp is &b.resp
+	cc.next = nil
 	if resp.ContentLength == 0 || isHeadOrBodyless(req, resp) {
 		resp.Body = http.NoBody
 		return false
 	}
-	body := &clientBody{tr: tr, cc: cc, ctx: req.Context(), resp: resp, remaining: resp.ContentLength, keep: !resp.Close && !req.Close}
+	b.tr, b.cc, b.ctx = tr, cc, req.Context()
+	b.remaining, b.keep = resp.ContentLength, !resp.Close && !req.Close
 	if resp.TransferEncoding != nil {
-		body.chunked = true
+		b.chunked = true
 		cc.dec.Reset()
 	}
-	resp.Body = body
+	resp.Body = b
 	return true
 }
 
