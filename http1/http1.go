@@ -25,7 +25,8 @@
 // ParseRequest and ServerReader, its Parse serves ParseResponseHead,
 // ParseResponse, ClientReader and the load generator. ChunkedDecoder is the
 // one chunked-body decoder, incremental: the whole-buffer parsers, both
-// readers and the load generator use it. ServerReader and ClientReader
+// readers, the load generator and carrierhttp's Transport (which keeps
+// trailer sections with KeepTrailer) use it. ServerReader and ClientReader
 // share one resume step, so either reads a message of n bytes in O(n)
 // however it is split into reads. ParseRequest also makes the checks
 // net/http's server adds after ReadRequest: an HTTP/1.1 request without a
