@@ -261,3 +261,46 @@ func (c *closeRecorder) Close() error {
 	c.closed = true
 	return nil
 }
+
+// TestTransportCancelBody checks that cancelling the request's context or
+// passing its deadline ends a read of a body the server stalls, with the
+// context's error, and that the connection is not pooled after it.
+func TestTransportCancelBody(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	base, _ := rawServer(t, map[string]string{
+		"/stall": "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", // 7 bytes never come
+	}, nil)
+	tr := &Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	inTask(t, func(task *carrier.Task) {
+		for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
+			ctx, cancel := context.WithTimeout(carrier.ContextWithTask(context.Background(), task), 100*time.Millisecond)
+			if want == context.Canceled {
+				ctx, cancel = context.WithCancel(carrier.ContextWithTask(context.Background(), task))
+				time.AfterFunc(100*time.Millisecond, cancel)
+			}
+			req, _ := http.NewRequestWithContext(ctx, "GET", base+"/stall", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			cancel()
+			if string(b) != "abc" || !errors.Is(err, want) || time.Since(start) > 3*time.Second {
+				t.Errorf("%v: read %q, %v after %v", want, b, err, time.Since(start))
+			}
+		}
+		tr.mu.Lock()
+		pooled := 0
+		for _, l := range tr.idle {
+			pooled += len(l)
+		}
+		tr.mu.Unlock()
+		if pooled != 0 {
+			t.Errorf("%d connections pooled after interrupted bodies", pooled)
+		}
+	})
+}
