@@ -152,8 +152,8 @@ func TestTransportResponsesDifferential(t *testing.T) {
 
 // TestTransportReuse checks the keep-alive pool: sequential requests share
 // one connection, a connection the server closed while idle is replaced
-// (the request retried), an unread body closes its connection, and a read
-// after Close fails.
+// (the request retried), an unread body and a request with Close set close
+// their connection, and a read after Close fails.
 func TestTransportReuse(t *testing.T) {
 	leakcheck.Register(t, 5*time.Second)
 	answers := map[string]string{
@@ -205,6 +205,17 @@ func TestTransportReuse(t *testing.T) {
 		}
 		if n := conns.Load(); n != before+1 {
 			t.Errorf("%d new connections after an unread body, want 1", n-before)
+		}
+		// A request with Close set (written by Request.Write) closes its
+		// connection after the answer.
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/a", nil)
+		req.Close = true
+		if got, err := getBody(client.Do(req)); err != nil || got != "a" {
+			t.Errorf("/a with Close: %q %v", got, err)
+		}
+		before = conns.Load()
+		if got, err := getBody(get("/a")); err != nil || got != "a" || conns.Load() != before+1 {
+			t.Errorf("/a after a request with Close: %q %v, %d new connections, want 1", got, err, conns.Load()-before)
 		}
 		// A large body read whole (the direct read path).
 		if got, err := getBody(get("/big")); err != nil || got != strings.Repeat("z", 10000) {
