@@ -46,7 +46,12 @@ const (
 // with Content-Length or chunked), responses by length, chunked or
 // delimited by the close, and honours the request context's deadline
 // (http.Client.Timeout sets one) and cancellation. It does not ask for
-// gzip (as net/http's DisableCompression) and uses no proxy.
+// gzip (as net/http's DisableCompression) and uses no proxy. It refuses
+// what net/http's Transport refuses (a method or header field name that is
+// not a token, a field value with a control character), reads responses
+// with http1's parser into the *http.Response that http.ReadResponse would
+// make, and writes a request without a body straight into the connection's
+// buffer, as the bytes Request.Write would write (docs/carrierhttp.md).
 type Transport struct {
 	// DialTimeout bounds connecting; 0: DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -57,8 +62,8 @@ type Transport struct {
 	// next looked for; 0: DefaultIdleConnTimeout.
 	IdleConnTimeout time.Duration
 	// MaxResponseHeaderBytes bounds a response head (status line and
-	// header fields), in bytes; a longer one fails the request. 0:
-	// DefaultMaxResponseHeaderBytes.
+	// header fields), in bytes; a longer one fails the request. 0 or
+	// less: DefaultMaxResponseHeaderBytes.
 	MaxResponseHeaderBytes int
 	// TLSClientConfig configures https connections; nil: the defaults.
 	TLSClientConfig *tls.Config
