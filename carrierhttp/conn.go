@@ -178,10 +178,10 @@ func (c *conn) next(first bool) error {
 		}
 	}
 	var t0 time.Time // the request's start, read when a deadline needs it
-	if s.ReadTimeout > 0 {
+	if s.ReadTimeout > 0 || s.WriteTimeout > 0 {
 		t0 = time.Now()
 	}
-	n, err := c.readHead(&t0)
+	n, read, err := c.readHead(&t0)
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,13 @@ func (c *conn) next(first bool) error {
 	}
 	c.setReadDeadline(whole) // also clears the idle deadline, or one the last handler set
 	if d := s.WriteTimeout; d > 0 {
-		c.rwc.SetWriteDeadline(time.Now().Add(d))
+		// From the end of the head: t0 when the head was buffered whole
+		// (only its parsing lies between), the clock when it was read.
+		end := t0
+		if read {
+			end = time.Now()
+		}
+		c.rwc.SetWriteDeadline(end.Add(d))
 	}
 	return c.build(n)
 }
@@ -208,28 +214,27 @@ func (c *conn) setReadDeadline(t time.Time) error {
 }
 
 // readHead parses the next request head into c.preq, reading as needed,
-// and returns its length. Before its first read it arms the head's
-// deadline (none without timeouts), from *t0, which it sets to the time
-// then when it is zero.
-func (c *conn) readHead(t0 *time.Time) (int, error) {
+// and returns its length and whether it read. Before its first read it
+// arms the head's deadline (none without timeouts), from *t0, which it
+// sets to the time then when it is zero.
+func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 	c.hp.Reset()
 	o := http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()}
-	armed := false
 	for {
 		if c.end > c.start {
 			n, err := c.hp.ParseRequest(c.buf[c.start:c.end], &c.preq, o)
 			if err != http1.ErrIncomplete {
-				return n, err
+				return n, read, err
 			}
 		}
 		if c.eof {
 			if c.end > c.start {
-				return 0, io.ErrUnexpectedEOF
+				return 0, read, io.ErrUnexpectedEOF
 			}
-			return 0, io.EOF
+			return 0, read, io.EOF
 		}
-		if !armed {
-			armed = true
+		if !read {
+			read = true
 			var dl time.Time
 			if d := c.s.readHeaderTimeout(); d > 0 {
 				if t0.IsZero() {
@@ -243,7 +248,7 @@ func (c *conn) readHead(t0 *time.Time) (int, error) {
 			c.hp.Reset() // the pending bytes moved
 		}
 		if err := c.fill(); err != nil {
-			return 0, err
+			return 0, read, err
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,39 @@ func TestTimeouts(t *testing.T) {
 				t.Fatalf("want the server to close the connection, got %v after %v", err, time.Since(start))
 			}
 		})
+	}
+}
+
+// TestWriteTimeout: a response to a client that does not read fails once
+// WriteTimeout has passed since the request's head, and the handler's
+// write returns the error.
+func TestWriteTimeout(t *testing.T) {
+	done := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 1<<20)
+		for range 1 << 10 { // 1 GiB: far beyond what loopback buffers hold
+			if _, err := w.Write(chunk); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	})
+	_, addr := startCarrier(t, h, func(s *Server) { s.WriteTimeout = 100 * time.Millisecond })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("handler's write: %v after %v, want the deadline exceeded", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler still writes 5s after the request; WriteTimeout is 100ms")
 	}
 }
 
