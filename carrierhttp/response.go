@@ -222,10 +222,13 @@ func appendField(dst []byte, k string, vv []string) []byte {
 		dst = append(dst, k...)
 		dst = append(dst, ": "...)
 		start := len(dst)
-		dst = append(dst, textproto.TrimString(v)...)
-		for i := start; i < len(dst); i++ {
-			if dst[i] == '\r' || dst[i] == '\n' {
-				dst[i] = ' '
+		v = textproto.TrimString(v)
+		dst = append(dst, v...)
+		if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 { // rare: scan only then
+			for i := start; i < len(dst); i++ {
+				if dst[i] == '\r' || dst[i] == '\n' {
+					dst[i] = ' '
+				}
 			}
 		}
 		dst = append(dst, "\r\n"...)
