@@ -151,9 +151,9 @@ func (c *conn) serve() {
 // idle timeout for its first byte (after the first request), then the
 // head timeout and the whole-request timeout from that byte. The head's
 // deadline is armed only when the head is not buffered whole already (no
-// read happens under it otherwise), and a deadline already armed is not
-// armed again, so that a busy keep-alive connection reads no clock it
-// does not need.
+// read happens under it otherwise), the whole request's only when a body
+// follows, and a deadline already armed is not armed again, so that a busy
+// keep-alive connection reads no clock it does not need.
 func (c *conn) next(first bool) error {
 	s := c.s
 	if !first && c.start == c.end {
@@ -186,11 +186,15 @@ func (c *conn) next(first bool) error {
 		return err
 	}
 	c.setState(http.StateActive)
-	var whole time.Time
-	if d := s.ReadTimeout; d > 0 {
-		whole = t0.Add(d)
+	if c.preq.Chunked || c.preq.ContentLength != 0 {
+		// Only a body is read under this deadline: without one, the next
+		// read is the next request's, whose wait arms its own.
+		var whole time.Time
+		if d := s.ReadTimeout; d > 0 {
+			whole = t0.Add(d)
+		}
+		c.setReadDeadline(whole) // also clears the idle deadline, or one the last handler set
 	}
-	c.setReadDeadline(whole) // also clears the idle deadline, or one the last handler set
 	if d := s.WriteTimeout; d > 0 {
 		// From the end of the head: t0 when the head was buffered whole
 		// (only its parsing lies between), the clock when it was read.
