@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func main() {
 	carriers := flag.Int("carriers", 2, "carriers (event loops, each on its own OS thread; http1 and carrierhttp)")
 	check := flag.Bool("check", false, "serve one request to itself on a free loopback port and exit, for every -api unless -api is given")
 	flag.Parse()
-	if flag.NArg() > 0 || !known(*api) || *carriers < 1 {
+	if flag.NArg() > 0 || !slices.Contains(apis, *api) || *carriers < 1 {
 		fmt.Fprintf(os.Stderr, "hello: want -api one of %s, -carriers >= 1 and no arguments\n", strings.Join(apis, ", "))
 		os.Exit(2)
 	}
@@ -71,15 +72,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hello:", err)
 		os.Exit(1)
 	}
-}
-
-func known(api string) bool {
-	for _, a := range apis {
-		if a == api {
-			return true
-		}
-	}
-	return false
 }
 
 func flagGiven(name string) (given bool) {
