@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -64,11 +63,9 @@ type conn struct {
 	// task and by Shutdown.
 	idle, nudged atomic.Bool
 
-	buf        []byte // read buffer: buf[start:end] is unconsumed input
-	start, end int
-	eof        bool
-	out        []byte // responses not yet written
-	date       dateCache
+	inbuf        // the read buffer, as the Transport's connections have it
+	out   []byte // responses not yet written
+	date  dateCache
 
 	hp   http1.HeadParser
 	preq http1.Request
@@ -257,46 +254,18 @@ func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 	}
 }
 
-// room makes free space at the end of the buffer, moving pending bytes to
-// the front or growing it up to limit bytes (at least one free byte in any
-// case), and reports whether the pending bytes moved.
-func (c *conn) room(limit int) bool {
-	if c.buf == nil {
-		c.buf = make([]byte, initialBuffer)
-	}
-	if c.end < len(c.buf) {
-		return false
-	}
-	if c.start > 0 {
-		c.end = copy(c.buf, c.buf[c.start:c.end])
-		c.start = 0
-		return true
-	}
-	nb := make([]byte, max(min(2*len(c.buf), limit), len(c.buf)+1))
-	c.end = copy(nb, c.buf[c.start:c.end])
-	c.buf = nb
-	return true
-}
-
 // fill reads once into the free space of the buffer (making room when
-// there is none), after writing out queued responses.
+// there is none: one byte more when it is full of pending input), after
+// writing out queued responses. At end of file (c.eof) or on an error the
+// client is gone.
 func (c *conn) fill() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
 	c.room(len(c.buf))
-	n, err := c.rwc.Read(c.buf[c.end:])
-	c.end += n
-	if n > 0 {
-		return nil
-	}
-	c.gone() // end of file or an error: the client is gone
-	if err == io.EOF {
-		c.eof = true
-		return nil
-	}
-	if err == nil {
-		err = io.ErrNoProgress
+	_, err := c.read(c.rwc)
+	if err != nil || c.eof {
+		c.gone()
 	}
 	return err
 }
@@ -308,17 +277,6 @@ func (c *conn) fill() error {
 func (c *conn) gone() {
 	if c.cancel != nil {
 		c.cancel()
-	}
-}
-
-// consume drops n bytes of input; with nothing left it rewinds.
-func (c *conn) consume(n int) {
-	c.start += n
-	if c.start == c.end {
-		c.start, c.end = 0, 0
-		if len(c.buf) > keepBuffer {
-			c.buf = nil
-		}
 	}
 }
 
@@ -424,20 +382,12 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 // build turns the parsed head of n bytes into c.req, as net/http's
 // readRequest does, and consumes the head.
 func (c *conn) build(n int) error {
-	p := c.buf[c.start : c.start+n]
-	hs := string(p)                // the one copy of the head: every string below is a piece of it
-	sub := func(b []byte) string { // b is a piece of p: its capacity says where it starts
-		if len(b) == 0 {
-			return ""
-		}
-		o := cap(p) - cap(b)
-		return hs[o : o+len(b)]
-	}
+	hs := newHeadStrings(c.buf[c.start : c.start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
 	req := &c.req
 	*req = *c.tmpl
-	req.Method = sub(pr.Method)
-	req.RequestURI = sub(pr.Target)
+	req.Method = hs.sub(pr.Method)
+	req.RequestURI = hs.sub(pr.Target)
 	req.ProtoMajor, req.ProtoMinor = pr.Major, pr.Minor
 	req.Proto = protoName(pr.Major, pr.Minor)
 	req.RemoteAddr = c.remote
@@ -451,25 +401,9 @@ func (c *conn) build(n int) error {
 	if cap(c.vals) < len(pr.Headers) {
 		c.vals = make([]string, len(pr.Headers))
 	}
-	vals := c.vals[:len(pr.Headers)]
-	var host string // the first Host field's value; net/http moves it to req.Host
-	hosts := 0
-	for i, f := range pr.Headers {
-		k := textproto.CanonicalMIMEHeaderKey(sub(f.Name))
-		if k == "Host" { // kept out of the map rather than put in and deleted
-			if hosts == 0 {
-				host = sub(f.Value)
-			}
-			hosts++
-			continue
-		}
-		vals[i] = sub(f.Value)
-		if old, ok := c.hdr[k]; ok {
-			c.hdr[k] = append(old, vals[i])
-		} else {
-			c.hdr[k] = vals[i : i+1 : i+1]
-		}
-	}
+	// net/http moves the first Host field's value to req.Host: the Host
+	// fields are kept out of the map rather than put in and deleted.
+	host, hosts := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, "Host")
 	req.Header = c.hdr
 	c.consume(n)
 	if hosts == 1 && !validHost(host) {

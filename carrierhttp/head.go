@@ -10,8 +10,8 @@ import (
 // headStrings makes the strings of a parsed head (a request's or a
 // response's) from one copy of its bytes: each string is a piece of that
 // copy, so a head costs one allocation for its strings however many fields
-// it has. It serves the Transport's responses (buildResponse); the
-// server's requests (conn.build) do the same.
+// it has. It serves both sides: the server's requests (conn.build) and
+// the Transport's responses (buildResponse).
 type headStrings struct {
 	p []byte // the head as parsed: its pieces are http1's slices
 	s string // the copy of p
@@ -31,10 +31,20 @@ func (h headStrings) sub(b []byte) string {
 
 // header fills hdr with fields, keys canonical as net/http makes them, and
 // values pieces of the head kept in vals (at least len(fields) long), so
-// that the values of one key share vals' storage.
-func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Header) {
+// that the values of one key share vals' storage. Fields whose key is
+// except stay out of hdr: header returns the first one's value and how
+// many there are (the server's Host fields, which net/http moves to
+// Request.Host; "" for none, as no field name is empty).
+func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Header, except string) (first string, n int) {
 	for i, f := range fields {
 		k := textproto.CanonicalMIMEHeaderKey(h.sub(f.Name))
+		if k == except {
+			if n == 0 {
+				first = h.sub(f.Value)
+			}
+			n++
+			continue
+		}
 		vals[i] = h.sub(f.Value)
 		if old, ok := hdr[k]; ok {
 			hdr[k] = append(old, vals[i])
@@ -42,4 +52,5 @@ func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Heade
 			hdr[k] = vals[i : i+1 : i+1]
 		}
 	}
+	return first, n
 }

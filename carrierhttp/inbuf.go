@@ -6,8 +6,8 @@ import (
 )
 
 // inbuf is a connection's read buffer: buf[start:end] is input not yet
-// consumed. The Transport's connections use it (clientConn); the server's
-// (conn) keep the same logic in their own fields.
+// consumed. Both sides' connections embed it: the server's (conn, whose
+// fill writes queued answers out first) and the Transport's (clientConn).
 type inbuf struct {
 	buf        []byte
 	start, end int
