@@ -32,16 +32,21 @@ var contentTypeText = []string{"text/plain; charset=utf-8"}
 // http1.ServeConn with the same answer (the carrier mode's code path) and
 // on net/http's server. Allocations are the whole process's (both
 // servers' included; the client allocates nothing per request).
-func BenchmarkFixedBody(b *testing.B) {
+func BenchmarkFixedBody(b *testing.B) { benchFixedServers(b, benchRoundTrips) }
+
+// benchFixedServers runs client against each server of the fixed-body
+// answer: carrierhttp, http1.ServeConn (the carrier mode's code path) and
+// net/http.
+func benchFixedServers(b *testing.B, client func(b *testing.B, addr string)) {
 	b.Run("carrierhttp", func(b *testing.B) {
 		_, addr := startCarrier(b, fixedHandler(), nil)
-		benchRoundTrips(b, addr)
+		client(b, addr)
 	})
 	b.Run("http1", func(b *testing.B) {
-		benchRoundTrips(b, startHTTP1(b))
+		client(b, startHTTP1(b))
 	})
 	b.Run("nethttp", func(b *testing.B) {
-		benchRoundTrips(b, startNetHTTP(b, fixedHandler()))
+		client(b, startNetHTTP(b, fixedHandler()))
 	})
 }
 
@@ -91,11 +96,7 @@ func benchRequest(b *testing.B, addr, raw string) {
 // (closed at the benchmark's end) and the size of the answer, which every
 // later answer to raw has too (the Date field's length is fixed).
 func dialBench(b *testing.B, addr, raw string) (net.Conn, int) {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
+	c := dial(b, addr)
 	if _, err := c.Write([]byte(raw)); err != nil {
 		b.Fatal(err)
 	}
@@ -131,18 +132,7 @@ const pipelineDepth = 32
 // carrierhttp and net/http it runs http1.ServeConn with the same answer
 // (the carrier mode's code path, no *http.Request at all), the reference
 // of issue 10's target.
-func BenchmarkPipelined(b *testing.B) {
-	b.Run("carrierhttp", func(b *testing.B) {
-		_, addr := startCarrier(b, fixedHandler(), nil)
-		benchPipelined(b, addr)
-	})
-	b.Run("http1", func(b *testing.B) {
-		benchPipelined(b, startHTTP1(b))
-	})
-	b.Run("nethttp", func(b *testing.B) {
-		benchPipelined(b, startNetHTTP(b, fixedHandler()))
-	})
-}
+func BenchmarkPipelined(b *testing.B) { benchFixedServers(b, benchPipelined) }
 
 // startHTTP1 serves the fixed-body answer with http1.ServeConn on a fresh
 // group of carriers.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -310,11 +309,7 @@ func TestHandlerDeadlineEnds(t *testing.T) {
 	servers := []struct{ name, addr string }{{"net/http", startNetHTTP(t, h)}, {"carrier host", ca}}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", srv.addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, srv.addr)
 			c.SetDeadline(time.Now().Add(5 * time.Second))
 			br := bufio.NewReader(c)
 			for i, target := range []string{"/deadline", "/fixed"} {

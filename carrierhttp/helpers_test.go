@@ -2,6 +2,7 @@ package carrierhttp
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 // startCarrier serves h with a carrierhttp.Server on a fresh group of
@@ -44,6 +46,29 @@ func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Serve
 		g.Close()
 	})
 	return s, l.Addr().String()
+}
+
+// dial connects to addr; the connection is closed when the test ends.
+func dial(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// startMock serves spindle's mock on loopback until the test ends and
+// returns the URL of its /fruits answer (mock.Body).
+func startMock(t testing.TB) string {
+	t.Helper()
+	m, err := mock.Start(context.Background(), mock.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return "http://" + m.Addr().String() + "/fruits"
 }
 
 // netHTTPReadTimeout is startNetHTTP's server's ReadTimeout (0: none).

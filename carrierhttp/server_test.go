@@ -105,11 +105,7 @@ func TestShutdownWaitsForInFlight(t *testing.T) {
 	entered := make(chan struct{}, 1)
 	s, addr := startCarrier(t, sleepHandler(entered), nil)
 	// An idle keep-alive connection, closed by Shutdown.
-	idle, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
+	idle := dial(t, addr)
 	idle.Write([]byte("GET /?d=0s HTTP/1.1\r\nHost: x\r\n\r\n"))
 	buf := make([]byte, 4096)
 	if n, err := idle.Read(buf); err != nil || !strings.Contains(string(buf[:n]), "slept") {
@@ -181,11 +177,7 @@ func TestTimeouts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, addr := startCarrier(t, h, tc.set)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, addr)
 			c.Write([]byte(tc.raw))
 			start := time.Now()
 			c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -206,11 +198,7 @@ func TestSlowBodyPastIdleTimeout(t *testing.T) {
 	na := startNetHTTPWith(t, h, func(s *http.Server) { s.IdleTimeout = idle })
 	for _, srv := range []struct{ name, addr string }{{"net/http", na}, {"carrier host", ca}} {
 		t.Run(srv.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", srv.addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(t, srv.addr)
 			c.SetDeadline(time.Now().Add(5 * time.Second))
 			io.WriteString(c, "GET /fixed HTTP/1.1\r\nHost: x\r\n\r\n") // a first request, then the idle wait
 			br := bufio.NewReader(c)
@@ -250,11 +238,7 @@ func TestWriteTimeout(t *testing.T) {
 		done <- nil
 	})
 	_, addr := startCarrier(t, h, func(s *Server) { s.WriteTimeout = 100 * time.Millisecond })
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	start := time.Now()
 	io.WriteString(c, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
 	select {
@@ -328,10 +312,7 @@ func TestContextCancelledWhenClientGoes(t *testing.T) {
 		result <- r.Context().Err()
 	})
 	_, addr := startCarrier(t, h, nil)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(t, addr)
 	c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npart"))
 	time.Sleep(20 * time.Millisecond)
 	c.Close()

@@ -18,12 +18,7 @@ import (
 // connection. Allocations are the whole process's (the mock allocates
 // nothing per request).
 func BenchmarkRoundTrip(b *testing.B) {
-	m, err := mock.Start(context.Background(), mock.Options{Addr: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	url := "http://" + m.Addr().String() + "/fruits"
+	url := startMock(b)
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}

@@ -188,12 +188,7 @@ func TestTransportFromGoroutine(t *testing.T) {
 
 func TestTransportAgainstMock(t *testing.T) {
 	leakcheck.Register(t, 5*time.Second)
-	m, err := mock.Start(context.Background(), mock.Options{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	url := "http://" + m.Addr().String() + "/fruits"
+	url := startMock(t)
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
