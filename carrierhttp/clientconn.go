@@ -188,7 +188,7 @@ func buildResponse(resp *http.Response, p []byte, h *http1.Response, req *http.R
 	resp.Status = strings.TrimLeft(status, " ")
 
 	hdr := make(http.Header, len(h.Headers))
-	hs.header(hdr, make([]string, len(h.Headers)), h.Headers, "")
+	hs.header(hdr, make([]string, len(h.Headers)), h.Headers, false)
 	resp.Header = hdr
 
 	is11 := h.Major > 1 || h.Major == 1 && h.Minor >= 1

@@ -401,9 +401,8 @@ func (c *conn) build(n int) error {
 	if cap(c.vals) < len(pr.Headers) {
 		c.vals = make([]string, len(pr.Headers))
 	}
-	// net/http moves the first Host field's value to req.Host: the Host
-	// fields are kept out of the map rather than put in and deleted.
-	host, hosts := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, "Host")
+	// net/http moves the first Host field's value to req.Host.
+	host, hosts := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, true)
 	req.Header = c.hdr
 	c.consume(n)
 	if hosts == 1 && !validHost(host) {

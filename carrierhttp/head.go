@@ -21,7 +21,7 @@ func newHeadStrings(p []byte) headStrings { return headStrings{p, string(p)} }
 
 // sub returns the string of b, a piece of the head: its capacity says
 // where it starts.
-func (h headStrings) sub(b []byte) string {
+func (h *headStrings) sub(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
@@ -31,18 +31,18 @@ func (h headStrings) sub(b []byte) string {
 
 // header fills hdr with fields, keys canonical as net/http makes them, and
 // values pieces of the head kept in vals (at least len(fields) long), so
-// that the values of one key share vals' storage. Fields whose key is
-// except stay out of hdr: header returns the first one's value and how
-// many there are (the server's Host fields, which net/http moves to
-// Request.Host; "" for none, as no field name is empty).
-func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Header, except string) (first string, n int) {
+// that the values of one key share vals' storage. With hostOut (the
+// server's requests: net/http moves Host to Request.Host) the Host fields
+// stay out of hdr, and header returns the first one's value and how many
+// there are.
+func (h *headStrings) header(hdr http.Header, vals []string, fields []http1.Header, hostOut bool) (host string, hosts int) {
 	for i, f := range fields {
 		k := textproto.CanonicalMIMEHeaderKey(h.sub(f.Name))
-		if k == except {
-			if n == 0 {
-				first = h.sub(f.Value)
+		if hostOut && k == "Host" { // kept out rather than put in and deleted
+			if hosts == 0 {
+				host = h.sub(f.Value)
 			}
-			n++
+			hosts++
 			continue
 		}
 		vals[i] = h.sub(f.Value)
@@ -52,5 +52,5 @@ func (h headStrings) header(hdr http.Header, vals []string, fields []http1.Heade
 			hdr[k] = vals[i : i+1 : i+1]
 		}
 	}
-	return first, n
+	return host, hosts
 }
