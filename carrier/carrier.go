@@ -609,7 +609,7 @@ func (c *Carrier) shutdown() {
 			pd.shut()
 		}
 	}
-	c.timers = nil
+	c.timers.reset()
 	c.poll.quiesce()
 	// The poller and eventfd are closed by Group.Close once this carrier is
 	// done, so that no other goroutine can signal a reused fd number.

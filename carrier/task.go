@@ -28,8 +28,7 @@ type Task struct {
 	co    *coro
 	state uint8
 
-	when int64 // timer deadline, monotonic ns (wait.Now)
-	hidx int   // index in the home carrier's timer heap, -1 when absent
+	hidx int // index in the home carrier's timer heap, -1 when absent
 
 	readyAt int64 // wait.Now when the task last became runnable (submitted, woken, resumed), for submit-to-run telemetry
 	ops     int   // I/O operations completed since the task last blocked

@@ -381,10 +381,17 @@ func TestIdleCorosTrimmed(t *testing.T) {
 	g := newGroup(t, Options{Carriers: 1, Wait: "block"})
 	const burst = minIdleCoros + 136
 	var wg sync.WaitGroup
+	var started atomic.Int32
 	wg.Add(burst)
 	for range burst {
 		if err := g.Carrier(0).Submit(func(t *Task) {
-			t.Sleep(20 * time.Millisecond) // all parked at once: burst coroutines
+			// All parked at once, so burst coroutines: none ends before the
+			// last has started (a fixed sleep let early ones end first, and
+			// lend their coroutine, on a slow machine).
+			started.Add(1)
+			for started.Load() < burst {
+				t.Sleep(time.Millisecond)
+			}
 			wg.Done()
 		}); err != nil {
 			t.Fatal(err)

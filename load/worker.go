@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/timerheap"
 	"github.com/spindle-lab/spindle/internal/unix"
 	"github.com/spindle-lab/spindle/latency"
 )
@@ -132,12 +133,6 @@ type conn struct {
 	lastMeasured bool
 }
 
-// timer is a pending start of conns[idx] at when.
-type timer struct {
-	when int64
-	idx  int32
-}
-
 // worker is one load thread.
 type worker struct {
 	id        int
@@ -157,7 +152,7 @@ type worker struct {
 	conns  []conn
 	events []unix.EpollEvent
 	buf    []byte
-	timers []timer // min-heap on when
+	timers timerheap.Heap[int32] // pending starts: the index of the conn in conns
 	pwait2 bool
 	lastN  int // events returned by the last wait
 
@@ -212,7 +207,7 @@ func (w *worker) setup() error {
 	w.ep = ep
 	w.events = make([]unix.EpollEvent, maxEvents)
 	w.buf = make([]byte, readBufSize)
-	w.timers = make([]timer, 0, len(w.conns))
+	w.timers.Grow(len(w.conns))
 	w.corrected, w.uncorrected, w.hs.hist = latency.New(), latency.New(), latency.New()
 	w.pwait2 = true
 	if _, err := unix.EpollPwait2(ep, w.events, 0); errors.Is(err, unix.ENOSYS) {
@@ -279,8 +274,8 @@ func (w *worker) run(t0 int64, stop *atomic.Bool) {
 			w.nextYield = now + int64(yieldEvery)
 		}
 		deadline := min(w.end, w.nextHouse)
-		if len(w.timers) > 0 {
-			deadline = min(deadline, w.timers[0].when)
+		if t, ok := w.timers.Peek(); ok {
+			deadline = min(deadline, t.When)
 		}
 		w.wait(deadline - w.now())
 		if w.lastN > 0 {
@@ -743,9 +738,12 @@ func (w *worker) beginNext(c *conn, now int64) {
 
 // fire begins the requests whose time has come.
 func (w *worker) fire(now int64) {
-	for len(w.timers) > 0 && w.timers[0].when <= now {
-		t := w.pop()
-		c := &w.conns[t.idx]
+	for {
+		t, ok := w.timers.PopDue(now)
+		if !ok {
+			return
+		}
+		c := &w.conns[t.Item]
 		if c.hasReq {
 			continue
 		}
@@ -807,44 +805,5 @@ func (w *worker) finish(end int64) {
 	w.iv.finish(end)
 }
 
-// The timer heap: a binary min-heap on when, without container/heap's
-// interface boxing.
-func (w *worker) push(when int64, idx int) {
-	w.timers = append(w.timers, timer{when, int32(idx)})
-	h := w.timers
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if h[p].when <= h[i].when {
-			break
-		}
-		h[p], h[i] = h[i], h[p]
-		i = p
-	}
-}
-
-func (w *worker) pop() timer {
-	h := w.timers
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].when < h[l].when {
-			m = r
-		}
-		if h[i].when <= h[m].when {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	w.timers = h
-	return top
-}
+// push schedules a start of conns[idx] at when.
+func (w *worker) push(when int64, idx int) { w.timers.Push(when, int32(idx), nil) }
