@@ -560,7 +560,6 @@ func TestReadAfterDrain(t *testing.T) {
 			}
 		}
 	}, func(tk *Task, c *Conn) {
-		defer close(next)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		buf := make([]byte, 64)
 		read := func(want string) {
@@ -575,7 +574,7 @@ func TestReadAfterDrain(t *testing.T) {
 		next <- "bcd"                   // before the RECV is submitted
 		tk.Sleep(20 * time.Millisecond) // the bytes have arrived
 		read("bcd")
-		go func() { time.Sleep(20 * time.Millisecond); next <- "ef" }() // after the RECV
+		go func() { time.Sleep(20 * time.Millisecond); next <- "ef"; close(next) }() // after the RECV
 		read("ef")
 		pollFirst := false
 		if p, ok := tk.home.poll.(*uringPoller); ok && p.rw {

@@ -3,7 +3,7 @@
 # (think time THINK, default 1ms as in `spindle compare`) and the load generator on CPU 0 (LG_CPU).
 # Per round, interleaved, for each configuration: max throughput (closed loop, 1 thread, 100
 # connections) with the server's CPU µs per request, then the server's CPU µs per request at a
-# fixed RATE (default 4000 req/s, 32 connections). CPU is the sum of /proc/PID/task/*/schedstat
+# fixed RATE (default 4000 req/s, 32 connections); PORT (default 18180) is the mock's, PORT+1 the server's. CPU is the sum of /proc/PID/task/*/schedstat
 # (ns). Prints every run and the median (min–max) of the per-round ratios of each configuration
 # to the first. A configuration is POLLER or BINARY:POLLER (BINARY: a spindle built from another
 # commit, for before/after). With PROFILE=1 each max-throughput run is also sampled with perf
@@ -24,6 +24,8 @@ srv_cpu=${SRV_CPU:-1}
 lg_cpu=${LG_CPU:-0}
 think=${THINK:-1ms}
 rate=${RATE:-4000}
+mport=${PORT:-18180} # the mock's port; the server's is the next one
+sport=$((mport + 1))
 command -v taskset >/dev/null || { echo "skip: taskset is not installed" >&2; exit 0; }
 dir=$(mktemp -d)
 pids=()
@@ -52,7 +54,7 @@ for s in sys.stdin.read().split("\n\n"):
 print(" ".join("%s %.1f%%" % (k, 100.0 * c[k] / max(n, 1)) for k in ("tcp", "poller+syscalls", "sleep", "rest")))'
 }
 
-taskset -c "$lg_cpu" "$S" mock --port 18180 --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
+taskset -c "$lg_cpu" "$S" mock --port "$mport" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
 sleep 0.5
 declare -A res
@@ -63,25 +65,27 @@ for r in $(seq "$rounds"); do
 		if [[ $cfg == *:* ]]; then bin=${cfg%%:*} poller=${cfg##*:}; fi
 		for phase in max fixed; do
 			taskset -c "$srv_cpu" "$bin" serve --mode carrier --threads 1 --cpuset "$srv_cpu" --poller "$poller" \
-				--port 18181 --backend http://127.0.0.1:18180/fruits >/dev/null 2>&1 &
+				--port "$sport" --backend "http://127.0.0.1:$mport/fruits" >/dev/null 2>&1 &
 			sv=$!
 			pids+=($sv)
 			sleep 0.5
 			args=(-t1 -c100)
 			[ "$phase" = fixed ] && args=(-R "$rate" -c32)
-			taskset -c "$lg_cpu" "$S" load "${args[@]}" -d 1s http://127.0.0.1:18181/fruits >/dev/null 2>&1 # warm-up
+			taskset -c "$lg_cpu" "$S" load "${args[@]}" -d 1s "http://127.0.0.1:$sport/fruits" >/dev/null 2>&1 # warm-up
 			prof=
 			if [ "$phase" = max ] && [ "${PROFILE:-0}" = 1 ] && command -v perf >/dev/null; then
 				perf record -q -e cpu-clock -F 4999 -g -p "$sv" -o "$dir/perf.data" -- sleep "$secs" >/dev/null 2>&1 &
 				prof=$!
 			fi
 			c0=$(cpuns "$sv")
-			out=$(taskset -c "$lg_cpu" "$S" load "${args[@]}" -d "${secs}s" http://127.0.0.1:18181/fruits 2>&1)
+			out=$(taskset -c "$lg_cpu" "$S" load "${args[@]}" -d "${secs}s" "http://127.0.0.1:$sport/fruits" 2>&1)
 			c1=$(cpuns "$sv")
 			n=$(grep -o '[0-9]* requests in' <<<"$out" | cut -d' ' -f1)
 			rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
 			us=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", (b - a) / n / 1000}')
 			line="round $r $phase $cfg: $rps req/s, server $us µs/request"
+			errs=$(grep -E 'errors|Non-2xx' <<<"$out" | tr -s ' ' | tr '\n' ' ' || true)
+			[ -z "$errs" ] || line="$line; load: $errs"
 			if [ -n "$prof" ]; then wait "$prof" || true; line="$line; $(breakdown "$dir/perf.data")"; fi
 			echo "$line"
 			res[$r,$i,$phase,rps]=$rps
