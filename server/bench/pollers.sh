@@ -8,6 +8,8 @@
 # to the first. A configuration is POLLER or BINARY:POLLER (BINARY: a spindle built from another
 # commit, for before/after). With PROFILE=1 each max-throughput run is also sampled with perf
 # (cpu-clock) and split into TCP work, poller and system-call mechanics, sleeping, and the rest.
+# With COUNTERS=1 each max-throughput run also counts the server's instructions, cycles, cache
+# misses and dTLB load misses per request (perf stat; "n/a" where the CPU or VM has no counters).
 # Run from the repo root:
 #
 #   server/bench/pollers.sh [ROUNDS] [SECONDS] [CONFIG...]      # default: 5 4 epoll io_uring
@@ -54,9 +56,19 @@ for s in sys.stdin.read().split("\n\n"):
 print(" ".join("%s %.1f%%" % (k, 100.0 * c[k] / max(n, 1)) for k in ("tcp", "poller+syscalls", "sleep", "rest")))'
 }
 
+# waitport PORT: until a TCP connect to 127.0.0.1:PORT succeeds (at most 10 s).
+waitport() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "nothing listens on port $1 after 10 s" >&2
+	return 1
+}
+
 taskset -c "$lg_cpu" "$S" mock --port "$mport" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
-sleep 0.5
+waitport "$mport"
 declare -A res
 for r in $(seq "$rounds"); do
 	for i in "${!configs[@]}"; do
@@ -68,7 +80,7 @@ for r in $(seq "$rounds"); do
 				--port "$sport" --backend "http://127.0.0.1:$mport/fruits" >/dev/null 2>&1 &
 			sv=$!
 			pids+=($sv)
-			sleep 0.5
+			waitport "$sport"
 			args=(-t1 -c100)
 			[ "$phase" = fixed ] && args=(-R "$rate" -c32)
 			taskset -c "$lg_cpu" "$S" load "${args[@]}" -d 1s "http://127.0.0.1:$sport/fruits" >/dev/null 2>&1 # warm-up
@@ -77,16 +89,29 @@ for r in $(seq "$rounds"); do
 				perf record -q -e cpu-clock -F 4999 -g -p "$sv" -o "$dir/perf.data" -- sleep "$secs" >/dev/null 2>&1 &
 				prof=$!
 			fi
+			ctr=
+			if [ "$phase" = max ] && [ "${COUNTERS:-0}" = 1 ] && command -v perf >/dev/null; then
+				perf stat -x, -e instructions,cycles,cache-misses,dTLB-load-misses -o "$dir/stat.csv" -p "$sv" -- sleep "$secs" >/dev/null 2>&1 &
+				ctr=$!
+			fi
 			c0=$(cpuns "$sv")
 			out=$(taskset -c "$lg_cpu" "$S" load "${args[@]}" -d "${secs}s" "http://127.0.0.1:$sport/fruits" 2>&1)
 			c1=$(cpuns "$sv")
-			n=$(grep -o '[0-9]* requests in' <<<"$out" | cut -d' ' -f1)
+			n=$(grep -o '[0-9]* requests in' <<<"$out" | cut -d' ' -f1 || true)
 			rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-			us=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", (b - a) / n / 1000}')
+			if [ -z "$n" ] || [ "$n" = 0 ]; then
+				echo "round $r $phase $cfg: no request completed; the load said: $(tail -3 <<<"$out" | tr '\n' ' ')" >&2
+				n=0 rps=0
+			fi
+			us=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {if (n > 0) printf "%.1f", (b - a) / n / 1000; else printf "nan"}')
 			line="round $r $phase $cfg: $rps req/s, server $us µs/request"
 			errs=$(grep -E 'errors|Non-2xx' <<<"$out" | tr -s ' ' | tr '\n' ' ' || true)
 			[ -z "$errs" ] || line="$line; load: $errs"
 			if [ -n "$prof" ]; then wait "$prof" || true; line="$line; $(breakdown "$dir/perf.data")"; fi
+			if [ -n "$ctr" ]; then
+				wait "$ctr" || true
+				line="$line; per request:$(awk -F, -v n="$n" '$3 != "" && $1 !~ /^#/ {v = ($1 ~ /^[0-9.]+$/) ? sprintf("%.0f", $1 / n) : "n/a"; printf " %s %s", $3, v}' "$dir/stat.csv")"
+			fi
 			echo "$line"
 			res[$r,$i,$phase,rps]=$rps
 			res[$r,$i,$phase,us]=$us
@@ -95,10 +120,11 @@ for r in $(seq "$rounds"); do
 		done
 	done
 done
-# ratio FIGURE PHASE I: median (min–max) over rounds of config I's figure over config 0's.
+# ratio FIGURE PHASE I: median (min–max) over rounds of config I's figure over config 0's
+# (rounds where either run completed no request are left out).
 ratio() {
-	for r in $(seq "$rounds"); do awk -v a="${res[$r,$3,$2,$1]}" -v b="${res[$r,0,$2,$1]}" 'BEGIN {printf "%.3f\n", a / b}'; done |
-		sort -n | awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)", m, v[1], v[NR]}'
+	for r in $(seq "$rounds"); do awk -v a="${res[$r,$3,$2,$1]}" -v b="${res[$r,0,$2,$1]}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.3f\n", a / b}'; done |
+		sort -n | awk '{v[NR] = $1} END {if (NR == 0) {printf "n/a"; exit} m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f, %d rounds)", m, v[1], v[NR], NR}'
 }
 for i in "${!configs[@]}"; do
 	[ "$i" = 0 ] && continue
