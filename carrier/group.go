@@ -163,23 +163,16 @@ func (g *Group) moveOthers(to, from cpu.Set) error {
 	for _, c := range g.carriers {
 		carriers[int(c.tid.Load())] = true
 	}
-	tids, err := cpu.Threads("", "self")
-	if err != nil {
-		return err
-	}
-	for _, tid := range tids {
+	return cpu.PinThreads(to, func(tid int) bool {
 		if carriers[tid] {
-			continue
+			return false
 		}
-		if from != nil {
-			cur, err := cpu.ThreadAffinity(tid)
-			if err != nil || !slices.Equal(cur, from) {
-				continue // exited meanwhile, or not ours to restore
-			}
+		if from == nil {
+			return true
 		}
-		cpu.PinThread(tid, to) // fails only for a thread that exited meanwhile
-	}
-	return nil
+		cur, err := cpu.ThreadAffinity(tid)
+		return err == nil && slices.Equal(cur, from) // else exited meanwhile, or not ours to restore
+	})
 }
 
 // raiseProcs makes GOMAXPROCS at least one more than the carriers. A

@@ -5,7 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // fixedBody is the trivial handler of the benchmarks: a fixed body, its
@@ -24,13 +28,17 @@ func fixedHandler() http.Handler {
 var contentTypeText = []string{"text/plain; charset=utf-8"}
 
 // BenchmarkFixedBody measures one keep-alive client's request-response
-// round trips to the fixed-body handler, on the carrier host and on
-// net/http's server beside it. Allocations are the whole process's (both
+// round trips to the fixed-body handler, on the carrier host, on
+// http1.ServeConn with the same answer (the carrier mode's code path) and
+// on net/http's server. Allocations are the whole process's (both
 // servers' included; the client allocates nothing per request).
 func BenchmarkFixedBody(b *testing.B) {
 	b.Run("carrierhttp", func(b *testing.B) {
 		_, addr := startCarrier(b, fixedHandler(), nil)
 		benchRoundTrips(b, addr)
+	})
+	b.Run("http1", func(b *testing.B) {
+		benchRoundTrips(b, startHTTP1(b))
 	})
 	b.Run("nethttp", func(b *testing.B) {
 		benchRoundTrips(b, startNetHTTP(b, fixedHandler()))
@@ -64,22 +72,8 @@ func benchRoundTrips(b *testing.B, addr string) {
 
 // benchRequest is benchRoundTrips with the request raw.
 func benchRequest(b *testing.B, addr, raw string) {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c, size := dialBench(b, addr, raw)
 	req := []byte(raw)
-	if _, err := c.Write(req); err != nil {
-		b.Fatal(err)
-	}
-	cr := &countingReader{r: c}
-	resp, err := http.ReadResponse(bufio.NewReader(cr), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	io.ReadAll(resp.Body)
-	size := int(cr.n)
 	buf := make([]byte, size)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -93,6 +87,27 @@ func benchRequest(b *testing.B, addr, raw string) {
 	}
 }
 
+// dialBench connects to addr, sends raw once and returns the connection
+// (closed at the benchmark's end) and the size of the answer, which every
+// later answer to raw has too (the Date field's length is fixed).
+func dialBench(b *testing.B, addr, raw string) (net.Conn, int) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if _, err := c.Write([]byte(raw)); err != nil {
+		b.Fatal(err)
+	}
+	cr := &countingReader{r: c}
+	resp, err := http.ReadResponse(bufio.NewReader(cr), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	return c, int(cr.n)
+}
+
 // countingReader reads one byte at a time, so that the bufio.Reader above
 // it never reads beyond the first answer, and counts them.
 type countingReader struct {
@@ -104,4 +119,68 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p[:1])
 	c.n += int64(n)
 	return n, err
+}
+
+// pipelineDepth is how many requests BenchmarkPipelined sends in one write:
+// enough that the two system calls per batch are a small part of each
+// request's cost, which is then the server's code path.
+const pipelineDepth = 32
+
+// BenchmarkPipelined sends batches of pipelineDepth requests for the
+// fixed-body answer and reads the answers; ns/op is per request. Beside
+// carrierhttp and net/http it runs http1.ServeConn with the same answer
+// (the carrier mode's code path, no *http.Request at all), the reference
+// of issue 10's target.
+func BenchmarkPipelined(b *testing.B) {
+	b.Run("carrierhttp", func(b *testing.B) {
+		_, addr := startCarrier(b, fixedHandler(), nil)
+		benchPipelined(b, addr)
+	})
+	b.Run("http1", func(b *testing.B) {
+		benchPipelined(b, startHTTP1(b))
+	})
+	b.Run("nethttp", func(b *testing.B) {
+		benchPipelined(b, startNetHTTP(b, fixedHandler()))
+	})
+}
+
+// startHTTP1 serves the fixed-body answer with http1.ServeConn on a fresh
+// group of carriers.
+func startHTTP1(b *testing.B) string {
+	b.Helper()
+	g, err := carrier.New(carrier.Options{Carriers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	o := http1.Options{}.WithDefaults()
+	l, err := g.Listen("127.0.0.1:0", func(t *carrier.Task, c *carrier.Conn) {
+		http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
+			rep.ContentType = contentTypeText[0]
+			rep.Body = fixedBody
+		}, nil)
+	}, carrier.ListenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l.Addr().String()
+}
+
+// benchPipelined is BenchmarkPipelined's client: b.N requests in batches.
+func benchPipelined(b *testing.B, addr string) {
+	one := "GET /health HTTP/1.1\r\nHost: bench\r\n\r\n"
+	c, size := dialBench(b, addr, one)
+	batch := []byte(strings.Repeat(one, pipelineDepth))
+	buf := make([]byte, size*pipelineDepth)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n += pipelineDepth {
+		k := min(pipelineDepth, b.N-n)
+		if _, err := c.Write(batch[:k*len(one)]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:k*size]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

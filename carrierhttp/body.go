@@ -24,9 +24,12 @@ type body struct {
 }
 
 func (b *body) reset(n int64, chunked, expect bool) {
-	*b = body{c: b.c, remaining: n, chunked: chunked, expect: expect, dec: b.dec, done: n == 0 && !chunked}
-	b.dec.MaxBody = b.c.s.MaxBodyBytes
-	b.dec.Reset()
+	b.remaining, b.chunked, b.expect = n, chunked, expect
+	b.done, b.closed, b.err = n == 0 && !chunked, false, nil
+	if chunked { // the decoder is used only then: a body by length leaves it alone
+		b.dec.MaxBody = b.c.s.MaxBodyBytes
+		b.dec.Reset()
+	}
 }
 
 // Read reads body bytes into p.

@@ -55,6 +55,7 @@ type conn struct {
 
 	remote   string
 	tlsState *tls.ConnectionState
+	rdl      time.Time // the read deadline last set on rwc (setReadDeadline)
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -148,7 +149,11 @@ func (c *conn) serve() {
 
 // next reads the next request into c.req, with net/http's timeouts: the
 // idle timeout for its first byte (after the first request), then the
-// head timeout and the whole-request timeout from that byte.
+// head timeout and the whole-request timeout from that byte. The head's
+// deadline is armed only when the head is not buffered whole already (no
+// read happens under it otherwise), the whole request's only when a body
+// follows, and a deadline already armed is not armed again, so that a busy
+// keep-alive connection reads no clock it does not need.
 func (c *conn) next(first bool) error {
 	s := c.s
 	if !first && c.start == c.end {
@@ -156,7 +161,9 @@ func (c *conn) next(first bool) error {
 			return err
 		}
 		if d := s.idleTimeout(); d > 0 {
-			c.rwc.SetReadDeadline(time.Now().Add(d))
+			c.setReadDeadline(time.Now().Add(d))
+		} else {
+			c.setReadDeadline(time.Time{}) // as net/http's: no deadline the last request left
 		}
 		c.setState(http.StateIdle)
 		c.home.Store(c.t.Carrier())
@@ -170,57 +177,82 @@ func (c *conn) next(first bool) error {
 			return err
 		}
 	}
-	var hdrDeadline, wholeDeadline time.Time
-	hd, rd := s.readHeaderTimeout(), s.ReadTimeout
-	if hd > 0 || rd > 0 {
-		t0 := time.Now()
-		if hd > 0 {
-			hdrDeadline = t0.Add(hd)
-		}
-		if rd > 0 {
-			wholeDeadline = t0.Add(rd)
-		}
-		c.rwc.SetReadDeadline(hdrDeadline)
-	} else if !first && s.idleTimeout() > 0 {
-		c.rwc.SetReadDeadline(time.Time{})
+	var t0 time.Time // the request's start, read when a deadline needs it
+	if s.ReadTimeout > 0 || s.WriteTimeout > 0 {
+		t0 = time.Now()
 	}
-	n, err := c.readHead()
+	n, read, err := c.readHead(&t0)
 	if err != nil {
 		return err
 	}
 	c.setState(http.StateActive)
-	if hd > 0 || rd > 0 {
-		c.rwc.SetReadDeadline(wholeDeadline)
+	if c.preq.Chunked || c.preq.ContentLength != 0 {
+		// Only a body is read under this deadline: without one, the next
+		// read is the next request's, whose wait arms its own.
+		var whole time.Time
+		if d := s.ReadTimeout; d > 0 {
+			whole = t0.Add(d)
+		}
+		c.setReadDeadline(whole) // also clears the idle deadline, or one the last handler set
 	}
 	if d := s.WriteTimeout; d > 0 {
-		c.rwc.SetWriteDeadline(time.Now().Add(d))
+		// From the end of the head: t0 when the head was buffered whole
+		// (only its parsing lies between), the clock when it was read.
+		end := t0
+		if read {
+			end = time.Now()
+		}
+		c.rwc.SetWriteDeadline(end.Add(d))
 	}
 	return c.build(n)
 }
 
+// setReadDeadline sets the connection's read deadline, unless it is the
+// one armed already.
+func (c *conn) setReadDeadline(t time.Time) error {
+	if t.Equal(c.rdl) {
+		return nil
+	}
+	c.rdl = t
+	return c.rwc.SetReadDeadline(t)
+}
+
 // readHead parses the next request head into c.preq, reading as needed,
-// and returns its length.
-func (c *conn) readHead() (int, error) {
+// and returns its length and whether it read. Before its first read it
+// arms the head's deadline (none without timeouts), from *t0, which it
+// sets to the time then when it is zero.
+func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 	c.hp.Reset()
 	o := http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()}
 	for {
 		if c.end > c.start {
 			n, err := c.hp.ParseRequest(c.buf[c.start:c.end], &c.preq, o)
 			if err != http1.ErrIncomplete {
-				return n, err
+				return n, read, err
 			}
 		}
 		if c.eof {
 			if c.end > c.start {
-				return 0, io.ErrUnexpectedEOF
+				return 0, read, io.ErrUnexpectedEOF
 			}
-			return 0, io.EOF
+			return 0, read, io.EOF
+		}
+		if !read {
+			read = true
+			var dl time.Time
+			if d := c.s.readHeaderTimeout(); d > 0 {
+				if t0.IsZero() {
+					*t0 = time.Now()
+				}
+				dl = t0.Add(d)
+			}
+			c.setReadDeadline(dl)
 		}
 		if c.room(o.MaxHeaderBytes + 1) {
 			c.hp.Reset() // the pending bytes moved
 		}
 		if err := c.fill(); err != nil {
-			return 0, err
+			return 0, read, err
 		}
 	}
 }
@@ -420,8 +452,17 @@ func (c *conn) build(n int) error {
 		c.vals = make([]string, len(pr.Headers))
 	}
 	vals := c.vals[:len(pr.Headers)]
+	var host string // the first Host field's value; net/http moves it to req.Host
+	hosts := 0
 	for i, f := range pr.Headers {
 		k := textproto.CanonicalMIMEHeaderKey(sub(f.Name))
+		if k == "Host" { // kept out of the map rather than put in and deleted
+			if hosts == 0 {
+				host = sub(f.Value)
+			}
+			hosts++
+			continue
+		}
 		vals[i] = sub(f.Value)
 		if old, ok := c.hdr[k]; ok {
 			c.hdr[k] = append(old, vals[i])
@@ -431,15 +472,14 @@ func (c *conn) build(n int) error {
 	}
 	req.Header = c.hdr
 	c.consume(n)
-	if hosts := c.hdr["Host"]; len(hosts) == 1 && !validHost(hosts[0]) {
+	if hosts == 1 && !validHost(host) {
 		return badRequest("malformed Host header")
 	}
 	if req.URL.Host != "" {
 		req.Host = req.URL.Host
-	} else if hosts := c.hdr["Host"]; len(hosts) > 0 {
-		req.Host = hosts[0]
+	} else {
+		req.Host = host
 	}
-	delete(c.hdr, "Host")
 	if pc, ok := c.hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
 		if _, ok := c.hdr["Cache-Control"]; !ok {
 			c.hdr["Cache-Control"] = []string{"no-cache"}

@@ -1,8 +1,10 @@
 package carrierhttp
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -81,6 +83,21 @@ func testMux() http.Handler {
 		b, e4 := io.ReadAll(r.Body)
 		fmt.Fprintf(w, "%v %v %v %v %q", e1, e2, e3, e4, b)
 	})
+	mux.HandleFunc("/set/{keys}", func(w http.ResponseWriter, r *http.Request) {
+		// Sets X-<key> for each comma-separated key ("-": none), so that
+		// pipelined answers carry differing sets of fields.
+		for k := range strings.SplitSeq(r.PathValue("keys"), ",") {
+			if k != "-" {
+				w.Header().Set("X-"+k, k)
+			}
+		}
+		io.WriteString(w, "set "+r.PathValue("keys"))
+	})
+	mux.HandleFunc("/deadline", func(w http.ResponseWriter, r *http.Request) {
+		// A read deadline that passes before the connection's next request.
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(deadlineSet))
+		io.WriteString(w, "deadline set")
+	})
 	mux.HandleFunc("/hints", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
@@ -157,6 +174,8 @@ func TestDifferential(t *testing.T) {
 		{"head", "HEAD /fixed HTTP/1.1\r\nHost: x\r\n\r\n", []string{"HEAD"}},
 		{"head of big", "HEAD /big?n=5 HTTP/1.1\r\nHost: x\r\n\r\n", []string{"HEAD"}},
 		{"pipelined", get("/fixed") + "HEAD /html HTTP/1.1\r\nHost: x\r\n\r\n" + get("/stream") + get("/big?n=3"), []string{"GET", "HEAD", "GET", "GET"}},
+		{"pipelined field sets", get("/set/a") + get("/set/b") + get("/set/a,b") + get("/set/c,b") + get("/set/-") + get("/hints") + get("/set/b") + get("/set/a"), nil},
+		{"pipelined hosts", "GET /request HTTP/1.1\r\nHost: a\r\n\r\nGET /request HTTP/1.1\r\nX: 1\r\nHost: b:1\r\n\r\nGET /request HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", nil},
 		{"body by length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello there" + get("/fixed"), nil},
 		{"chunked body", "POST /request HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n there\r\n0\r\nX-T: 1\r\n\r\n" + get("/fixed"), nil},
 		{"unread body", "POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde" + get("/fixed"), nil},
@@ -275,5 +294,44 @@ func TestHandlerPanic(t *testing.T) {
 	got = exchange(t, ca, "GET /fixed HTTP/1.1\r\nHost: x\r\n\r\n", nil, 300*time.Millisecond)
 	if len(got.Responses) != 1 || !strings.Contains(got.Responses[0], "hello, world") {
 		t.Fatalf("after a panic: %s", got)
+	}
+}
+
+// deadlineSet is the read deadline /deadline sets, from now.
+const deadlineSet = 50 * time.Millisecond
+
+// TestHandlerDeadlineEnds: a read deadline a handler set does not outlive
+// its request: the connection's next request, sent after it passed, is
+// answered, by both servers (net/http clears it before the wait for the
+// next request).
+func TestHandlerDeadlineEnds(t *testing.T) {
+	h := testMux()
+	_, ca := startCarrier(t, h, nil)
+	servers := []struct{ name, addr string }{{"net/http", startNetHTTP(t, h)}, {"carrier host", ca}}
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", srv.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			for i, target := range []string{"/deadline", "/fixed"} {
+				if i > 0 {
+					time.Sleep(4 * deadlineSet)
+				}
+				fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", target)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("request %d, %s: %v", i+1, target, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("request %d, %s: %s", i+1, target, resp.Status)
+				}
+			}
+		})
 	}
 }

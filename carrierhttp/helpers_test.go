@@ -52,11 +52,20 @@ var netHTTPReadTimeout time.Duration
 // startNetHTTP serves h with net/http's server.
 func startNetHTTP(t testing.TB, h http.Handler) string {
 	t.Helper()
+	return startNetHTTPWith(t, h, nil)
+}
+
+// startNetHTTPWith is startNetHTTP with configure run on the server first.
+func startNetHTTPWith(t testing.TB, h http.Handler, configure func(*http.Server)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0), ReadTimeout: netHTTPReadTimeout}
+	if configure != nil {
+		configure(hs)
+	}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()

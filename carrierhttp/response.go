@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // bufferBeforeChunking is how much body the writer holds before it sends
@@ -56,7 +58,7 @@ func (w *response) reset(req *http.Request) {
 	clear(w.header)
 	*w = response{
 		c: w.c, req: req, header: w.header, clen: -1, mark: len(w.c.out), werr: w.werr,
-		vals: w.vals[:0], trailers: w.trailers[:0], keys: w.keys[:0], pending: w.pending[:0],
+		vals: w.vals[:0], trailers: w.trailers[:0], keys: w.keys, pending: w.pending[:0],
 		isHEAD: req.Method == "HEAD",
 	}
 	w.closeAfter = req.Close
@@ -114,11 +116,9 @@ func (w *response) informational(code int) {
 func (w *response) snapshot() {
 	h := w.header
 	bodyOK := bodyAllowed(w.status)
-	w.keys = sortedKeys(h, w.keys)
-	w.vals = w.vals[:0]
-	for _, k := range w.keys {
-		vv := h[k]
-		w.vals = append(w.vals, vv)
+	w.fields(h)
+	for i, k := range w.keys {
+		vv := w.vals[i]
 		switch {
 		case strings.HasPrefix(k, http.TrailerPrefix):
 			w.prefixed = true
@@ -153,6 +153,31 @@ func (w *response) snapshot() {
 	}
 	if w.hdrConn == "close" {
 		w.closeAfter = true
+	}
+}
+
+// fields records h's keys, sorted, in w.keys and their values in w.vals.
+// When h has the keys w.keys held before (the last response's: a handler
+// usually sets the same ones), it finds them by lookups instead of
+// iterating over the map and sorting.
+func (w *response) fields(h http.Header) {
+	w.vals = w.vals[:0]
+	if len(h) == len(w.keys) { // the keys are distinct: all found means the same set
+		for _, k := range w.keys {
+			vv, ok := h[k]
+			if !ok {
+				break
+			}
+			w.vals = append(w.vals, vv)
+		}
+		if len(w.vals) == len(w.keys) {
+			return
+		}
+		w.vals = w.vals[:0]
+	}
+	w.keys = sortedKeys(h, w.keys)
+	for _, k := range w.keys {
+		w.vals = append(w.vals, h[k])
 	}
 }
 
@@ -197,10 +222,13 @@ func appendField(dst []byte, k string, vv []string) []byte {
 		dst = append(dst, k...)
 		dst = append(dst, ": "...)
 		start := len(dst)
-		dst = append(dst, textproto.TrimString(v)...)
-		for i := start; i < len(dst); i++ {
-			if dst[i] == '\r' || dst[i] == '\n' {
-				dst[i] = ' '
+		v = textproto.TrimString(v)
+		dst = append(dst, v...)
+		if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 { // rare: scan only then
+			for i := start; i < len(dst); i++ {
+				if dst[i] == '\r' || dst[i] == '\n' {
+					dst[i] = ' '
+				}
 			}
 		}
 		dst = append(dst, "\r\n"...)
@@ -239,6 +267,9 @@ func bodyAllowed(status int) bool {
 }
 
 func appendStatusLine(dst []byte, is11 bool, code int) []byte {
+	if is11 && code == http.StatusOK { // the usual answer, without the lookups
+		return append(dst, "HTTP/1.1 200 OK\r\n"...)
+	}
 	if is11 {
 		dst = append(dst, "HTTP/1.1 "...)
 	} else {
@@ -494,25 +525,27 @@ func (w *response) FlushError() error {
 
 // SetReadDeadline sets the connection's read deadline, for the request
 // body (http.ResponseController).
-func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.setReadDeadline(t) }
 
 // SetWriteDeadline sets the connection's write deadline
 // (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 
 // dateCache renders the Date field once a second; each connection has
-// its own (a Server's connections run on several carriers).
+// its own (a Server's connections run on several carriers). Between
+// renderings it reads only the monotonic clock (one clock reading instead
+// of time.Now's two); a step of the wall clock shows within a second.
 type dateCache struct {
-	sec int64
-	buf [29]byte // len(http.TimeFormat)
+	until int64    // wait.Now reading from which buf is stale: the next second
+	buf   [29]byte // len(http.TimeFormat)
 }
 
 // append appends the current time in http.TimeFormat.
 func (d *dateCache) append(dst []byte) []byte {
-	now := time.Now()
-	if s := now.Unix(); s != d.sec || d.buf[0] == 0 {
-		d.sec = s
+	if mono := wait.Now(); d.until == 0 || mono >= d.until {
+		now := time.Now() // not before mono: until is at or before the next second's start
 		now.UTC().AppendFormat(d.buf[:0], http.TimeFormat)
+		d.until = mono + int64(time.Second) - int64(now.Nanosecond())
 	}
 	return append(dst, d.buf[:]...)
 }

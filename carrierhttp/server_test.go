@@ -1,6 +1,7 @@
 package carrierhttp
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -13,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +193,77 @@ func TestTimeouts(t *testing.T) {
 				t.Fatalf("want the server to close the connection, got %v after %v", err, time.Since(start))
 			}
 		})
+	}
+}
+
+// TestSlowBodyPastIdleTimeout: the idle timeout bounds only the wait for a
+// request: a body that arrives in parts, the last after the idle timeout,
+// is read whole (no ReadTimeout), as net/http reads it.
+func TestSlowBodyPastIdleTimeout(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	h := testMux()
+	_, ca := startCarrier(t, h, func(s *Server) { s.IdleTimeout = idle })
+	na := startNetHTTPWith(t, h, func(s *http.Server) { s.IdleTimeout = idle })
+	for _, srv := range []struct{ name, addr string }{{"net/http", na}, {"carrier host", ca}} {
+		t.Run(srv.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", srv.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, "GET /fixed HTTP/1.1\r\nHost: x\r\n\r\n") // a first request, then the idle wait
+			br := bufio.NewReader(c)
+			if resp, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatal(err)
+			} else {
+				io.Copy(io.Discard, resp.Body)
+			}
+			io.WriteString(c, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nabc")
+			time.Sleep(3 * idle)
+			io.WriteString(c, "def")
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("body sent past the idle timeout: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || string(b) != "abcdef" {
+				t.Fatalf("body sent past the idle timeout: %s %q", resp.Status, b)
+			}
+		})
+	}
+}
+
+// TestWriteTimeout: a response to a client that does not read fails once
+// WriteTimeout has passed since the request's head, and the handler's
+// write returns the error.
+func TestWriteTimeout(t *testing.T) {
+	done := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := make([]byte, 1<<20)
+		for range 1 << 10 { // 1 GiB: far beyond what loopback buffers hold
+			if _, err := w.Write(chunk); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	})
+	_, addr := startCarrier(t, h, func(s *Server) { s.WriteTimeout = 100 * time.Millisecond })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("handler's write: %v after %v, want the deadline exceeded", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler still writes 5s after the request; WriteTimeout is 100ms")
 	}
 }
 

@@ -36,26 +36,35 @@ func Pin(s Set) error {
 // starts threads from whichever thread needs one, and a new thread inherits
 // its creator's mask, so every existing thread is pinned (from
 // /proc/self/task), repeated until no new thread appears.
-func PinProcess(s Set) error {
+func PinProcess(s Set) error { return PinThreads(s, nil) }
+
+// PinThreads restricts the threads of the process for which pick returns
+// true (every thread when pick is nil) to the CPUs in s, listing
+// /proc/self/task again until no thread it has not seen appears: see
+// PinProcess. pick sees each thread once.
+func PinThreads(s Set, pick func(tid int) bool) error {
 	if len(s) == 0 {
-		return fmt.Errorf("pin process: empty CPU set")
+		return fmt.Errorf("pin threads: empty CPU set")
 	}
-	done := map[int]bool{}
+	seen := map[int]bool{}
 	for {
 		tids, err := Threads("", "self")
 		if err != nil {
-			return fmt.Errorf("pin process to CPUs %s: %w", s, err)
+			return fmt.Errorf("pin threads to CPUs %s: %w", s, err)
 		}
 		fresh := 0
 		for _, tid := range tids {
-			if done[tid] {
+			if seen[tid] {
+				continue
+			}
+			seen[tid] = true
+			fresh++
+			if pick != nil && !pick(tid) {
 				continue
 			}
 			if err := PinThread(tid, s); err != nil {
 				return err
 			}
-			done[tid] = true
-			fresh++
 		}
 		if fresh == 0 {
 			return nil

@@ -1,7 +1,21 @@
-// Command hello shows spindle's carrier runtime and HTTP/1.1 code used from
-// another module: an HTTP server whose carriers run the handlers, answering
-// "hello" on every path. With -check it serves one request to itself over
-// loopback and exits (0 when the answer is right), which is what CI runs.
+// Command hello shows spindle used from another module: an HTTP server
+// answering "hello" on every path, served one of three ways (-api):
+//
+//   - http1: carriers run spindle's own HTTP/1.1 handler (carrier and
+//     http1 packages; no *http.Request at all);
+//   - carrierhttp: an ordinary net/http handler (an http.HandlerFunc), hosted
+//     on the carriers by carrierhttp.Server: the "bring your own net/http
+//     service" way;
+//   - nethttp: the same handler on the standard library's http.Server, for
+//     comparison.
+//
+// The carrierhttp and nethttp servers run the same handler, so measuring
+// them side by side (docs/PERFORMANCE.md, issue 10) shows what the carrier
+// host costs against spindle's own code path and against net/http.
+//
+// With -check it serves on a free loopback port, asks itself once with the
+// standard library's client and exits (0 when the answer is right), for
+// every API (or only the one -api names), which is what CI runs.
 //
 // The module's go.mod points at the checkout with
 // "replace github.com/spindle-lab/spindle => ../..", as a module using spindle from a local
@@ -10,6 +24,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,52 +33,124 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrierhttp"
 	"github.com/spindle-lab/spindle/http1"
 )
 
+// apis are the ways hello serves, in the order -check tries them.
+var apis = []string{"http1", "carrierhttp", "nethttp"}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen `ADDRESS` (host:port; port 0: a free one)")
-	carriers := flag.Int("carriers", 2, "carriers (event loops, each on its own OS thread)")
-	check := flag.Bool("check", false, "serve one request to itself on a free loopback port and exit")
+	api := flag.String("api", "http1", "how to serve: "+strings.Join(apis, ", ")+" (see the package doc)")
+	carriers := flag.Int("carriers", 2, "carriers (event loops, each on its own OS thread; http1 and carrierhttp)")
+	check := flag.Bool("check", false, "serve one request to itself on a free loopback port and exit, for every -api unless -api is given")
 	flag.Parse()
-	if *check {
-		*addr = "127.0.0.1:0"
+	if flag.NArg() > 0 || !slices.Contains(apis, *api) || *carriers < 1 {
+		fmt.Fprintf(os.Stderr, "hello: want -api one of %s, -carriers >= 1 and no arguments\n", strings.Join(apis, ", "))
+		os.Exit(2)
 	}
-	if err := run(*addr, *carriers, *check); err != nil {
+	var err error
+	switch {
+	case !*check:
+		err = serve(*api, *addr, *carriers, nil)
+	case flagGiven("api"):
+		err = serve(*api, "127.0.0.1:0", *carriers, get)
+	default:
+		for _, a := range apis {
+			if err = serve(a, "127.0.0.1:0", *carriers, get); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "hello:", err)
 		os.Exit(1)
 	}
 }
 
+func flagGiven(name string) (given bool) {
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 var body = []byte("hello\n")
 
-// handle answers every request from the carrier that read it.
+// contentType is the answers' Content-Type, as a header value slice so
+// that the net/http handler sets it without allocating.
+var contentType = []string{"text/plain; charset=utf-8"}
+
+// handle answers every request from the carrier that read it (the http1
+// API).
 func handle(req *http1.Request, rep *http1.Reply) {
-	rep.ContentType = "text/plain; charset=utf-8"
+	rep.ContentType = contentType[0]
 	rep.Body = body
 }
 
-func run(addr string, carriers int, check bool) error {
-	g, err := carrier.New(carrier.Options{Carriers: carriers})
-	if err != nil {
-		return err
+// hello is the net/http handler of the carrierhttp and nethttp APIs: the
+// same function on both servers. (w.Header().Set("Content-Type", ...) does
+// the same with one allocation more.)
+func hello(w http.ResponseWriter, r *http.Request) {
+	w.Header()["Content-Type"] = contentType
+	w.Write(body)
+}
+
+// serve serves api on addr until Ctrl-C, or, with check set, calls check
+// with the address and returns its answer.
+func serve(api, addr string, carriers int, check func(api, addr string) error) error {
+	var (
+		ln   net.Addr
+		stop func()
+	)
+	switch api {
+	case "nethttp":
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(hello), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(l)
+		ln, stop = l.Addr(), func() { srv.Close() }
+	default:
+		g, err := carrier.New(carrier.Options{Carriers: carriers})
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		var l *carrier.Listener
+		if api == "http1" {
+			l, err = g.Listen(addr, func(t *carrier.Task, c *carrier.Conn) {
+				_ = http1.ServeConn(c, http1.Options{}.WithDefaults(), handle, nil)
+			}, carrier.ListenOptions{})
+		} else {
+			srv := &carrierhttp.Server{Handler: http.HandlerFunc(hello), ReadHeaderTimeout: 10 * time.Second}
+			l, err = srv.Listen(g, addr, carrier.ListenOptions{})
+			// Shutdown waits for requests in flight; it runs from a
+			// goroutine (here main's), never from a task of the group.
+			stop = func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				srv.Shutdown(ctx)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		ln = l.Addr()
 	}
-	defer g.Close()
-	l, err := g.Listen(addr, func(t *carrier.Task, c *carrier.Conn) {
-		defer c.Close()
-		_ = http1.ServeConn(c, http1.Options{}.WithDefaults(), handle, nil)
-	}, carrier.ListenOptions{})
-	if err != nil {
-		return err
+	if stop != nil {
+		defer stop()
 	}
-	defer l.Close()
-	if check {
-		return get(l.Addr().String())
+	if check != nil {
+		return check(api, ln.String())
 	}
-	fmt.Printf("hello: serving on http://%s/ (Ctrl-C stops)\n", l.Addr())
+	fmt.Printf("hello: serving on http://%s/ with %s (Ctrl-C stops)\n", ln, api)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	<-sig
@@ -72,7 +159,7 @@ func run(addr string, carriers int, check bool) error {
 
 // get sends one request to addr with the standard library's client side and
 // checks the answer.
-func get(addr string) error {
+func get(api, addr string) error {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return err
@@ -93,9 +180,9 @@ func get(addr string) error {
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK || string(b) != string(body) {
-		return errors.New("unexpected answer: " + resp.Status + " " + string(b))
+	if resp.StatusCode != http.StatusOK || string(b) != string(body) || resp.Header.Get("Content-Type") != contentType[0] {
+		return errors.New(api + ": unexpected answer: " + resp.Status + " " + resp.Header.Get("Content-Type") + " " + string(b))
 	}
-	fmt.Printf("hello: %s answered %s %q\n", addr, resp.Status, b)
+	fmt.Printf("hello: %s on %s answered %s %q\n", api, addr, resp.Status, b)
 	return nil
 }
