@@ -335,19 +335,23 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 	}
 	cancelled := false
 	for !op.done {
-		deadline := *dl
-		if !cancelled && (pd.closed || (deadline != 0 && wait.Now() >= deadline)) {
+		if cancelled {
+			pd.await(t, slot, 0)
+			continue
+		}
+		// await reads the clock once and, when the deadline has passed,
+		// returns its error instead of parking: then cancel.
+		if pd.closed || pd.await(t, slot, *dl) != nil {
 			cio.cancelIO(op)
 			cancelled = true
 		}
-		if cancelled {
-			deadline = 0
-		}
-		pd.await(t, slot, deadline)
 	}
 	op.pending = false
 	switch res := op.res; {
 	case res >= 0:
+		if !op.write { // a short read drained the socket: the next RECV polls first
+			pd.unread = int(res) == len(p)
+		}
 		t.opDone()
 		return int(res), nil
 	case pd.closed: // cancelled by the close, or failed on the closed fd

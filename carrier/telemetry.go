@@ -132,6 +132,7 @@ type stats struct {
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
 	ringInlineSends         atomic.Uint64
+	ringPollFirst           atomic.Uint64
 	ringCQEs                histRec
 }
 
@@ -167,6 +168,7 @@ type Telemetry struct {
 	RingSubmissions uint64    `json:"ring_submissions,omitempty"`  // SQEs those calls submitted
 	RingCompletions Histogram `json:"ring_completions"`            // CQEs reaped per pass that found any
 	RingInlineSends uint64    `json:"ring_inline_sends,omitempty"` // write-behind SENDs that sent everything inside their enter, without a completion
+	RingPollFirst   uint64    `json:"ring_poll_first,omitempty"`   // RECVs submitted with POLL_FIRST: the conn's last read had drained the socket
 }
 
 // SubmissionsPerEnter returns RingSubmissions/RingEnters, or NaN without
@@ -240,6 +242,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
 	d.RingInlineSends = op(t.RingInlineSends, o.RingInlineSends)
+	d.RingPollFirst = op(t.RingPollFirst, o.RingPollFirst)
 	return d
 }
 
@@ -270,6 +273,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		RingSubmissions: s.ringSubmits.Load(),
 		RingCompletions: s.ringCQEs.snapshot(),
 		RingInlineSends: s.ringInlineSends.Load(),
+		RingPollFirst:   s.ringPollFirst.Load(),
 	}
 	for k := range s.waits {
 		t.Waits[wait.Kind(k).String()] = s.waits[k].Load()

@@ -70,6 +70,16 @@ const pollMask = unix.POLLIN | unix.POLLOUT | unix.POLLRDHUP
 // timer) a few ns apart on consecutive waits.
 const timerSlack = int64(time.Microsecond)
 
+// timerKeepAhead is how far ahead an armed timeout that is earlier than a
+// new deadline must still be for the wait to keep it rather than move it.
+// A conn's read deadline set per request moves the carrier's next timer
+// at almost every sleep, and moving the timeout costs an SQE and kernel
+// work each time (1.5 TIMEOUT_UPDATEs per /fruits request at a fixed
+// rate); a timeout kept while it is early fires early at most once, a
+// wake-up after which the next wait arms the real deadline. Within a
+// millisecond of firing the move is cheaper than that wake-up.
+const timerKeepAhead = int64(time.Millisecond)
+
 // quiesceLimit bounds how long shutdown waits for cancelled requests to
 // complete (they complete within an io_uring_enter or two; this is only
 // a guard against a kernel that never answers).
@@ -126,7 +136,11 @@ type uringPoller struct {
 	ts       unix.KernelTimespec
 	timerOn  bool  // the timeout request is in flight
 	timerAt  int64 // its deadline, wait.Now ns
-	s        *stats
+	// pollFirst says the kernel takes IORING_RECVSEND_POLL_FIRST: a RECV
+	// on a conn whose last read drained the socket skips the receive
+	// attempt that would find it empty (startIO).
+	pollFirst bool
+	s         *stats
 }
 
 func newURingPoller(efd int, float, rw bool, s *stats) (*uringPoller, error) {
@@ -147,6 +161,7 @@ func newURingPoller(efd int, float, rw bool, s *stats) (*uringPoller, error) {
 // tests) and queues the eventfd's poll.
 func uringPollerOn(r *unix.Ring, efd int, s *stats) (*uringPoller, error) {
 	p := &uringPoller{r: r, armed: map[uint64]int{}, ops: map[uint64]inFlightIO{}, removing: map[uint64]struct{}{}, evs: make([]pollEvent, 0, eventBatch), s: s}
+	p.pollFirst = r.Features&unix.IORING_FEAT_REG_REG_RING != 0
 	if err := p.add(efd, 0); err != nil {
 		return nil, err
 	}
@@ -341,6 +356,14 @@ func (p *uringPoller) startIO(op *ioOp, b []byte) bool {
 		unix.PrepSend(sqe, op.pd.fd, b, ud)
 	} else {
 		unix.PrepRecv(sqe, op.pd.fd, b, ud)
+		// The conn's last RECV drained the socket (a short read): the
+		// next request's bytes are not there yet, so the kernel's first
+		// receive attempt would only fail and arm a poll. POLL_FIRST arms
+		// the poll at once (and receives at once if the bytes did come).
+		if p.pollFirst && !op.pd.unread {
+			sqe.Ioprio = unix.IORING_RECVSEND_POLL_FIRST
+			add(&p.s.ringPollFirst, 1)
+		}
 	}
 	p.ops[ud] = inFlightIO{op: op, buf: b}
 	p.inflight++
@@ -491,12 +514,14 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 	return len(p.evs)
 }
 
-// armTimer makes the timeout request complete timeoutNs from now: it keeps
-// the one in flight when its deadline is the same, moves it otherwise, or
-// queues a new one. It reports false when no SQE was free.
+// armTimer makes the timeout request complete timeoutNs from now, or
+// earlier: it keeps the one in flight when its deadline is the same, or
+// earlier and still at least timerKeepAhead away; it moves it otherwise,
+// or queues a new one. It reports false when no SQE was free.
 func (p *uringPoller) armTimer(timeoutNs int64) bool {
-	deadline := wait.Now() + timeoutNs
-	if p.timerOn && p.timerAt >= deadline-timerSlack && p.timerAt <= deadline+timerSlack {
+	now := wait.Now()
+	deadline := now + timeoutNs
+	if p.timerOn && p.timerAt <= deadline+timerSlack && (p.timerAt >= deadline-timerSlack || p.timerAt-now >= timerKeepAhead) {
 		return true
 	}
 	sqe := p.sqe()

@@ -226,22 +226,49 @@ func TestURingPollerCancel(t *testing.T) {
 }
 
 // A wait with a deadline arms one timeout, moves it when the deadline
-// changes, sleeps with min_complete 1, and sees it fire.
+// comes earlier or the armed one is due soon, keeps it when it is the
+// same or earlier (then it may fire early, once), sleeps with
+// min_complete 1, and sees it fire.
 func TestURingPollerTimer(t *testing.T) {
 	p, k, r := fakePoller(t, 8, 16)
 	p.wait(int64(5e6))
 	if !k.timer || !p.timerOn || k.mins[len(k.mins)-1] != 1 {
 		t.Fatalf("timer armed: kernel %v, poller %v, min_complete %v", k.timer, p.timerOn, k.mins)
 	}
-	n := len(k.sqes)
-	p.wait(int64(5e6) + 2*timerSlack)
-	if len(k.sqes) != n+1 || k.sqes[n].Opcode != unix.IORING_OP_TIMEOUT_REMOVE || k.sqes[n].OpFlags != unix.IORING_TIMEOUT_UPDATE {
-		t.Fatalf("a new deadline: SQEs %+v, want one TIMEOUT_UPDATE", k.sqes[n:])
+	steps := []struct {
+		name      string
+		timeoutNs int64
+		moved     bool
+	}{
+		{"the same deadline", 5e6, false},
+		{"a later deadline, the armed timeout still far", 60e9, false},
+		{"a later deadline by a little", 5e6 + 2*timerSlack, false},
+		{"an earlier deadline", 1e6, true},
+		{"the armed timeout due within timerKeepAhead, a later deadline", timerKeepAhead / 2, true},
+		{"a later deadline, the armed timeout due within timerKeepAhead", 10e9, true},
+	}
+	for _, st := range steps {
+		n := len(k.sqes)
+		p.wait(st.timeoutNs)
+		moved := len(k.sqes) > n
+		if moved != st.moved {
+			t.Fatalf("%s: SQEs %+v, want moved %v", st.name, k.sqes[n:], st.moved)
+		}
+		if moved && (len(k.sqes) != n+1 || k.sqes[n].Opcode != unix.IORING_OP_TIMEOUT_REMOVE || k.sqes[n].OpFlags != unix.IORING_TIMEOUT_UPDATE) {
+			t.Fatalf("%s: SQEs %+v, want one TIMEOUT_UPDATE", st.name, k.sqes[n:])
+		}
+		if p.timerAt > wait.Now()+st.timeoutNs {
+			t.Fatalf("%s: the armed timeout fires after the deadline", st.name)
+		}
 	}
 	k.timer = false
 	r.KernelPostCQE(unix.CQE{UserData: udTimer, Res: -int32(unix.ETIME)})
 	if p.wait(0); p.timerOn || p.inflight != 1 {
 		t.Fatalf("after the timeout fired: timerOn %v, inflight %d", p.timerOn, p.inflight)
+	}
+	n := len(k.sqes)
+	if p.wait(60e9); len(k.sqes) != n+1 || k.sqes[n].Opcode != unix.IORING_OP_TIMEOUT || !p.timerOn {
+		t.Fatalf("after an early fire: SQEs %+v, want a new TIMEOUT", k.sqes[n:])
 	}
 }
 
@@ -483,4 +510,81 @@ func TestLargeWriteIntact(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, want) {
 		t.Errorf("peer got %d bytes, different from the %d written", len(b), size)
 	}
+}
+
+// A RECV polls first (IORING_RECVSEND_POLL_FIRST) exactly when the kernel
+// takes the flag and the conn's last read drained the socket.
+func TestURingPollerRecvPollFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		kernel, drained bool
+		wantPollFirst   bool
+	}{
+		{"new conn", true, false, false},
+		{"last read drained", true, true, true},
+		{"last read filled the buffer", true, false, false},
+		{"kernel without the flag", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, k, _ := fakePoller(t, 8, 16)
+			p.pollFirst = tc.kernel
+			pd := &pollDesc{fd: 7, c: &Carrier{}, slot: 2, gen: 5, unread: !tc.drained}
+			if !p.startIO(&ioOp{pd: pd}, make([]byte, 32)) {
+				t.Fatal("startIO refused with free SQEs")
+			}
+			p.wait(0)
+			sq := k.sqes[len(k.sqes)-1]
+			if sq.Opcode != unix.IORING_OP_RECV {
+				t.Fatalf("last SQE %+v, want the RECV", sq)
+			}
+			if got := sq.Ioprio&unix.IORING_RECVSEND_POLL_FIRST != 0; got != tc.wantPollFirst {
+				t.Fatalf("POLL_FIRST %v, want %v", got, tc.wantPollFirst)
+			}
+			if got := p.s.ringPollFirst.Load(); got != map[bool]uint64{true: 1}[tc.wantPollFirst] {
+				t.Fatalf("ring_poll_first %d", got)
+			}
+		})
+	}
+}
+
+// Reads after a short read (a drained socket) return the bytes whether
+// they arrive after the RECV was submitted or were there before it; with
+// PollerURing on a kernel that takes POLL_FIRST those RECVs poll first.
+func TestReadAfterDrain(t *testing.T) {
+	checkLeaks(t)
+	next := make(chan string)
+	inTaskWithConn(t, Options{Carriers: 1}, func(nc net.Conn) {
+		for s := range next {
+			if _, err := nc.Write([]byte(s)); err != nil {
+				return
+			}
+		}
+	}, func(tk *Task, c *Conn) {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		read := func(want string) {
+			n, err := c.Read(buf)
+			if err != nil || string(buf[:n]) != want {
+				t.Errorf("read %q, %v: want %q", buf[:n], err, want)
+			}
+		}
+		before := tk.home.stats.ringPollFirst.Load()
+		next <- "a"
+		read("a")                       // short: the socket is drained
+		next <- "bcd"                   // before the RECV is submitted
+		tk.Sleep(20 * time.Millisecond) // the bytes have arrived
+		read("bcd")
+		go func() { time.Sleep(20 * time.Millisecond); next <- "ef"; close(next) }() // after the RECV
+		read("ef")
+		pollFirst := false
+		if p, ok := tk.home.poll.(*uringPoller); ok && p.rw {
+			pollFirst = p.pollFirst
+		}
+		switch got := tk.home.stats.ringPollFirst.Load() - before; {
+		case pollFirst && got != 2:
+			t.Errorf("ring_poll_first %d after two reads of a drained socket, want 2", got)
+		case !pollFirst && got != 0:
+			t.Errorf("ring_poll_first %d without POLL_FIRST", got)
+		}
+	})
 }

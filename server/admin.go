@@ -155,6 +155,8 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
 			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
+			{desc("ring_inline_sends_total", "Write-behind SENDs sent whole inside their io_uring_enter, without a completion (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingInlineSends) }},
+			{desc("ring_poll_first_total", "RECVs submitted with POLL_FIRST because the conn's last read drained the socket (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingPollFirst) }},
 			{desc("ring_reaps_total", "Passes that reaped CQEs (io_uring poller): completions per pass is ring_completions_total over this."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Count()) }},
 		},
 		waits: desc("waits_total", "Idle waits by kind.", "kind"),

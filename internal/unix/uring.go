@@ -116,7 +116,18 @@ const (
 	IORING_FEAT_EXT_ARG     = 1 << 8
 	IORING_FEAT_RSRC_TAGS   = 1 << 10 // Linux 5.13, the release that added multishot poll
 	IORING_FEAT_CQE_SKIP    = 1 << 11 // IOSQE_CQE_SKIP_SUCCESS works (Linux 5.17)
+	// IORING_FEAT_REG_REG_RING (Linux 6.3) has no use here but dates the
+	// kernel: one that reports it also takes IORING_RECVSEND_POLL_FIRST
+	// (5.19), which no feature bit announces (older kernels may fail such a
+	// RECV with -EINVAL).
+	IORING_FEAT_REG_REG_RING = 1 << 13
 )
+
+// IORING_RECVSEND_POLL_FIRST, in SQE.Ioprio of a RECV or SEND, tells the
+// kernel the socket is most likely not ready: it arms its internal poll at
+// once instead of first trying the transfer (a receive that would only
+// find the socket empty), and transfers when the socket becomes ready.
+const IORING_RECVSEND_POLL_FIRST = 1 << 0
 
 // SQE flags.
 const IOSQE_CQE_SKIP_SUCCESS = 1 << 6 // post a completion only when the request fails
