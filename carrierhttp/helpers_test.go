@@ -13,7 +13,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Server, string) {
 	t.Helper()
 	if _, fuzz := t.(*testing.F); !fuzz { // the fuzzing engine starts goroutines of its own
-		netPollerOnce.Do(startNetPoller)
 		leakcheck.Register(t, 5*time.Second)
 	}
 	g, err := carrier.New(carrier.Options{Carriers: 2})
@@ -71,21 +69,6 @@ func startMock(t testing.TB) string {
 	}
 	t.Cleanup(func() { m.Close() })
 	return "http://" + m.Addr().String() + "/fruits"
-}
-
-// netPollerOnce starts Go's network poller before the first leak check
-// counts descriptors: the runtime opens the poller's two (an epoll
-// instance and an eventfd) at the process's first pollable file and keeps
-// them, so that a benchmark whose client dials first (FixedBody run alone)
-// would count them as leaked.
-var netPollerOnce sync.Once
-
-// startNetPoller opens a pipe (a pollable file) and closes it.
-func startNetPoller() {
-	if r, w, err := os.Pipe(); err == nil {
-		r.Close()
-		w.Close()
-	}
 }
 
 // netHTTPReadTimeout is startNetHTTP's server's ReadTimeout (0: none).
