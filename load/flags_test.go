@@ -2,6 +2,7 @@ package load
 
 import (
 	"flag"
+	"io"
 	"math"
 	"reflect"
 	"testing"
@@ -69,17 +70,13 @@ func TestFlagsRefuse(t *testing.T) {
 	} {
 		var f Flags
 		fs := flag.NewFlagSet("load", flag.ContinueOnError)
-		fs.SetOutput(discard{})
+		fs.SetOutput(io.Discard)
 		f.Register(fs)
 		if err := fs.Parse(args); err == nil {
 			t.Errorf("%q: parsed to %+v, want an error", args, f)
 		}
 	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func FuzzFlagsRoundTrip(f *testing.F) {
 	f.Add(2, 10, 20000.0, true, int64(time.Second), "A: b", "GET", "x.json", "0-3", "1.2")
