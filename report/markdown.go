@@ -179,12 +179,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		}
 		b.WriteString("\n")
 
-		var cs []*Group
-		for _, g := range gs {
-			if g.IOCycles.N > 0 {
-				cs = append(cs, g)
-			}
-		}
+		cs := slices.DeleteFunc(slices.Clone(gs), func(g *Group) bool { return g.IOCycles.N == 0 }) // carrier modes
 		if len(cs) > 0 {
 			b.WriteString("Carrier telemetry (all carriers, observers' window):\n\n")
 			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals | of them started (floating) |\n")
@@ -196,12 +191,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""), g.Moved.Format(0, ""))
 			}
 			b.WriteString("\n")
-			var rs []*Group
-			for _, g := range cs {
-				if g.RingEnters.N > 0 {
-					rs = append(rs, g)
-				}
-			}
+			rs := slices.DeleteFunc(slices.Clone(cs), func(g *Group) bool { return g.RingEnters.N == 0 }) // io_uring pollers
 			if len(rs) > 0 {
 				b.WriteString("io_uring rings (carriers with an io_uring poller):\n\n")
 				b.WriteString("| configuration | io_uring_enter/10s | SQEs/enter | CQEs/pass |\n|---|---|---|---|\n")
