@@ -193,12 +193,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := a.slo.parse("bench"); err != nil {
 		return err
 	}
-	if err := checkOutFile("json", a.jsonPath); err != nil {
+	jsonOut, stdout, err := jsonOutput(a.jsonPath, stdout, stderr)
+	if err != nil {
 		return err
-	}
-	jsonOut := stdout
-	if a.jsonPath == "-" { // stdout carries the JSON alone
-		stdout = stderr
 	}
 	dir, err := outputDir("output-dir", a.outDir, filepath.Join("results", "bench-"+report.SafeName(cfg.Name)+"-"+time.Now().Format("20060102-150405")))
 	if err != nil {

@@ -342,6 +342,19 @@ func listenFailure(err error) error {
 	return err
 }
 
+// jsonOutput checks --json's path before anything runs and returns where
+// the JSON goes and where the rest of the command's output goes: with "-"
+// stdout carries the JSON alone and the rest goes to stderr.
+func jsonOutput(path string, stdout, stderr io.Writer) (jsonOut, text io.Writer, err error) {
+	if err := checkOutFile("json", path); err != nil {
+		return nil, nil, err
+	}
+	if path == "-" {
+		return stdout, stderr, nil
+	}
+	return stdout, stdout, nil
+}
+
 // checkOutFile refuses, before anything runs, an output file flag whose
 // directory does not exist: the file is written at the end of a run that
 // may take minutes. "" (no file) and "-" (stdout) pass.

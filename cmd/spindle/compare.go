@@ -133,12 +133,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := a.objectives.parse("compare"); err != nil {
 		return err
 	}
-	if err := checkOutFile("json", a.jsonPath); err != nil {
+	jsonOut, stdout, err := jsonOutput(a.jsonPath, stdout, stderr)
+	if err != nil {
 		return err
-	}
-	jsonOut := stdout
-	if a.jsonPath == "-" { // stdout carries the JSON alone
-		stdout = stderr
 	}
 	if err := a.ports.check(); err != nil {
 		return err

@@ -86,10 +86,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if c.Hlog != "" {
 		o.Interval = c.HlogInterval
 	}
-	for _, f := range []struct{ name, path string }{{"json", c.JSON}, {"hgrm", c.Hgrm}} {
-		if err := checkOutFile(f.name, f.path); err != nil {
-			return err
-		}
+	jsonOut, stdout, err := jsonOutput(c.JSON, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if err := checkOutFile("hgrm", c.Hgrm); err != nil {
+		return err
 	}
 	if err := load.Preflight(ctx, o); err != nil {
 		return asBadInput(err)
@@ -108,10 +110,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 			}
 			return bw.Flush() // a reader (tail -f, a dashboard) sees each interval as it ends
 		}
-	}
-	jsonOut := stdout
-	if c.JSON == "-" { // stdout carries the JSON alone
-		stdout = stderr
 	}
 	fmt.Fprintf(stdout, "Running %s test @ %s\n", durationWords(o.Duration), o.URL)
 	fmt.Fprintf(stdout, "  %d threads and %d connections\n", o.Threads, o.Connections)
