@@ -1,36 +1,17 @@
 package carrierhttp
 
 import (
-	"bytes"
 	"io"
 	"log"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
+	"github.com/spindle-lab/spindle/internal/syncbuf"
 )
-
-// syncBuffer is a log destination the carriers write while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startOne serves h on a group of one carrier.
 func startOne(t *testing.T, h http.Handler, logTo io.Writer) (*Server, *carrier.Group, string) {
@@ -64,7 +45,7 @@ func sleeper(d time.Duration) http.Handler {
 }
 
 func TestWatchdog(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	mux := http.NewServeMux()
 	mux.Handle("/blocks", sleeper(60*time.Millisecond))
 	mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })
@@ -95,7 +76,7 @@ func TestWatchdog(t *testing.T) {
 // carrier's thread off the CPU for 20 ms, the quick handler's run may be
 // counted, as the watchdog counts wall time).
 func TestOffloadHandler(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	mux := http.NewServeMux()
 	mux.Handle("/slow", OffloadHandler(sleeper(time.Second)))
 	mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/internal/syncbuf"
 	"github.com/spindle-lab/spindle/latency"
 	"github.com/spindle-lab/spindle/report"
 )
@@ -494,7 +495,7 @@ func TestProgressLine(t *testing.T) {
 // Not on a terminal (a CI log): a line per run started and finished, and
 // heartbeats with the step while a run is silent, none once it finished.
 func TestProgressLog(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	p := &progressLine{w: &buf, log: startProgressLog(&buf, "compare", 30*time.Millisecond, 5*time.Millisecond)}
 	first := benchProgress("carrier", "warm-up")
 	p.show(first)
@@ -532,30 +533,6 @@ func TestProgressLog(t *testing.T) {
 	if buf.Len() != n {
 		t.Errorf("output after close: %q", buf.String()[n:])
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the heartbeat's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }
 
 func benchProgress(name, step string) bench.Progress {
