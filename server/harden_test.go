@@ -47,9 +47,7 @@ func TestFraming(t *testing.T) {
 		e := setup(t, mode, mock.Options{}, false, Options{})
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				c := e.dial()
-				defer c.Close()
-				c.t = t
+				c := e.dialFor(t)
 				e.send(c, tc.raw)
 				resp, body := c.read(tc.status)
 				if tc.body != "" && body != tc.body {
@@ -83,9 +81,7 @@ func TestTimeoutRule(t *testing.T) {
 			{"late head", "GET /health HTTP/1.1\r\nHo"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				c := e.dial()
-				defer c.Close()
-				c.t = t
+				c := e.dialFor(t)
 				e.send(c, tc.send)
 				start := time.Now()
 				if mode == ModeNetHTTP && tc.send != "" {
@@ -100,9 +96,7 @@ func TestTimeoutRule(t *testing.T) {
 			})
 		}
 		t.Run("trickled body", func(t *testing.T) {
-			c := e.dial()
-			defer c.Close()
-			c.t = t
+			c := e.dialFor(t)
 			e.send(c, "POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
 			done := make(chan error, 1)
 			go func() { // a byte every 50ms: each read is in time, the request is not
@@ -120,9 +114,7 @@ func TestTimeoutRule(t *testing.T) {
 		})
 		t.Run("never reads", func(t *testing.T) {
 			waitOpen(t, e, 0)
-			c := e.dial()
-			defer c.Close()
-			c.t = t
+			c := e.dialFor(t)
 			c.Conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 			waitOpen(t, e, 1)
 			batch := []byte(strings.Repeat(fmt.Sprintf(get, "/health"), 1000))
@@ -163,9 +155,7 @@ func TestRefusalNotReset(t *testing.T) {
 		e := setup(t, mode, mock.Options{}, false, Options{})
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				c := e.dial()
-				defer c.Close()
-				c.t = t
+				c := e.dialFor(t)
 				// The head and 32 KiB more in one write, which loopback
 				// delivers at once: the server refuses with input still
 				// unread, as when curl goes on uploading. (No writer

@@ -115,9 +115,18 @@ func (e *env) dial() *client {
 	return &client{t: e.t, Conn: c, br: bufio.NewReader(c)}
 }
 
+// dialFor dials a client whose failures are t's (a subtest's), closed when
+// t ends.
+func (e *env) dialFor(t *testing.T) *client {
+	c := e.dial()
+	c.t = t
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func (e *env) send(c *client, raw string) {
 	if _, err := c.Write([]byte(raw)); err != nil {
-		e.t.Fatal(err)
+		c.t.Fatal(err) // the client's test: a subtest's, from dialFor
 	}
 }
 
