@@ -3,6 +3,7 @@ package server
 import (
 	"math/bits"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -78,5 +79,18 @@ func TestCarrierCPUMetric(t *testing.T) {
 	}
 	if !found {
 		t.Error("no spindle_carrier_cpu for a pinned carrier")
+	}
+}
+
+// BenchmarkHandled is what the request-duration histogram adds to every
+// handled request in every mode: the two clock readings around the
+// handler and one Observe (docs/PERFORMANCE.md, "Request-duration
+// histogram").
+func BenchmarkHandled(b *testing.B) {
+	m := newMetrics("carrier")
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		m.handled(200, time.Since(start))
 	}
 }
