@@ -82,6 +82,14 @@ type Carrier struct {
 	free   []int32            // free slots in fds
 	gen    uint32             // bumped by every registration: tokens are unique per carrier
 	polled bool               // I/O was polled since the last drain
+	// polledAt is the loop's clock reading (now) at the last poll between
+	// drains: with a backlog, I/O is polled again once the round is over
+	// or backlogPollGap drain budgets later (pollDue).
+	polledAt int64
+	// watches are the ContextWatches the carrier polls (watch.go), and
+	// sweepAt when it looks at them next.
+	watches []*ContextWatch
+	sweepAt int64
 	// idleLow is the fewest coroutines idle since the last trim, and
 	// trimAt (wait.Now ns) when the next trim is due: the ones idle for a
 	// whole period beyond minIdleCoros are stopped (trimCoros).
@@ -344,8 +352,12 @@ func (c *Carrier) loop() {
 			c.trimCoros(now)
 		}
 		c.fireTimers(now)
+		if len(c.watches) > 0 && now >= c.sweepAt {
+			c.sweepWatches(now, false)
+		}
 		if c.hasWork() {
-			if !c.polled { // the strategy may just have polled
+			if !c.polled && c.pollDue(now) { // the strategy may just have polled
+				c.polledAt = now
 				c.pollIO(0)
 			}
 			c.polled = false
@@ -353,6 +365,11 @@ func (c *Carrier) loop() {
 			continue
 		}
 		if c.g.opts.Steal && c.steal() {
+			continue
+		}
+		// About to wait: the watches' contexts get context.AfterFunc, so
+		// that a cancellation wakes the carrier.
+		if len(c.watches) > 0 && c.sweepWatches(now, true) {
 			continue
 		}
 		c.waiting.Store(1)
@@ -364,6 +381,16 @@ func (c *Carrier) loop() {
 		add(&c.stats.spunNs, uint64(r.Spun))
 		add(&c.stats.blockedNs, uint64(r.Blocked))
 	}
+}
+
+// pollDue reports whether the loop polls I/O before its next drain pass:
+// when the last pass finished its round (the tasks queued when the round
+// began), and otherwise (a backlog: the pass ran out of budget mid-round)
+// once Options.BacklogPollGap drain budgets have passed since the last
+// poll. Timers are looked at before every pass.
+func (c *Carrier) pollDue(now int64) bool {
+	o := &c.g.opts
+	return c.quota == [3]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)
 }
 
 // wakeAt is the deadline of an idle wait: the next timer, or the next trim

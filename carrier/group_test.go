@@ -571,6 +571,7 @@ func TestTelemetryAddSub(t *testing.T) {
 		tl.IOCycles, tl.IOEvents, tl.Drains, tl.TasksRun = 1*k, 2*k, 3*k, 4*k
 		tl.StealsIn, tl.StealsOut, tl.SpunNs, tl.BlockedNs = 5*k, 6*k, 7*k, 8*k
 		tl.Panics, tl.AcceptBackoffs, tl.CorosTrimmed = 9*k, 10*k, 12*k
+		tl.Watches, tl.WatchesArmed = 13*k, 14*k
 		tl.QueueDepth.Buckets[3], tl.QueueDepth.Sum = k, 8*k
 		tl.SubmitToRun.Buckets[10], tl.SubmitToRun.Sum = 2*k, 2048*k
 		tl.Waits = map[string]uint64{"block": k}
@@ -591,6 +592,7 @@ func TestTelemetryAddSub(t *testing.T) {
 		{"queue_depth sum", sum.QueueDepth.Sum, 88}, {"submit_to_run count", sum.SubmitToRun.Count(), 22},
 		{"waits block", sum.Waits["block"], 11}, {"waits spin", sum.Waits["spin"], 3},
 		{"open_conns", uint64(sum.OpenConns), 11}, {"tasks_live", uint64(sum.TasksLive), 22},
+		{"context_watches", sum.Watches, 143}, {"watches_armed", sum.WatchesArmed, 154},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

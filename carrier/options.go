@@ -11,9 +11,14 @@ import (
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
 const (
-	// DefaultDrainBudget bounds one drain pass so that I/O is polled at
-	// least every 50µs while tasks are runnable (the scheduler study's value).
+	// DefaultDrainBudget bounds one drain pass so that timers, and I/O
+	// once a round is over, are looked at least every 50µs while tasks
+	// are runnable (the scheduler study's value).
 	DefaultDrainBudget = 50 * time.Microsecond
+	// DefaultBacklogPollGap is how many drain budgets a carrier with a
+	// backlog runs tasks between two polls of I/O (see
+	// Options.BacklogPollGap).
+	DefaultBacklogPollGap = 4
 	// DefaultWait is the idle strategy: block in epoll_wait.
 	DefaultWait = "block"
 	// DefaultOpBudget is how many I/O operations a task may complete in a
@@ -124,6 +129,16 @@ type Options struct {
 	// tasks before the carrier polls I/O again; a pass always runs at least
 	// one task. 0: DefaultDrainBudget.
 	DrainBudget time.Duration
+	// BacklogPollGap is how many drain budgets a carrier with a backlog
+	// (a round of queued tasks longer than one pass) runs tasks between
+	// two polls of I/O; without one it polls before every pass. A task a
+	// poll wakes joins the queue behind the round in progress, so polling
+	// before every pass of a long round costs a system call per pass
+	// (about one per request in a saturated server) and runs nothing
+	// sooner but the one task the poll puts in the LIFO slot. 1 polls
+	// before every pass, as the scheduler study's loop does. 0:
+	// DefaultBacklogPollGap.
+	BacklogPollGap int
 	// Wait names the idle strategy (one of wait.Names) passed to wait.New;
 	// "": DefaultWait.
 	Wait string
@@ -209,6 +224,9 @@ func (o Options) Check() error {
 func (o Options) withDefaults() Options {
 	if o.DrainBudget <= 0 {
 		o.DrainBudget = DefaultDrainBudget
+	}
+	if o.BacklogPollGap <= 0 {
+		o.BacklogPollGap = DefaultBacklogPollGap
 	}
 	if o.Wait == "" {
 		o.Wait = DefaultWait

@@ -128,6 +128,8 @@ type stats struct {
 	openConns          atomic.Int64
 	tasksLive          atomic.Int64
 	corosTrimmed       atomic.Uint64
+	watches            atomic.Uint64
+	watchesArmed       atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
@@ -162,6 +164,8 @@ type Telemetry struct {
 	OpenConns      int64             `json:"open_connections"` // gauge: conns registered on this carrier
 	TasksLive      int64             `json:"tasks_live"`       // gauge: tasks started and not finished
 	CorosTrimmed   uint64            `json:"coros_trimmed"`    // idle coroutines stopped because the pool went unused for a period
+	Watches        uint64            `json:"context_watches"`  // ContextWatches started on a context that can end
+	WatchesArmed   uint64            `json:"watches_armed"`    // those the carrier registered with context.AfterFunc (it polls the others' Done channels)
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
@@ -238,6 +242,8 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Pinned = op(t.Pinned, o.Pinned)
 	d.AcceptBackoffs = op(t.AcceptBackoffs, o.AcceptBackoffs)
 	d.CorosTrimmed = op(t.CorosTrimmed, o.CorosTrimmed)
+	d.Watches = op(t.Watches, o.Watches)
+	d.WatchesArmed = op(t.WatchesArmed, o.WatchesArmed)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
@@ -268,6 +274,8 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		OpenConns:      s.openConns.Load(),
 		TasksLive:      s.tasksLive.Load(),
 		CorosTrimmed:   s.corosTrimmed.Load(),
+		Watches:        s.watches.Load(),
+		WatchesArmed:   s.watchesArmed.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),

@@ -13,7 +13,6 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
@@ -52,13 +51,10 @@ type clientConn struct {
 
 	idleAt time.Time
 	reused bool
-	gen    uint64 // exchanges so far: a cancellation checks it is still current
-	// armed is the gen of the exchange whose context cancellation is
-	// registered (context.AfterFunc with onCancel, which is cc.cancel made
-	// once); stop unregisters it.
-	armed    atomic.Uint64
+	// watch ends the exchange when its request's context ends (cancel,
+	// bound once as onCancel).
+	watch    carrier.ContextWatch
 	onCancel func()
-	stop     func() bool
 	deadline bool // a deadline is set on the conn (the context's, or a cancellation's)
 }
 
@@ -69,19 +65,13 @@ func newClientConn(key poolKey, cn *carrier.Conn) *clientConn {
 	return cc
 }
 
-// cancel runs (on whichever goroutine cancelled the context) when the
-// context of exchange armed ends: a task of cc's carrier moves the conn's
-// deadline to the past, so that the parked task wakes with a timeout. An
-// exchange whose cancellation fired does not put cc back in the pool (see
-// Transport.done), so armed cannot name a later exchange by then.
+// cancel runs in a task of cc's carrier when the context of the exchange
+// in progress ends: it moves the conn's deadline to the past, so that the
+// parked task wakes with a timeout. An exchange whose cancellation fired
+// does not put cc back in the pool (see Transport.done).
 func (cc *clientConn) cancel() {
-	gen := cc.armed.Load()
-	cc.key.c.Submit(func(*carrier.Task) {
-		if cc.gen == gen {
-			cc.deadline = true
-			cc.cn.SetDeadline(stopNow)
-		}
-	})
+	cc.deadline = true
+	cc.cn.SetDeadline(stopNow)
 }
 
 // fill reads once into the buffer, making room first (growing it up to

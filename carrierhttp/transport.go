@@ -125,7 +125,7 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return fail(err)
 		}
-		resp, wrote, err := tr.exchange(cc, req)
+		resp, wrote, err := tr.exchange(t, cc, req)
 		if err == nil {
 			return resp, nil
 		}
@@ -284,9 +284,8 @@ var stopNow = time.Unix(1, 0)
 // exchange writes req on cc and reads the response head; the body streams
 // from cc. wrote reports whether any byte of the response arrived or the
 // request body was consumed (then the request cannot be retried).
-func (tr *Transport) exchange(cc *clientConn, req *http.Request) (resp *http.Response, wrote bool, err error) {
+func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request) (resp *http.Response, wrote bool, err error) {
 	ctx := req.Context()
-	cc.gen++
 	cc.got = false
 	if d, ok := ctx.Deadline(); ok {
 		cc.rw.SetDeadline(d)
@@ -295,11 +294,7 @@ func (tr *Transport) exchange(cc *clientConn, req *http.Request) (resp *http.Res
 		cc.rw.SetDeadline(time.Time{})
 		cc.deadline = false
 	}
-	cc.stop = nil
-	if ctx.Done() != nil {
-		cc.armed.Store(cc.gen)
-		cc.stop = context.AfterFunc(ctx, cc.onCancel)
-	}
+	cc.watch.Start(t, ctx, cc.onCancel)
 	hasBody := req.Body != nil && req.Body != http.NoBody
 	if cc.out, err = appendRequest(cc.out[:0], req); err == nil {
 		_, err = cc.rw.Write(cc.out)
@@ -360,11 +355,9 @@ func isHeadOrBodyless(req *http.Request, resp *http.Response) bool {
 // server sent more than the answer, or when the exchange's cancellation
 // fired (its callback may still be on its way: see clientConn.cancel).
 func (tr *Transport) done(cc *clientConn, keep bool) {
-	if cc.stop != nil && !cc.stop() {
+	if !cc.watch.Stop() {
 		keep = false
 	}
-	cc.stop = nil
-	cc.gen++
 	if !keep || cc.end > cc.start || cc.eof {
 		cc.cn.Close()
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,13 +17,30 @@ import (
 // http.Client.Do, the body read whole, Close) from a task, against
 // spindle's mock answering /fruits at once, over one keep-alive
 // connection. Allocations are the whole process's (the mock allocates
-// nothing per request).
+// nothing per request). On an idle carrier (idle: it waits for each
+// answer) the exchange's context watch is registered with
+// context.AfterFunc; on a busy one (busy: another task keeps yielding) the
+// carrier polls it instead, as in a loaded server.
 func BenchmarkRoundTrip(b *testing.B) {
+	b.Run("idle", func(b *testing.B) { benchRoundTrip(b, false) })
+	b.Run("busy", func(b *testing.B) { benchRoundTrip(b, true) })
+}
+
+func benchRoundTrip(b *testing.B, busy bool) {
 	url := startMock(b)
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	inTask(b, func(task *carrier.Task) {
+		if busy {
+			var stop atomic.Bool
+			defer stop.Store(true)
+			task.Go(func(t *carrier.Task) {
+				for end := time.Now().Add(time.Minute); !stop.Load() && time.Now().Before(end); {
+					t.Yield()
+				}
+			})
+		}
 		base := carrier.ContextWithTask(context.Background(), task)
 		buf := make([]byte, 4<<10)
 		call := func() error {

@@ -152,6 +152,8 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("pinned_total", "Task runs that held the carrier longer than the watchdog's threshold (code blocking the Go way)."), func(t carrier.Telemetry) float64 { return u(t.Pinned) }},
 			{desc("accept_backoffs_total", "Accepts that failed for lack of file descriptors."), func(t carrier.Telemetry) float64 { return u(t.AcceptBackoffs) }},
 			{desc("coros_trimmed_total", "Idle coroutines stopped because the pool went unused for a period."), func(t carrier.Telemetry) float64 { return u(t.CorosTrimmed) }},
+			{desc("context_watches_total", "Context watches started (carrierhttp's Transport: one per backend exchange under a context that can end)."), func(t carrier.Telemetry) float64 { return u(t.Watches) }},
+			{desc("watches_armed_total", "Context watches registered with context.AfterFunc (the carrier polled the others' Done channels)."), func(t carrier.Telemetry) float64 { return u(t.WatchesArmed) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
 			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
