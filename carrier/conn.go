@@ -462,17 +462,24 @@ func (pd *pollDesc) rearm(w *Task, deadline int64) {
 	pd.c.timers.add(w, deadline)
 }
 
-// deadlinePassed is the stored deadline of one that had passed when it was
-// set: every clock reading of a running carrier is past it, so Read and
+// deadlinePassed is the stored deadline of one without a monotonic reading
+// that had passed when it was set (time.Unix(1, 0), say): every clock reading of a running carrier is past it, so Read and
 // Write fail at once without reading the clock (the cached reading, taken
 // before the task resumed, may lag behind a deadline of "now").
 const deadlinePassed = 1
 
-// monoDeadline converts a wall-clock deadline to wait.Now nanoseconds:
-// 0 for the zero time (none), deadlinePassed for one that has passed.
+// monoDeadline converts a deadline to wait.Now nanoseconds: 0 for the zero
+// time (none), deadlinePassed for one that has passed. A deadline from
+// time.Now (time.Now().Add(d), a context's) carries a monotonic reading and
+// converts without reading the clock; one that has passed then comes out
+// at or before the carrier's clock, which pollDesc.passed tells without a
+// reading either. Others are placed by the wall clock.
 func monoDeadline(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
+	}
+	if m, ok := wait.Mono(t); ok {
+		return max(m, deadlinePassed)
 	}
 	d := time.Until(t)
 	if d <= 0 {

@@ -358,9 +358,14 @@ func TestConnDeadlinePassed(t *testing.T) {
 		want func(int64) bool
 	}{
 		{time.Time{}, func(d int64) bool { return d == 0 }},
-		{time.Now().Add(-time.Second), func(d int64) bool { return d == deadlinePassed }},
-		{time.Now(), func(d int64) bool { return d == deadlinePassed }},
+		// Passed, with a monotonic reading: at or before the clock.
+		{time.Now().Add(-time.Second), func(d int64) bool { return d >= deadlinePassed && d <= wait.Now() }},
+		{time.Now(), func(d int64) bool { return d >= deadlinePassed && d <= wait.Now() }},
+		// Passed, placed by the wall clock.
+		{time.Now().Add(-time.Second).Round(0), func(d int64) bool { return d == deadlinePassed }},
+		{time.Unix(1, 0), func(d int64) bool { return d == deadlinePassed }},
 		{time.Now().Add(time.Hour), func(d int64) bool { return d > wait.Now()+int64(59*time.Minute) }},
+		{time.Now().Add(time.Hour).Round(0), func(d int64) bool { return d > wait.Now()+int64(59*time.Minute) }},
 	} {
 		if d := monoDeadline(tt.t); !tt.want(d) {
 			t.Errorf("monoDeadline(%v) = %d", tt.t, d)

@@ -9,19 +9,21 @@ import (
 // taskKey is the context key of the task a request runs in.
 type taskKey struct{}
 
-// taskRef is the context value: the task and its carrier when the context
-// was made, so that a lookup from any goroutine reads only the carrier's
-// thread id (atomic) before it touches the task.
+// taskRef is the context value: the task, its carrier and its coroutine
+// when the context was made, so that a lookup from any goroutine reads only
+// the coroutine's goroutine or the carrier's thread id (atomics) before it
+// touches the task.
 type taskRef struct {
-	t *Task
-	c *Carrier
+	t  *Task
+	c  *Carrier
+	co *coro
 }
 
 // ContextWithTask returns a copy of ctx that carries t, so that code called
 // with that context (an http.RoundTripper, a database driver) can do its
 // I/O on the task's carrier. Call it from t itself.
 func ContextWithTask(ctx context.Context, t *Task) context.Context {
-	return context.WithValue(ctx, taskKey{}, taskRef{t, t.home})
+	return context.WithValue(ctx, taskKey{}, taskRef{t, t.home, t.co})
 }
 
 // TaskFromContext returns the task ctx carries (see ContextWithTask) when
@@ -33,6 +35,16 @@ func ContextWithTask(ctx context.Context, t *Task) context.Context {
 func TaskFromContext(ctx context.Context) *Task {
 	ref, ok := ctx.Value(taskKey{}).(taskRef)
 	if !ok || ref.c == nil {
+		return nil
+	}
+	if co := ref.co; haveGetg && co != nil {
+		// The caller is the coroutine that ran the task when ctx was made
+		// (a coroutine keeps its task until the task ends, also on a
+		// floating carrier), and it still runs that task. Only the
+		// coroutine itself reads co.task.
+		if g := co.g.Load(); g != 0 && g == getg() && co.task == ref.t {
+			return ref.t
+		}
 		return nil
 	}
 	c := ref.c

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
@@ -196,12 +197,20 @@ type coro struct {
 	// mark: the coroutine marks itself as a task's (markTask), for
 	// calledFromTask in floating groups.
 	mark bool
+	// g is the coroutine's goroutine (getg) while it lives, 0 before and
+	// after, where getg is implemented: TaskFromContext compares it with
+	// its caller's.
+	g atomic.Uintptr
 }
 
 // body is the coroutine's function. It yields false when its task parks
 // and true when the task has finished; it then waits for the next task.
 func (co *coro) body(yield func(bool) bool) {
 	co.yield = yield
+	if haveGetg {
+		co.g.Store(getg())
+		defer co.g.Store(0) // before the runtime may reuse the descriptor
+	}
 	if co.mark {
 		defer markTask()()
 	}

@@ -13,7 +13,6 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
@@ -49,7 +48,7 @@ type clientConn struct {
 	dec  http1.ChunkedDecoder
 	next *clientBody // made by readResponse with the response, for attachBody
 
-	idleAt time.Time
+	idleAt int64 // wait.Now when it went back to the pool
 	reused bool
 	// watch ends the exchange when its request's context ends (cancel,
 	// bound once as onCancel).

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // Defaults of Transport's fields.
@@ -178,7 +179,7 @@ func (tr *Transport) getConn(t *carrier.Task, key poolKey, req *http.Request) (*
 		if cc == nil {
 			break
 		}
-		if time.Since(cc.idleAt) < idleTimeout {
+		if wait.Now()-cc.idleAt < int64(idleTimeout) {
 			cc.reused = true
 			return cc, nil
 		}
@@ -253,7 +254,7 @@ func (tr *Transport) putIdle(cc *clientConn) {
 		cc.cn.Close()
 		return
 	}
-	cc.idleAt = time.Now()
+	cc.idleAt = wait.Now()
 	tr.idle[cc.key] = append(l, cc)
 	tr.mu.Unlock()
 }

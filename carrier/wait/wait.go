@@ -95,3 +95,14 @@ var epoch = time.Now()
 // Now returns monotonic nanoseconds since the process started: the clock that
 // deadlines passed to Wait and Block use.
 func Now() int64 { return int64(time.Since(epoch)) }
+
+// Mono returns t on Now's clock without reading the clock, when t has a
+// monotonic clock reading (a time from time.Now, and its Add); it reports
+// false for a time without one (time.Unix, a parsed time, or one stripped
+// by Round(0)), which only the wall clock can place.
+func Mono(t time.Time) (int64, bool) {
+	if t == t.Round(0) { // Round(0) strips the monotonic reading, if any
+		return 0, false
+	}
+	return int64(t.Sub(epoch)), true
+}

@@ -305,3 +305,34 @@ func TestErrNotSupportedIsCPUs(t *testing.T) {
 		t.Error("wait.ErrNotSupported is not cpu.ErrNotSupported")
 	}
 }
+
+// TestMono: a time with a monotonic reading lands on Now's clock (between
+// two readings around it, offsets kept); one without is refused.
+func TestMono(t *testing.T) {
+	before := Now()
+	now := time.Now()
+	after := Now()
+	cases := []struct {
+		name   string
+		t      time.Time
+		ok     bool
+		lo, hi int64 // bounds of the result when ok
+	}{
+		{"time.Now", now, true, before, after},
+		{"time.Now plus a second", now.Add(time.Second), true, before + 1e9, after + 1e9},
+		{"time.Now minus an hour", now.Add(-time.Hour), true, before - 3600e9, after - 3600e9},
+		{"stripped by Round(0)", now.Round(0), false, 0, 0},
+		{"time.Unix", time.Unix(1, 0), false, 0, 0},
+		{"zero", time.Time{}, false, 0, 0},
+	}
+	for _, tc := range cases {
+		m, ok := Mono(tc.t)
+		if ok != tc.ok {
+			t.Errorf("%s: ok = %v, want %v", tc.name, ok, tc.ok)
+			continue
+		}
+		if ok && (m < tc.lo || m > tc.hi) {
+			t.Errorf("%s: %d, want within [%d, %d]", tc.name, m, tc.lo, tc.hi)
+		}
+	}
+}

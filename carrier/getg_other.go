@@ -1,0 +1,9 @@
+//go:build !amd64 && !arm64
+
+package carrier
+
+// haveGetg says getg is implemented (in assembly) on this architecture:
+// not on this one, where TaskFromContext compares thread ids instead.
+const haveGetg = false
+
+func getg() uintptr { return 0 }
