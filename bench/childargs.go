@@ -27,6 +27,9 @@ func ServerArgs(c Config) []string {
 	if c.Poller != "" {
 		f.Poller = c.Poller
 	}
+	if c.BacklogPollGap > 0 {
+		f.BacklogPollGap = c.BacklogPollGap
+	}
 	return append([]string{"serve"}, f.Args()...)
 }
 

@@ -203,6 +203,9 @@ type Config struct {
 	// Poller is the carriers' I/O poller, carrier.PollerEpoll or
 	// carrier.PollerURing (--poller); "": the server's default (epoll).
 	Poller string `json:"poller,omitempty"`
+	// BacklogPollGap is the carriers' carrier.Options.BacklogPollGap
+	// (--backlog-poll-gap); 0: the server's default.
+	BacklogPollGap int `json:"backlog_poll_gap,omitempty"`
 	// Topology is the carriers' pinning: off, cpu or nosmt.
 	Topology string `json:"topology"`
 	// Wait is the carriers' idle strategy (block, busy, pause, adaptive...).
@@ -251,6 +254,8 @@ func (c Config) Validate(strict bool) error {
 		return fmt.Errorf("threads %d: want at least 1", c.Threads)
 	case c.Rate < 0:
 		return fmt.Errorf("rate %d: want 0 (max throughput) or more", c.Rate)
+	case c.BacklogPollGap < 0:
+		return fmt.Errorf("backlog poll gap %d: want at least 1 (0: the default)", c.BacklogPollGap)
 	case c.Connections < 1 || c.LoadThreads < 1 || c.MockThreads < 1:
 		return fmt.Errorf("connections, load threads and mock threads must be at least 1")
 	case c.Connections < c.LoadThreads:

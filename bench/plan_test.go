@@ -171,8 +171,13 @@ func TestComparePlan(t *testing.T) {
 	if a := strings.Join(ServerArgs(ur), " "); ok && (!strings.Contains(a, "--poller io_uring") || ur.Mode != ModeCarrier) {
 		t.Errorf("carrier+uring server args: %s", a)
 	}
-	if a := strings.Join(ServerArgs(byName["carrier"]), " "); strings.Contains(a, "--poller") {
-		t.Errorf("carrier server args name a poller: %s", a)
+	if a := strings.Join(ServerArgs(byName["carrier"]), " "); strings.Contains(a, "--poller") || strings.Contains(a, "--backlog-poll-gap") {
+		t.Errorf("carrier server args name a poller or a poll gap: %s", a)
+	}
+	study := byName["carrier"]
+	study.BacklogPollGap = 1
+	if a := strings.Join(ServerArgs(study), " "); !strings.Contains(a, "--backlog-poll-gap 1") {
+		t.Errorf("carrier server args with BacklogPollGap 1: %s", a)
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"carrier+float"}}); err == nil || !strings.Contains(err.Error(), "two server carriers") {
 		t.Errorf("carrier+float asked for with one server CPU: %v", err)

@@ -66,8 +66,11 @@ const watchArmAge = 10 * time.Millisecond
 
 // Start watches ctx for the task t, which runs it: when ctx ends before
 // Stop, f runs in a new task of t's carrier. A context that cannot end
-// (Done nil) is not watched.
+// (Done nil) is not watched. A watch still on is stopped first.
 func (w *ContextWatch) Start(t *Task, ctx context.Context, f func()) {
+	if w.state != watchOff { // the last watch was not stopped: it ends here
+		w.Stop()
+	}
 	w.gen++
 	done := ctx.Done()
 	if done == nil {

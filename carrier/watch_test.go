@@ -213,3 +213,39 @@ func TestBacklogPolls(t *testing.T) {
 		t.Errorf("%d polls for %d drain passes: polled before most passes of a round", d.IOCycles, d.Drains)
 	}
 }
+
+// TestContextWatchRestart: Start on a watch still on stops it first, so
+// only the new context's end runs the new function, and the carrier polls
+// the watch once.
+func TestContextWatchRestart(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	first, cancelFirst := context.WithCancel(context.Background())
+	second, cancelSecond := context.WithCancel(context.Background())
+	firstRan, secondRan := make(chan struct{}), make(chan struct{})
+	polled := make(chan int, 1)
+	stopped := make(chan bool, 1)
+	g.Go(func(task *Task) {
+		var w ContextWatch
+		w.Start(task, first, func() { close(firstRan) })
+		w.Start(task, second, func() { close(secondRan) })
+		polled <- len(task.home.watches)
+		cancelFirst()
+		task.Sleep(20 * time.Millisecond) // room for a wrong firing
+		cancelSecond()
+		for end := time.Now().Add(5 * time.Second); !isClosed(secondRan) && time.Now().Before(end); {
+			task.Sleep(time.Millisecond)
+		}
+		stopped <- w.Stop()
+	})
+	within(t, secondRan, 10*time.Second, "the second watch's function")
+	if n := <-polled; n != 1 {
+		t.Errorf("the carrier polls %d watches after a restart, want 1", n)
+	}
+	if isClosed(firstRan) {
+		t.Error("the first watch's function ran after Start replaced it")
+	}
+	if <-stopped {
+		t.Error("Stop after the context ended reported true")
+	}
+}

@@ -37,6 +37,8 @@ type Flags struct {
 	Float bool
 	// Poller is the carriers' I/O poller (carrier.CheckPoller).
 	Poller string
+	// BacklogPollGap is carrier.Options.BacklogPollGap (0: its default).
+	BacklogPollGap int
 	// Topology is the carriers' pinning (carrier.ParsePinning).
 	Topology string
 	// NPlusOne reserves the first CPU for everything but carriers.
@@ -70,6 +72,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.StringVar(&f.Poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
+	fs.IntVar(&f.BacklogPollGap, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets (50µs each) a carrier runs tasks between two polls of I/O; 1: before every drain pass, as the scheduler study's loop")
 	fs.StringVar(&f.StealScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")
 	fs.StringVar(&f.Topology, "topology", "off", "pinning of carriers: off, cpu (carrier i on the i-th CPU) or nosmt (one CPU per core)")
 	fs.BoolVar(&f.NPlusOne, "nplus1", false, "reserve the first CPU of the set for everything that is not a carrier")

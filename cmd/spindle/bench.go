@@ -55,6 +55,7 @@ type benchArgs struct {
 	name                           string
 	mode                           string
 	threads, rate, conns           int
+	backlogPollGap                 int
 	loadThreads, mockThreads       int
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
@@ -91,6 +92,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.Var(durationFlag{D: &a.think}, "mock-think-time", "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
+	fs.IntVar(&a.backlogPollGap, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
@@ -147,7 +149,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Float: a.float, Poller: a.poller, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 	}
@@ -173,6 +175,12 @@ func (a *benchArgs) config() (bench.Config, error) {
 	}
 	if c.Poller == carrier.DefaultPoller {
 		c.Poller = "" // the server's default: results of earlier runs compare equal
+	}
+	if c.BacklogPollGap < 1 {
+		return c, badInput("--backlog-poll-gap %d: must be at least 1", c.BacklogPollGap)
+	}
+	if c.BacklogPollGap == carrier.DefaultBacklogPollGap {
+		c.BacklogPollGap = 0 // as the poller: the server's default
 	}
 	return c, nil
 }

@@ -133,6 +133,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--mode", "fjp"}, "mode"},
 		{[]string{"bench", "--topology", "numa"}, "topology"},
 		{[]string{"bench", "--poller", "kqueue"}, "unknown poller"},
+		{[]string{"bench", "--backlog-poll-gap", "0"}, "--backlog-poll-gap 0"},
 		{[]string{"bench", "--mock-think-time", "soon"}, "think"},
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},

@@ -67,6 +67,8 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		return o, badInput("--threads %d: must not be negative", a.Threads)
 	case a.BackendTimeout <= 0:
 		return o, badInput("--backend-timeout %v: must be positive", a.BackendTimeout)
+	case a.BacklogPollGap < 1:
+		return o, badInput("--backlog-poll-gap %d: must be at least 1", a.BacklogPollGap)
 	}
 	if err, known := wait.Available()[a.Wait]; !known {
 		return o, badInput("--wait %q: want one of %s", a.Wait, strings.Join(wait.Names(), ", "))
@@ -90,7 +92,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		MaxConns:       a.Conn.MaxConns,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float,
-			Poller: a.Poller,
+			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap,
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {

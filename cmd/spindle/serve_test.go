@@ -39,6 +39,8 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--host", "127.0.0.1:80"},
 		{"serve", "--threads", "-1"},
 		{"serve", "--backend-timeout", "0s"},
+		{"serve", "--backlog-poll-gap", "0"},
+		{"serve", "--backlog-poll-gap", "many"},
 		{"serve", "--cpuset", "9999"},
 		{"serve", "--float", "--topology", "cpu"},
 		{"serve", "--float", "--nplus1"},

@@ -56,15 +56,8 @@ for s in sys.stdin.read().split("\n\n"):
 print(" ".join("%s %.1f%%" % (k, 100.0 * c[k] / max(n, 1)) for k in ("tcp", "poller+syscalls", "sleep", "rest")))'
 }
 
-# waitport PORT: until a TCP connect to 127.0.0.1:PORT succeeds (at most 10 s).
-waitport() {
-	for _ in $(seq 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "nothing listens on port $1 after 10 s" >&2
-	return 1
-}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 taskset -c "$lg_cpu" "$S" mock --port "$mport" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
