@@ -109,6 +109,12 @@ func (t *Task) Pinned() uint64 { return t.pinned }
 // blocked the carrier.
 func (t *Task) RunningFor() time.Duration { return time.Duration(wait.Now() - t.home.now) }
 
+// Now returns the carrier's latest clock reading (wait.Now's clock, ns),
+// which costs nothing: the carrier took it before it resumed the task, or
+// later, so it is at most as old as the task's current run. A request's
+// start measured with it includes the parsing that ran since.
+func (t *Task) Now() int64 { return t.home.now }
+
 // Yield lets the carrier run its other runnable tasks and poll I/O, then
 // resumes the task.
 func (t *Task) Yield() {

@@ -26,8 +26,13 @@ type metrics struct {
 	backendErrs *prometheus.CounterVec
 	// duration holds the request-duration histogram's children by status
 	// class (index code/100; 0 and 1 unused: the handlers answer 2xx-5xx).
-	duration  [6]prometheus.Observer
-	openConns atomic.Int64
+	duration [6]prometheus.Observer
+	durVec   *prometheus.HistogramVec
+	mode     string
+	// perCarrier replaces durVec in the carrier-hosted modes
+	// (usePerCarrier).
+	perCarrier *carrierDurations
+	openConns  atomic.Int64
 	// rejectedConns counts connections closed at accept for MaxConns.
 	rejectedConns prometheus.Counter
 }
@@ -69,10 +74,10 @@ func newMetrics(mode string) *metrics {
 		}),
 	}
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "spindle_server_request_duration_seconds",
-		Help:    "Time from a request parsed to its answer ready (the handler, backend exchange included), by server mode and status class.",
+		Name: durationName, Help: durationHelp,
 		Buckets: durationBuckets, NativeHistogramBucketFactor: nativeFactor,
 	}, []string{"mode", "class"})
+	m.durVec, m.mode = duration, mode
 	for _, code := range knownStatuses {
 		m.byStatus[code] = m.requests.WithLabelValues(strconv.Itoa(code))
 	}
@@ -80,13 +85,55 @@ func newMetrics(mode string) *metrics {
 		m.backendErrs.WithLabelValues(kind)
 	}
 	for class := 2; class <= 5; class++ {
-		m.duration[class] = duration.WithLabelValues(mode, strconv.Itoa(class)+"xx")
+		m.duration[class] = duration.WithLabelValues(mode, classLabel(class))
 	}
 	m.reg.MustRegister(m.requests, m.backendErrs, m.rejectedConns, duration, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "spindle_server_open_connections", Help: "Client connections open now.",
 	}, func() float64 { return float64(m.openConns.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// The request-duration histogram's name and help.
+const (
+	durationName = "spindle_server_request_duration_seconds"
+	durationHelp = "Time from a request parsed to its answer ready (the handler, backend exchange included), by server mode and status class."
+)
+
+// usePerCarrier makes the request-duration histogram one part per carrier
+// of a group of n (carrierDurations), before the first request.
+func (m *metrics) usePerCarrier(n int) {
+	m.reg.Unregister(m.durVec)
+	m.perCarrier = newCarrierDurations(prometheus.NewDesc(durationName, durationHelp, []string{"mode", "class"}, nil), m.mode, n)
+	m.reg.MustRegister(m.perCarrier)
+}
+
+// handledIn records the duration of a request answered in task t (nil:
+// outside a carrier) with status code (0: 200): on t's carrier's part of
+// the histogram in the carrier-hosted modes.
+func (m *metrics) handledIn(t *carrier.Task, code int, d time.Duration) {
+	switch {
+	case m.perCarrier == nil:
+		m.handled(code, d)
+	case t != nil:
+		m.handledOn(t.Carrier().ID(), code, d)
+	default:
+		m.handledOn(-1, code, d)
+	}
+}
+
+// handledOn records on carrier c's part (-1: the shared one, locked).
+func (m *metrics) handledOn(c, code int, d time.Duration) {
+	if code == 0 {
+		code = 200
+	}
+	if class := code / 100; class >= 2 && class <= 5 {
+		if c >= 0 {
+			m.perCarrier.observe(c, class, d)
+		} else {
+			m.perCarrier.observeShared(class, d)
+		}
+	}
 }
 
 // handled records the duration of a request the handler answered with

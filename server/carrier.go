@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/http1"
 )
 
@@ -34,6 +35,7 @@ func (s *Server) newGroup() (*carrier.Group, error) {
 		return nil, err
 	}
 	s.group = g
+	s.m.usePerCarrier(g.Len())
 	return g, nil
 }
 
@@ -65,10 +67,15 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	b := &nativeBackend{s: s, t: t}
 	defer b.drop()
 	fetch := b.get
+	// A request's start is the carrier's clock reading when the task
+	// resumed with its bytes (no clock read), or the end of the previous
+	// request when the same run goes on with a pipelined one.
+	var last int64
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
-		start := time.Now()
+		start := max(t.Now(), last)
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeFor(req.Method, req.Target), fetch)
-		s.m.handled(rep.Status, time.Since(start))
+		last = wait.Now()
+		s.m.handledIn(t, rep.Status, time.Duration(last-start))
 	}, s.m.request)
 }
 
@@ -85,11 +92,11 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
-		start := time.Now()
+		start := wait.Now()
 		t.Offload(func() {
 			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, func() ([]byte, error) { return b.get(context.Background()) })
 		})
-		s.m.handled(rep.Status, time.Since(start))
+		s.m.handledIn(t, rep.Status, time.Duration(wait.Now()-start))
 	}, s.m.request)
 }
 

@@ -12,6 +12,7 @@
 #
 #   server/bench/cosched.sh ROUNDS SECONDS BIN_A BIN_B [MODE]     # MODE default nethttp-carrier
 #
+# TARGET (default /fruits) is the path the load generators ask for.
 # Loopback only (ports PORT..PORT+11, default 18280); every process it starts is stopped on exit.
 set -euo pipefail
 if [ $# -lt 4 ]; then
@@ -19,7 +20,7 @@ if [ $# -lt 4 ]; then
 	exit 2
 fi
 rounds=$1 secs=$2 bin_a=$3 bin_b=$4 mode=${5:-nethttp-carrier}
-srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18280}
+srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18280} target=${TARGET:-/fruits}
 for b in "$bin_a" "$bin_b"; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
 done
@@ -49,7 +50,7 @@ for r in $(seq "$rounds"); do
 	done
 	loads=()
 	for k in 0 1; do
-		taskset -c "$lg_cpu" "$bin_a" load -t1 -c100 -d"${secs}s" "http://127.0.0.1:$((port + 10 * k + 1))/fruits" >"$dir/load.$k" 2>&1 &
+		taskset -c "$lg_cpu" "$bin_a" load -t1 -c100 -d"${secs}s" "http://127.0.0.1:$((port + 10 * k + 1))$target" >"$dir/load.$k" 2>&1 &
 		loads+=($!)
 	done
 	wait "${loads[@]}"
