@@ -1,6 +1,11 @@
 package carrier
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -35,4 +40,36 @@ func TestGetg(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
+}
+
+// TestGetgArm64 runs TestGetg and TestTaskFromContext built for arm64 under
+// qemu-user, where it is installed (CI installs it): getg's arm64 assembly
+// is then checked on an amd64 machine too.
+func TestGetgArm64(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the package for arm64: not in -short")
+	}
+	if runtime.GOARCH == "arm64" {
+		t.Skip("TestGetg ran natively")
+	}
+	qemu, err := exec.LookPath("qemu-aarch64")
+	if err != nil {
+		t.Skip("qemu-aarch64 is not installed (Debian: qemu-user)")
+	}
+	bin := filepath.Join(t.TempDir(), "carrier.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOARCH=arm64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build for arm64: %v\n%s", err, out)
+	}
+	run := exec.Command(qemu, bin, "-test.run", "^(TestGetg|TestTaskFromContext)$", "-test.v")
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("under qemu-aarch64: %v\n%s", err, out)
+	}
+	for _, name := range []string{"TestGetg", "TestTaskFromContext"} {
+		if !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Errorf("%s did not pass under qemu-aarch64:\n%s", name, out)
+		}
+	}
 }
