@@ -25,13 +25,9 @@ for b in "$bin_a" "$bin_b"; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
 done
 command -v taskset >/dev/null || { echo "skip: taskset is not installed" >&2; exit 0; }
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
-
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+scratch
 
 ratios=()
 for r in $(seq "$rounds"); do

@@ -9,3 +9,11 @@ waitport() {
 	echo "nothing listens on port $1 after 10 s" >&2
 	return 1
 }
+
+# scratch: a temporary directory ($dir) and the list of started processes
+# ($pids); on exit every process in it is stopped and the directory removed.
+scratch() {
+	dir=$(mktemp -d)
+	pids=()
+	trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
+}

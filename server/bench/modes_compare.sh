@@ -17,10 +17,9 @@ lg_cpu=${LG_CPU:-0}
 for tool in nginx taskset; do
 	command -v "$tool" >/dev/null || { echo "skip: $tool is not installed" >&2; exit 0; }
 done
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+scratch
 go build -o "$dir/spindle" ./cmd/spindle
 S="$dir/spindle"
 mkdir -p "$dir/logs"

@@ -29,10 +29,9 @@ rate=${RATE:-4000}
 mport=${PORT:-18180} # the mock's port; the server's is the next one
 sport=$((mport + 1))
 command -v taskset >/dev/null || { echo "skip: taskset is not installed" >&2; exit 0; }
-dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$dir"; }
-trap cleanup EXIT
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+scratch
 go build -o "$dir/spindle" ./cmd/spindle
 S="$dir/spindle"
 
@@ -55,9 +54,6 @@ for s in sys.stdin.read().split("\n\n"):
     c[k] += 1
 print(" ".join("%s %.1f%%" % (k, 100.0 * c[k] / max(n, 1)) for k in ("tcp", "poller+syscalls", "sleep", "rest")))'
 }
-
-# shellcheck source=lib.sh
-. "$(dirname "$0")/lib.sh"
 
 taskset -c "$lg_cpu" "$S" mock --port "$mport" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
