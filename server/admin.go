@@ -45,7 +45,9 @@ var backendErrorKinds = []string{"refused", "reset", "timeout", "status", "decod
 // 25 µs doubling to about 0.8 s (16 buckets), from the fastest loopback
 // answer to far past the mock's default 1 ms think time. A scraper that asks
 // for native histograms also gets one (factor 1.1: about 7% wide buckets).
-var durationBuckets = prometheus.ExponentialBuckets(25e-6, 2, 16)
+var durationBuckets = prometheus.ExponentialBuckets(25e-6, 2, durationBucketCount)
+
+const durationBucketCount = 16
 
 // nativeFactor is the growth factor of the native histogram's buckets.
 const nativeFactor = 1.1
@@ -124,10 +126,7 @@ func (m *metrics) handledIn(t *carrier.Task, code int, d time.Duration) {
 
 // handledOn records on carrier c's part (-1: the shared one, locked).
 func (m *metrics) handledOn(c, code int, d time.Duration) {
-	if code == 0 {
-		code = 200
-	}
-	if class := code / 100; class >= 2 && class <= 5 {
+	if class, ok := statusClass(code); ok {
 		if c >= 0 {
 			m.perCarrier.observe(c, class, d)
 		} else {
@@ -136,14 +135,21 @@ func (m *metrics) handledOn(c, code int, d time.Duration) {
 	}
 }
 
-// handled records the duration of a request the handler answered with
-// status code (0: 200).
-func (m *metrics) handled(code int, d time.Duration) {
+// statusClass is the histogram's class of a handler's status code (0:
+// 200), 2 to 5; ok is false for any other.
+func statusClass(code int) (class int, ok bool) {
 	if code == 0 {
 		code = 200
 	}
-	if c := code / 100; c >= 2 && c <= 5 {
-		m.duration[c].Observe(d.Seconds())
+	class = code / 100
+	return class, class >= 2 && class <= 5
+}
+
+// handled records the duration of a request the handler answered with
+// status code (0: 200).
+func (m *metrics) handled(code int, d time.Duration) {
+	if class, ok := statusClass(code); ok {
+		m.duration[class].Observe(d.Seconds())
 	}
 }
 

@@ -65,16 +65,14 @@ var (
 	nativeMaxKey = nativeKey(1 << 14)
 )
 
-const nativeArrayLen = 360 // at least nativeMaxKey-nativeMinKey+1 (checked by a test)
-
 // durCounts is one status class's histogram in one carrier's part. Its
 // count is that of its zero and native buckets, where every observation
 // lands once.
 type durCounts struct {
 	sumNs   atomic.Uint64
-	classic [17]atomic.Uint64 // per bucket of durationBuckets (not cumulative), then +Inf
+	classic [durationBucketCount + 1]atomic.Uint64 // per bucket of durationBuckets (not cumulative), then +Inf
 	zero    atomic.Uint64
-	native  [nativeArrayLen]atomic.Uint64 // key nativeMinKey+i
+	native  []atomic.Uint64 // key nativeMinKey+i, up to nativeMaxKey
 }
 
 // storeAdd increments a counter with a single writer: a plain load and
@@ -88,30 +86,34 @@ type carrierDurations struct {
 	mode    string
 	created time.Time
 	// parts are by carrier, then status class 2xx-5xx; one more, under
-	// mu, takes requests answered outside any carrier.
-	parts [][4]durCounts
-	mu    sync.Mutex // guards far and the last part
-	far   [4]map[int]int64
+	// sharedMu, takes requests answered outside any carrier.
+	parts    [][4]durCounts
+	sharedMu sync.Mutex
+	farMu    sync.Mutex // guards far: native buckets past nativeMaxKey
+	far      [4]map[int]int64
 }
 
 func newCarrierDurations(desc *prometheus.Desc, mode string, carriers int) *carrierDurations {
-	return &carrierDurations{desc: desc, mode: mode, created: time.Now(), parts: make([][4]durCounts, carriers+1)}
+	h := &carrierDurations{desc: desc, mode: mode, created: time.Now(), parts: make([][4]durCounts, carriers+1)}
+	for c := range h.parts {
+		for class := range h.parts[c] {
+			h.parts[c][class].native = make([]atomic.Uint64, nativeMaxKey-nativeMinKey+1)
+		}
+	}
+	return h
 }
 
 // observeShared records a request answered outside the carriers (any
 // goroutine).
 func (h *carrierDurations) observeShared(class int, d time.Duration) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.record(len(h.parts)-1, class, d, true)
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	h.observe(len(h.parts)-1, class, d)
 }
 
 // observe records a request of status class (2-5) that took d, on carrier
 // c: only c's tasks may call it with c.
-func (h *carrierDurations) observe(c, class int, d time.Duration) { h.record(c, class, d, false) }
-
-// record adds an observation to part c; locked says h.mu is held.
-func (h *carrierDurations) record(c, class int, d time.Duration, locked bool) {
+func (h *carrierDurations) observe(c, class int, d time.Duration) {
 	d = max(d, 0)
 	k := &h.parts[c][class-2]
 	storeAdd(&k.sumNs, uint64(d))
@@ -126,10 +128,8 @@ func (h *carrierDurations) record(c, class int, d time.Duration, locked bool) {
 		storeAdd(&k.native[key-nativeMinKey], 1)
 		return
 	}
-	if !locked {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-	}
+	h.farMu.Lock()
+	defer h.farMu.Unlock()
 	if h.far[class-2] == nil {
 		h.far[class-2] = map[int]int64{}
 	}
@@ -145,7 +145,7 @@ func (h *carrierDurations) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 func (h *carrierDurations) Collect(ch chan<- prometheus.Metric) {
 	for class := range 4 {
 		var sumNs, zero uint64
-		var classic [17]uint64
+		var classic [durationBucketCount + 1]uint64
 		pos := map[int]int64{}
 		for c := range h.parts {
 			k := &h.parts[c][class]
@@ -160,11 +160,11 @@ func (h *carrierDurations) Collect(ch chan<- prometheus.Metric) {
 				}
 			}
 		}
-		h.mu.Lock()
+		h.farMu.Lock()
 		for key, n := range h.far[class] {
 			pos[key] += n
 		}
-		h.mu.Unlock()
+		h.farMu.Unlock()
 		count := zero
 		for _, n := range pos {
 			count += uint64(n)

@@ -136,14 +136,6 @@ func equalCounts(a, b map[int32]int64) bool {
 	return true
 }
 
-// TestNativeArrayRange: the arrays hold every key from a nanosecond to
-// nativeMaxKey.
-func TestNativeArrayRange(t *testing.T) {
-	if n := nativeMaxKey - nativeMinKey + 1; n > nativeArrayLen {
-		t.Fatalf("keys %d..%d need %d entries, the arrays have %d", nativeMinKey, nativeMaxKey, n, nativeArrayLen)
-	}
-}
-
 // TestCarrierDurationsConcurrent: carriers record their own parts while
 // /metrics is scraped (run with -race): no race, and the last scrape
 // counts every observation.
