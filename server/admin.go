@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net"
@@ -122,6 +123,17 @@ func (m *metrics) handledIn(t *carrier.Task, code int, d time.Duration) {
 	default:
 		m.handledOn(-1, code, d)
 	}
+}
+
+// handledCtx is handledIn for a net/http handler: in nethttp-carrier mode
+// the request's context carries its task (nethttp has no per-carrier parts,
+// and looks for none).
+func (m *metrics) handledCtx(ctx context.Context, code int, d time.Duration) {
+	var t *carrier.Task
+	if m.perCarrier != nil {
+		t = carrier.TaskFromContext(ctx)
+	}
+	m.handledIn(t, code, d)
 }
 
 // handledOn records on carrier c's part (-1: the shared one, locked).

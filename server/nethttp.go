@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
 )
@@ -185,13 +184,7 @@ func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
 	b := r.Context().Value(backendKey{}).(*netBackend)
 	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), func() ([]byte, error) { return b.get(r.Context()) })
 	s.write(w, status, ctype, body, closeConn)
-	// nethttp-carrier: the request's task, whose carrier's part of the
-	// histogram it goes to (nil in nethttp mode, which has no parts).
-	var t *carrier.Task
-	if s.m.perCarrier != nil {
-		t = carrier.TaskFromContext(r.Context())
-	}
-	s.m.handledIn(t, status, time.Duration(wait.Now()-start))
+	s.m.handledCtx(r.Context(), status, time.Duration(wait.Now()-start))
 }
 
 func (s *Server) write(w http.ResponseWriter, status int, ctype string, body []byte, closeConn bool) {
