@@ -192,14 +192,14 @@ func BenchmarkBuild(b *testing.B) {
 			c := &conn{s: &Server{}, hdr: make(http.Header)}
 			c.body.c = c
 			c.tmpl = (&http.Request{}).WithContext(context.Background())
-			c.buf = []byte(tc.raw)
-			n, err := c.hp.ParseRequest(c.buf, &c.preq, http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()})
+			c.Buf = []byte(tc.raw)
+			n, err := c.hp.ParseRequest(c.Buf, &c.preq, http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c.start, c.end = 0, len(c.buf) // build consumes the head
+				c.Start, c.End = 0, len(c.Buf) // build consumes the head
 				if err := c.build(n); err != nil {
 					b.Fatal(err)
 				}

@@ -72,8 +72,8 @@ func (b *body) next(limit int) ([]byte, error) {
 		}
 	}
 	for {
-		if c.start == c.end {
-			if c.eof {
+		if c.Start == c.End {
+			if c.EOF {
 				b.err = io.ErrUnexpectedEOF
 				return nil, b.err
 			}
@@ -83,10 +83,10 @@ func (b *body) next(limit int) ([]byte, error) {
 			}
 			continue
 		}
-		in := c.buf[c.start:c.end]
+		in := c.Buf[c.Start:c.End]
 		if !b.chunked {
 			k := int(min(int64(len(in)), int64(limit), b.remaining))
-			c.consume(k)
+			c.Consume(k)
 			b.remaining -= int64(k)
 			if b.remaining == 0 {
 				b.done = true
@@ -95,7 +95,7 @@ func (b *body) next(limit int) ([]byte, error) {
 			return in[:k], nil
 		}
 		n, data, err := b.dec.Decode(in[:min(len(in), limit)])
-		c.consume(n)
+		c.Consume(n)
 		if err != nil {
 			b.err = b.decodeError(err)
 			return nil, b.err

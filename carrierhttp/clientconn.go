@@ -36,9 +36,9 @@ type clientConn struct {
 	rw  net.Conn // cn, or TLS over it
 	tls *tls.ConnectionState
 
-	inbuf      // the read buffer
-	moved bool // fill moved the input: slices into it are stale
-	got   bool // a byte of the current exchange's answer arrived
+	http1.InBuf      // the read buffer
+	moved       bool // fill moved the input: slices into it are stale
+	got         bool // a byte of the current exchange's answer arrived
 
 	out []byte        // the request head, written at once (appendRequest)
 	bw  *bufio.Writer // Request.Write's writer for other requests, made on first use
@@ -76,10 +76,10 @@ func (cc *clientConn) cancel() {
 // fill reads once into the buffer, making room first (growing it up to
 // limit bytes) when it is full.
 func (cc *clientConn) fill(limit int) error {
-	if cc.room(limit) {
+	if cc.Room(limit) {
 		cc.moved = true
 	}
-	n, err := cc.read(cc.rw)
+	n, err := cc.Fill(cc.rw)
 	if n > 0 {
 		cc.got = true
 	}
@@ -101,15 +101,15 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Respon
 		if status < 100 || status > 199 {
 			// The response and its body are one allocation.
 			b := new(clientBody)
-			err := buildResponse(&b.resp, cc.buf[cc.start:cc.start+n], &cc.head, req, isHead)
-			cc.consume(n)
+			err := buildResponse(&b.resp, cc.Buf[cc.Start:cc.Start+n], &cc.head, req, isHead)
+			cc.Consume(n)
 			if err != nil {
 				return nil, err
 			}
 			cc.next = b
 			return &b.resp, nil
 		}
-		cc.consume(n)
+		cc.Consume(n)
 		if status == http.StatusSwitchingProtocols {
 			return nil, errors.New("carrierhttp: protocol switch (101) is not supported")
 		}
@@ -125,8 +125,8 @@ func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
 	o := http1.Options{MaxHeaderBytes: maxHead}
 	cc.hp.Reset()
 	for {
-		if cc.end > cc.start {
-			n, err := cc.hp.Parse(cc.buf[cc.start:cc.end], &cc.head, isHead, o)
+		if cc.End > cc.Start {
+			n, err := cc.hp.Parse(cc.Buf[cc.Start:cc.End], &cc.head, isHead, o)
 			switch {
 			case err == nil:
 				return n, nil
@@ -134,8 +134,8 @@ func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
 				return 0, fmt.Errorf("carrierhttp: bad response head: %w", err)
 			}
 		}
-		if cc.eof {
-			if cc.end > cc.start {
+		if cc.EOF {
+			if cc.End > cc.Start {
 				return 0, io.ErrUnexpectedEOF
 			}
 			return 0, io.EOF
@@ -287,8 +287,8 @@ func (b *clientBody) Read(p []byte) (int, error) {
 func (b *clientBody) read(p []byte) (int, error) {
 	cc := b.cc
 	for {
-		if cc.end == cc.start {
-			if cc.eof {
+		if cc.End == cc.Start {
+			if cc.EOF {
 				if b.remaining < 0 && !b.chunked {
 					return 0, io.EOF // delimited by the close
 				}
@@ -303,7 +303,7 @@ func (b *clientBody) read(p []byte) (int, error) {
 			}
 			continue
 		}
-		in := cc.buf[cc.start:cc.end]
+		in := cc.Buf[cc.Start:cc.End]
 		if !b.chunked {
 			k := len(in)
 			if k > len(p) {
@@ -313,7 +313,7 @@ func (b *clientBody) read(p []byte) (int, error) {
 				k = int(b.remaining)
 			}
 			copy(p, in[:k])
-			cc.consume(k)
+			cc.Consume(k)
 			if b.remaining >= 0 {
 				if b.remaining -= int64(k); b.remaining == 0 {
 					return k, io.EOF
@@ -323,7 +323,7 @@ func (b *clientBody) read(p []byte) (int, error) {
 		}
 		n, data, err := cc.dec.Decode(in[:min(len(in), len(p))])
 		copy(p, data)
-		cc.consume(n)
+		cc.Consume(n)
 		if err != nil {
 			return 0, fmt.Errorf("carrierhttp: malformed chunked body: %w", err)
 		}
@@ -347,7 +347,7 @@ func (b *clientBody) readDirect(p []byte) (int, error) {
 	}
 	n, err := b.cc.rw.Read(p)
 	if errors.Is(err, io.EOF) {
-		b.cc.eof = true
+		b.cc.EOF = true
 		err = nil
 	}
 	if b.remaining >= 0 && n > 0 {
@@ -356,7 +356,7 @@ func (b *clientBody) readDirect(p []byte) (int, error) {
 		}
 	}
 	if n == 0 && err == nil {
-		if b.cc.eof {
+		if b.cc.EOF {
 			return b.read(p) // the end of the body or an early close
 		}
 		err = io.ErrNoProgress

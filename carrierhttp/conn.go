@@ -20,11 +20,9 @@ import (
 )
 
 const (
-	// initialBuffer holds any ordinary request head in one read.
+	// initialBuffer is the size of a read buffer's first allocation
+	// (http1.InBuf's): any ordinary head in one read.
 	initialBuffer = 4 << 10
-	// keepBuffer is the largest read buffer kept between requests; a
-	// larger one (grown for a large head) is dropped when it empties.
-	keepBuffer = 64 << 10
 	// flushAt is the size of queued output that is written out even while
 	// the handler goes on writing or more pipelined requests are buffered.
 	flushAt = 64 << 10
@@ -63,9 +61,9 @@ type conn struct {
 	// task and by Shutdown.
 	idle, nudged atomic.Bool
 
-	inbuf        // the read buffer, as the Transport's connections have it
-	out   []byte // responses not yet written
-	date  dateCache
+	http1.InBuf        // the read buffer, as the Transport's connections have it
+	out         []byte // responses not yet written
+	date        dateCache
 
 	hp   http1.HeadParser
 	preq http1.Request
@@ -136,7 +134,7 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if c.start == c.end || len(c.out) >= flushAt {
+		if c.Start == c.End || len(c.out) >= flushAt {
 			if c.flush() != nil {
 				return
 			}
@@ -153,7 +151,7 @@ func (c *conn) serve() {
 // keep-alive connection reads no clock it does not need.
 func (c *conn) next(first bool) error {
 	s := c.s
-	if !first && c.start == c.end {
+	if !first && c.Start == c.End {
 		if err := c.flush(); err != nil {
 			return err
 		}
@@ -222,14 +220,14 @@ func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 	c.hp.Reset()
 	o := http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()}
 	for {
-		if c.end > c.start {
-			n, err := c.hp.ParseRequest(c.buf[c.start:c.end], &c.preq, o)
+		if c.End > c.Start {
+			n, err := c.hp.ParseRequest(c.Buf[c.Start:c.End], &c.preq, o)
 			if err != http1.ErrIncomplete {
 				return n, read, err
 			}
 		}
-		if c.eof {
-			if c.end > c.start {
+		if c.EOF {
+			if c.End > c.Start {
 				return 0, read, io.ErrUnexpectedEOF
 			}
 			return 0, read, io.EOF
@@ -245,7 +243,7 @@ func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 			}
 			c.setReadDeadline(dl)
 		}
-		if c.room(o.MaxHeaderBytes + 1) {
+		if c.Room(o.MaxHeaderBytes + 1) {
 			c.hp.Reset() // the pending bytes moved
 		}
 		if err := c.fill(); err != nil {
@@ -256,15 +254,15 @@ func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
 
 // fill reads once into the free space of the buffer (making room when
 // there is none: one byte more when it is full of pending input), after
-// writing out queued responses. At end of file (c.eof) or on an error the
+// writing out queued responses. At end of file (c.EOF) or on an error the
 // client is gone.
 func (c *conn) fill() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
-	c.room(len(c.buf))
-	_, err := c.read(c.rwc)
-	if err != nil || c.eof {
+	c.Room(len(c.Buf))
+	_, err := c.Fill(c.rwc)
+	if err != nil || c.EOF {
 		c.gone()
 	}
 	return err
@@ -382,7 +380,7 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 // build turns the parsed head of n bytes into c.req, as net/http's
 // readRequest does, and consumes the head.
 func (c *conn) build(n int) error {
-	hs := newHeadStrings(c.buf[c.start : c.start+n]) // every string below is a piece of its one copy
+	hs := newHeadStrings(c.Buf[c.Start : c.Start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
 	req := &c.req
 	*req = *c.tmpl
@@ -394,7 +392,7 @@ func (c *conn) build(n int) error {
 	req.TLS = c.tlsState
 	req.Close = !pr.KeepAlive
 	if err := c.parseURL(req); err != nil {
-		c.consume(n)
+		c.Consume(n)
 		return err
 	}
 	clear(c.hdr)
@@ -404,7 +402,7 @@ func (c *conn) build(n int) error {
 	// net/http moves the first Host field's value to req.Host.
 	host, hosts := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, true)
 	req.Header = c.hdr
-	c.consume(n)
+	c.Consume(n)
 	if hosts == 1 && !validHost(host) {
 		return badRequest("malformed Host header")
 	}

@@ -359,7 +359,7 @@ func (tr *Transport) done(cc *clientConn, keep bool) {
 	if !cc.watch.Stop() {
 		keep = false
 	}
-	if !keep || cc.end > cc.start || cc.eof {
+	if !keep || cc.End > cc.Start || cc.EOF {
 		cc.cn.Close()
 		return
 	}

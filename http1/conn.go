@@ -27,62 +27,96 @@ const (
 	deadlineSlack = time.Second
 )
 
-// buffer is a read buffer holding buf[start:end], unconsumed input.
+// InBuf is a connection's read buffer: Buf[Start:End] is input not yet
+// consumed, and EOF says the peer closed its side. http1's readers keep
+// their input in one, and so do carrierhttp's server and Transport
+// connections.
+type InBuf struct {
+	Buf        []byte
+	Start, End int
+	EOF        bool
+}
+
+// Room makes room for a read when the buffer is full: it moves pending
+// input to the front, or grows the buffer (doubling, up to limit bytes, and
+// always by one byte at least). It reports whether input moved (slices into
+// it are stale then).
+func (b *InBuf) Room(limit int) bool {
+	if b.Buf == nil {
+		b.Buf = make([]byte, initialBuffer)
+	}
+	if b.End < len(b.Buf) {
+		return false
+	}
+	if b.Start > 0 {
+		b.End = copy(b.Buf, b.Buf[b.Start:b.End])
+		b.Start = 0
+		return true
+	}
+	nb := make([]byte, max(min(2*len(b.Buf), limit), len(b.Buf)+1))
+	b.End = copy(nb, b.Buf[b.Start:b.End])
+	b.Buf = nb
+	return true
+}
+
+// Fill reads once from r into the free space (Room must have made some).
+// At end of file it sets EOF and returns the bytes read with a nil error;
+// a read of nothing without an error is io.ErrNoProgress.
+func (b *InBuf) Fill(r io.Reader) (int, error) {
+	n, err := r.Read(b.Buf[b.End:])
+	b.End += n
+	switch {
+	case errors.Is(err, io.EOF):
+		b.EOF = true
+		return n, nil
+	case n > 0:
+		return n, nil
+	case err == nil:
+		return 0, io.ErrNoProgress
+	}
+	return 0, err
+}
+
+// Consume drops n bytes of input; with none left the buffer rewinds, and
+// one grown past keepBuffer is dropped.
+func (b *InBuf) Consume(n int) {
+	b.Start += n
+	if b.Start == b.End {
+		b.Start, b.End = 0, 0
+		if cap(b.Buf) > keepBuffer {
+			b.Buf = nil
+		}
+	}
+}
+
+// buffer is a reader's InBuf with its read deadline and a count of moves.
 type buffer struct {
-	buf        []byte
-	start, end int
-	deadline   time.Time // read deadline last set on the connection
-	eof        bool      // the connection reached end of file
-	moves      int       // times pending input moved (slices into it went stale)
+	InBuf
+	deadline time.Time // read deadline last set on the connection
+	moves    int       // times pending input moved (slices into it went stale)
 }
 
-func (b *buffer) pending() []byte { return b.buf[b.start:b.end] }
+func (b *buffer) pending() []byte { return b.Buf[b.Start:b.End] }
 
-// consume drops n bytes of input; with nothing left it rewinds, dropping an
-// oversized buffer.
-func (b *buffer) consume(n int) {
-	b.start += n
-	if b.start == b.end {
-		b.start, b.end = 0, 0
-		if cap(b.buf) > keepBuffer {
-			b.buf = nil
-		}
-	}
-}
-
-// fill reads once from c into the free space, making room first (moving
-// pending bytes to the front, or doubling the buffer up to limit bytes).
+// fill reads once from c into the free space, making room first; a
+// buffer already at limit bytes and full of one message is errTooLarge
+// (the callers' parsers refuse before this). At end of file it returns
+// io.EOF when the read brought nothing.
 func (b *buffer) fill(c Conn, limit int) error {
-	if b.buf == nil {
-		b.buf = make([]byte, initialBuffer)
+	if b.Buf != nil && b.End == len(b.Buf) && b.Start == 0 && len(b.Buf) >= limit {
+		return errTooLarge
 	}
-	if b.end == len(b.buf) {
+	if b.Room(limit) {
 		b.moves++
-		if b.start > 0 {
-			b.end = copy(b.buf, b.buf[b.start:b.end])
-			b.start = 0
-		} else {
-			if len(b.buf) >= limit {
-				return errTooLarge // callers' parsers refuse before this
-			}
-			nb := make([]byte, min(2*len(b.buf), limit))
-			b.end = copy(nb, b.buf[b.start:b.end])
-			b.buf = nb
-		}
 	}
-	n, err := c.Read(b.buf[b.end:])
-	b.end += n
-	if n > 0 {
-		return nil
-	}
-	if errors.Is(err, io.EOF) {
-		b.eof = true
+	n, err := b.Fill(c)
+	switch {
+	case err != nil:
+		return err
+	case n == 0: // end of file
 		return io.EOF
 	}
-	if err == nil {
-		err = io.ErrNoProgress
-	}
-	return err
+	return nil
 }
 
 // setDeadline arms c's read deadline at d, or at most slack later: a
@@ -196,7 +230,7 @@ func (r *reader) advance(m incoming) error {
 	}
 	n, err := r.body(p, msg)
 	if err == nil {
-		r.b.consume(n)
+		r.b.Consume(n)
 	}
 	return err
 }
@@ -210,7 +244,7 @@ func (r *reader) body(p []byte, m *Message) (int, error) {
 		return r.discard(p, m)
 	}
 	if !m.Chunked {
-		return fixedBody(p, pr.head, m, r.b.eof, r.o.MaxBodyBytes)
+		return fixedBody(p, pr.head, m, r.b.EOF, r.o.MaxBodyBytes)
 	}
 	var n int
 	var err error
@@ -221,7 +255,7 @@ func (r *reader) body(p []byte, m *Message) (int, error) {
 		return 0, err
 	case !pr.dec.Done():
 		// All of p is decoded: keep only the head buffered.
-		r.b.end = r.b.start + pr.head
+		r.b.End = r.b.Start + pr.head
 		pr.seen = pr.head
 		return 0, ErrIncomplete
 	}
@@ -257,7 +291,7 @@ func (r *reader) discard(p []byte, m *Message) (int, error) {
 		return pr.seen, nil
 	}
 	// All of p is taken: keep only the head buffered.
-	r.b.end = r.b.start + pr.head
+	r.b.End = r.b.Start + pr.head
 	pr.seen = pr.head
 	return 0, ErrIncomplete
 }
@@ -302,7 +336,7 @@ func (r *ServerReader) Next(req *Request) error {
 	trim(&req.Message)
 	r.begin()
 	for {
-		if r.b.end > r.b.start {
+		if r.b.End > r.b.Start {
 			err := r.advance(req)
 			if err != ErrIncomplete {
 				return err
@@ -317,8 +351,8 @@ func (r *ServerReader) Next(req *Request) error {
 				}
 			}
 		}
-		if r.b.eof {
-			if r.b.end > r.b.start {
+		if r.b.EOF {
+			if r.b.End > r.b.Start {
 				return io.ErrUnexpectedEOF
 			}
 			return io.EOF
@@ -326,7 +360,7 @@ func (r *ServerReader) Next(req *Request) error {
 		now := time.Now()
 		var err error
 		switch {
-		case r.b.end == r.b.start && first.IsZero():
+		case r.b.End == r.b.Start && first.IsZero():
 			err = r.b.setDeadline(r.c, now.Add(r.o.IdleTimeout), deadlineSlack)
 		default:
 			if first.IsZero() {
@@ -350,7 +384,7 @@ func (r *ServerReader) Next(req *Request) error {
 // Buffered returns the number of bytes received beyond the requests read so
 // far: more than zero means pipelined requests are waiting, so a server may
 // hold its responses and write them together.
-func (r *ServerReader) Buffered() int { return r.b.end - r.b.start }
+func (r *ServerReader) Buffered() int { return r.b.End - r.b.Start }
 
 // ClientReader reads responses from one backend connection.
 type ClientReader struct{ reader }
@@ -379,7 +413,7 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 		if err := r.advance(resp); err != ErrIncomplete {
 			return err
 		}
-		if r.b.eof {
+		if r.b.EOF {
 			return io.ErrUnexpectedEOF
 		}
 		if err := r.fill(); err != nil {
@@ -392,6 +426,6 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 // backend connection after a failure).
 func (r *ClientReader) Reset(c Conn) {
 	r.c = c
-	r.b.start, r.b.end, r.b.eof = 0, 0, false
+	r.b.Start, r.b.End, r.b.EOF = 0, 0, false
 	r.b.deadline = time.Time{}
 }

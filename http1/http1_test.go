@@ -450,7 +450,7 @@ func TestServerReaderDiscardBounded(t *testing.T) {
 			if want != "/next" && discard != (r.Body == nil) {
 				t.Fatalf("discard %v: body of %d bytes", discard, len(r.Body))
 			}
-			largest = max(largest, cap(rd.b.buf), cap(r.chunks))
+			largest = max(largest, cap(rd.b.Buf), cap(r.chunks))
 		}
 		if bounded := largest <= 2*DefaultMaxHeaderBytes; bounded != discard {
 			t.Fatalf("discard %v: largest buffer %d bytes", discard, largest)
@@ -481,8 +481,8 @@ func TestServerReaderResumes(t *testing.T) {
 	if got := string(r.Get("content-type")); got != "application/octet-stream" || string(r.Target) != "/upload" {
 		t.Fatalf("head after the body: target %q, content-type %q", r.Target, got)
 	}
-	if cap(rd.b.buf) > initialBuffer {
-		t.Fatalf("read buffer grew to %d bytes for a chunked body, want %d", cap(rd.b.buf), initialBuffer)
+	if cap(rd.b.Buf) > initialBuffer {
+		t.Fatalf("read buffer grew to %d bytes for a chunked body, want %d", cap(rd.b.Buf), initialBuffer)
 	}
 	if c.i < len(msg)/(4<<10) {
 		t.Fatalf("%d reads for %d bytes in 4 KiB pieces", c.i, len(msg))

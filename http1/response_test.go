@@ -368,8 +368,8 @@ func TestClientReaderResumes(t *testing.T) {
 	if got := string(r.Get("content-type")); got != "application/octet-stream" {
 		t.Fatalf("header after the body: %q", got)
 	}
-	if cap(rd.b.buf) > initialBuffer {
-		t.Fatalf("read buffer grew to %d bytes for a chunked body, want %d", cap(rd.b.buf), initialBuffer)
+	if cap(rd.b.Buf) > initialBuffer {
+		t.Fatalf("read buffer grew to %d bytes for a chunked body, want %d", cap(rd.b.Buf), initialBuffer)
 	}
 	if c.i < len(msg)/(4<<10) {
 		t.Fatalf("%d reads for %d bytes in 4 KiB pieces", c.i, len(msg))
