@@ -24,10 +24,6 @@ import (
 // (checked by TestReadResponseDifferential and FuzzReadResponse), and the
 // response body streamed from the buffer.
 
-// max1xx bounds the interim (1xx) answers skipped before the final one, as
-// net/http's Transport does (its max1xxResponses, 5).
-const max1xx = 5
-
 // clientConn is one backend connection. It is used by one task at a time,
 // on the carrier that dialled it.
 type clientConn struct {
@@ -89,11 +85,12 @@ func (cc *clientConn) fill(limit int) error {
 // readResponse reads the answer to req up to the end of its head, skipping
 // interim (1xx) answers, and returns it with Body unset (ContentLength and
 // TransferEncoding say how it is framed; attachBody sets it). maxHead
-// bounds each head, in bytes.
+// bounds the heads together, interim ones included, in bytes, as net/http's
+// Transport bounds them (any number of interim answers within it).
 func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Response, error) {
 	isHead := req.Method == http.MethodHead
-	for range max1xx + 1 {
-		n, err := cc.readHead(isHead, maxHead)
+	for budget := maxHead; ; {
+		n, err := cc.readHead(isHead, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -114,9 +111,11 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Respon
 			return nil, errors.New("carrierhttp: protocol switch (101) is not supported")
 		}
 		// An interim answer (100 Continue, 103 Early Hints): the final
-		// one follows.
+		// one follows, within what is left of the budget.
+		if budget -= n; budget <= 0 {
+			return nil, fmt.Errorf("carrierhttp: response heads (interim ones included) larger than %d bytes: too large", maxHead)
+		}
 	}
-	return nil, errors.New("carrierhttp: too many 1xx informational responses")
 }
 
 // readHead reads input until it holds a whole response head and returns

@@ -315,3 +315,48 @@ func TestTransportCancelBody(t *testing.T) {
 		}
 	})
 }
+
+// TestTransportRetry checks which requests the Transport sends again on a
+// new connection when a reused one fails after the request went out (the
+// server read it and closed without an answer), as net/http's Transport
+// decides: GET, and a POST with an Idempotency-Key, once; a POST without
+// one not at all (the server may have acted on it).
+func TestTransportRetry(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	answers := map[string]string{"/a": "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na"}
+	base, conns := rawServer(t, answers, map[string]bool{"/drop": true}) // "/drop": read, then close
+	tr := &Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	cases := []struct {
+		name    string
+		method  string
+		key     bool // an Idempotency-Key field
+		retried bool
+	}{
+		{"GET", "GET", false, true},
+		{"POST", "POST", false, false},
+		{"POST with Idempotency-Key", "POST", true, true},
+	}
+	inTask(t, func(task *carrier.Task) {
+		ctx := carrier.ContextWithTask(context.Background(), task)
+		for _, tc := range cases {
+			warm, _ := http.NewRequestWithContext(ctx, "GET", base+"/a", nil)
+			if got, err := getBody(client.Do(warm)); err != nil || got != "a" {
+				t.Fatalf("%s: warming the pool: %q %v", tc.name, got, err)
+			}
+			before := conns.Load()
+			req, _ := http.NewRequestWithContext(ctx, tc.method, base+"/drop", http.NoBody)
+			if tc.key {
+				req.Header.Set("Idempotency-Key", "k1")
+			}
+			if _, err := client.Do(req); err == nil {
+				t.Errorf("%s: no error from a server that answers nothing", tc.name)
+			}
+			// The pooled connection carried the first try; a retry dials one more.
+			if retried := conns.Load() > before; retried != tc.retried {
+				t.Errorf("%s: retried on a new connection = %v, want %v", tc.name, retried, tc.retried)
+			}
+		}
+	})
+}
