@@ -120,24 +120,36 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return fail(err)
 	}
 	key := poolKey{c: t.Carrier(), addr: hostPort(req.URL, secure), secure: secure}
-	replayable := req.Body == nil || req.Body == http.NoBody
 	for {
 		cc, err := tr.getConn(t, key, req)
 		if err != nil {
 			return fail(err)
 		}
-		resp, wrote, err := tr.exchange(t, cc, req)
+		resp, final, err := tr.exchange(t, cc, req)
 		if err == nil {
 			return resp, nil
 		}
 		tr.done(cc, false)
 		// A reused connection the server closed while it was idle fails
 		// at once: try once more on a new one when nothing is lost.
-		if cc.reused && replayable && !wrote && ctx.Err() == nil {
+		if cc.reused && !final && ctx.Err() == nil {
 			continue
 		}
 		return fail(contextError(ctx, err))
 	}
+}
+
+// replayable reports whether sending req again cannot do what the first
+// one did not (net/http's Request.isReplayable, for a request without a
+// body): an idempotent method, or an Idempotency-Key field.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
 }
 
 // hostPort is the URL's host and port, the scheme's default port where it
@@ -283,9 +295,11 @@ func (tr *Transport) CloseIdleConnections() {
 var stopNow = time.Unix(1, 0)
 
 // exchange writes req on cc and reads the response head; the body streams
-// from cc. wrote reports whether any byte of the response arrived or the
-// request body was consumed (then the request cannot be retried).
-func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request) (resp *http.Response, wrote bool, err error) {
+// from cc. After an error, final reports that req may not be sent again on
+// another connection, as net/http's Transport decides: its body was
+// consumed, or some of it went out and then either it is not replayable or
+// a byte of the answer arrived.
+func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request) (resp *http.Response, final bool, err error) {
 	ctx := req.Context()
 	cc.got = false
 	if d, ok := ctx.Deadline(); ok {
@@ -297,8 +311,9 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 	}
 	cc.watch.Start(t, ctx, cc.onCancel)
 	hasBody := req.Body != nil && req.Body != http.NoBody
+	sent := 0 // bytes of the request written, as far as known
 	if cc.out, err = appendRequest(cc.out[:0], req); err == nil {
-		_, err = cc.rw.Write(cc.out)
+		sent, err = cc.rw.Write(cc.out)
 	} else if err == errSlowPath {
 		if cc.bw == nil {
 			cc.bw = bufio.NewWriter(cc.rw)
@@ -306,9 +321,10 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 		if err = req.Write(cc.bw); err == nil {
 			err = cc.bw.Flush()
 		}
+		sent = 1 // unknown: as if some went out
 	}
 	if err != nil {
-		return nil, hasBody, err
+		return nil, hasBody || sent > 0 && !replayable(req), err
 	}
 	maxHead := tr.MaxResponseHeaderBytes
 	if maxHead <= 0 {
@@ -316,7 +332,7 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 	}
 	resp, err = cc.readResponse(req, maxHead)
 	if err != nil {
-		return nil, hasBody || cc.got, err
+		return nil, hasBody || cc.got || !replayable(req), err
 	}
 	resp.TLS = cc.tls
 	if !tr.attachBody(cc, req, resp) {
