@@ -42,7 +42,6 @@ type clientConn struct {
 	hp   http1.HeadParser
 	head http1.Response
 	dec  http1.ChunkedDecoder
-	next *clientBody // made by readResponse with the response, for attachBody
 
 	idleAt int64 // wait.Now when it went back to the pool
 	reused bool
@@ -70,24 +69,24 @@ func (cc *clientConn) cancel() {
 }
 
 // fill reads once into the buffer, making room first (growing it up to
-// limit bytes) when it is full.
-func (cc *clientConn) fill(limit int) error {
-	if cc.Room(limit) {
-		cc.moved = true
-	}
+// limit bytes) when it is full; moved reports that pending input moved
+// (slices into it are stale).
+func (cc *clientConn) fill(limit int) (moved bool, err error) {
+	moved = cc.Room(limit)
 	n, err := cc.Fill(cc.rw)
 	if n > 0 {
 		cc.got = true
 	}
-	return err
+	return moved, err
 }
 
 // readResponse reads the answer to req up to the end of its head, skipping
-// interim (1xx) answers, and returns it with Body unset (ContentLength and
-// TransferEncoding say how it is framed; attachBody sets it). maxHead
+// interim (1xx) answers, and returns its body reader, whose resp is the
+// answer with Body unset (ContentLength and TransferEncoding say how it is
+// framed; attachBody sets it). maxHead
 // bounds the heads together, interim ones included, in bytes, as net/http's
 // Transport bounds them (any number of interim answers within it).
-func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Response, error) {
+func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*clientBody, error) {
 	isHead := req.Method == http.MethodHead
 	for budget := maxHead; ; {
 		n, err := cc.readHead(isHead, budget)
@@ -103,8 +102,7 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*http.Respon
 			if err != nil {
 				return nil, err
 			}
-			cc.next = b
-			return &b.resp, nil
+			return b, nil
 		}
 		cc.Consume(n)
 		if status == http.StatusSwitchingProtocols {
@@ -139,13 +137,13 @@ func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		cc.moved = false
 		// Room for the longest head and the body bytes after it that one
 		// read may bring.
-		if err := cc.fill(maxHead + initialBuffer); err != nil {
+		moved, err := cc.fill(maxHead + initialBuffer)
+		if err != nil {
 			return 0, err
 		}
-		if cc.moved { // the parsed lines moved: parse them again
+		if moved { // the parsed lines moved: parse them again
 			cc.hp.Reset()
 		}
 	}
@@ -297,7 +295,7 @@ func (b *clientBody) read(p []byte) (int, error) {
 				// A large read of a large body: straight into p.
 				return b.readDirect(p)
 			}
-			if err := cc.fill(0); err != nil { // the buffer is empty: no growth
+			if _, err := cc.fill(0); err != nil { // the buffer is empty: no growth
 				return 0, err
 			}
 			continue

@@ -45,11 +45,12 @@ func viaTransport(data []byte, method string, sizes []byte, maxHead int) (*http.
 	cc := newClientConn(poolKey{}, nil)
 	cc.rw = &pieceConn{data: bytes.Clone(data), sizes: sizes}
 	req := (&http.Request{Method: method, Header: http.Header{}}).WithContext(context.Background())
-	resp, err := cc.readResponse(req, maxHead)
+	b, err := cc.readResponse(req, maxHead)
 	if err != nil {
 		return nil, nil, err
 	}
-	(*Transport)(nil).attachBody(cc, req, resp)
+	(*Transport)(nil).attachBody(cc, req, b)
+	resp := &b.resp
 	body, err := io.ReadAll(resp.Body)
 	if cerr := resp.Body.Close(); cerr != nil {
 		return nil, nil, cerr
@@ -259,11 +260,12 @@ func TestResponseBodyAfterClose(t *testing.T) {
 	cc := newClientConn(poolKey{}, nil)
 	cc.rw = &pieceConn{data: []byte("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nabcd")}
 	req := (&http.Request{Method: "GET"}).WithContext(context.Background())
-	resp, err := cc.readResponse(req, 1<<20)
+	b, err := cc.readResponse(req, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	(*Transport)(nil).attachBody(cc, req, resp)
+	(*Transport)(nil).attachBody(cc, req, b)
+	resp := &b.resp
 	p := make([]byte, 2)
 	if n, err := resp.Body.Read(p); n != 2 || err != nil {
 		t.Fatalf("first read: %d %v", n, err)

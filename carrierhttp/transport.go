@@ -191,7 +191,7 @@ func (tr *Transport) getConn(t *carrier.Task, key poolKey, req *http.Request) (*
 		if cc == nil {
 			break
 		}
-		if wait.Now()-cc.idleAt < int64(idleTimeout) {
+		if t.Now()-cc.idleAt < int64(idleTimeout) {
 			cc.reused = true
 			return cc, nil
 		}
@@ -330,23 +330,23 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 	if maxHead <= 0 {
 		maxHead = DefaultMaxResponseHeaderBytes
 	}
-	resp, err = cc.readResponse(req, maxHead)
+	b, err := cc.readResponse(req, maxHead)
 	if err != nil {
 		return nil, hasBody || cc.got || !replayable(req), err
 	}
+	resp = &b.resp
 	resp.TLS = cc.tls
-	if !tr.attachBody(cc, req, resp) {
+	if !tr.attachBody(cc, req, b) {
 		tr.done(cc, !resp.Close && !req.Close)
 	}
 	return resp, true, nil
 }
 
-// attachBody sets resp.Body, the body of the answer to req whose head was
-// read from cc, and reports whether it streams from cc (else it is empty,
-// and the exchange is over).
-func (tr *Transport) attachBody(cc *clientConn, req *http.Request, resp *http.Response) bool {
-	b := cc.next // resp is &b.resp
-	cc.next = nil
+// attachBody sets b.resp.Body to b, the body of the answer to req whose
+// head was read from cc, and reports whether it streams from cc (else it is
+// empty, and the exchange is over).
+func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody) bool {
+	resp := &b.resp
 	if resp.ContentLength == 0 || isHeadOrBodyless(req, resp) {
 		resp.Body = http.NoBody
 		return false
