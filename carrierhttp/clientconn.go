@@ -256,10 +256,14 @@ type clientBody struct {
 	err       error // the error that ended the body early
 }
 
+// errReadOnClosedResBody is a Read after Close, with the words of net/http's
+// Transport (http.ErrBodyReadAfterClose is its server's request bodies').
+var errReadOnClosedResBody = errors.New("http: read on closed response body")
+
 func (b *clientBody) Read(p []byte) (int, error) {
 	switch {
 	case b.closed:
-		return 0, http.ErrBodyReadAfterClose
+		return 0, errReadOnClosedResBody
 	case b.err != nil:
 		return 0, b.err
 	case b.done:

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -271,8 +270,8 @@ func TestResponseBodyAfterClose(t *testing.T) {
 		t.Fatalf("first read: %d %v", n, err)
 	}
 	resp.Body.Close()
-	if _, err := resp.Body.Read(p); !errors.Is(err, http.ErrBodyReadAfterClose) {
-		t.Fatalf("read after close: %v, want ErrBodyReadAfterClose", err)
+	if _, err := resp.Body.Read(p); err != errReadOnClosedResBody {
+		t.Fatalf("read after close: %v, want %v", err, errReadOnClosedResBody)
 	}
 }
 

@@ -196,8 +196,18 @@ func TestTransportReuse(t *testing.T) {
 		p := make([]byte, 10)
 		resp.Body.Read(p)
 		resp.Body.Close()
-		if _, err := resp.Body.Read(p); !errors.Is(err, http.ErrBodyReadAfterClose) {
-			t.Errorf("read after close: %v", err)
+		_, err = resp.Body.Read(p)
+		// net/http's Transport says the same.
+		nt := &http.Transport{}
+		defer nt.CloseIdleConnections()
+		nresp, nerr := (&http.Client{Transport: nt}).Get(base + "/big")
+		if nerr != nil {
+			t.Fatal(nerr)
+		}
+		nresp.Body.Read(p)
+		nresp.Body.Close()
+		if _, nerr = nresp.Body.Read(p); err == nil || nerr == nil || err.Error() != nerr.Error() {
+			t.Errorf("read after close: %v, net/http's Transport: %v", err, nerr)
 		}
 		before := conns.Load()
 		if got, err := getBody(get("/a")); err != nil || got != "a" {
