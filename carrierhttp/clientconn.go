@@ -232,11 +232,7 @@ func buildResponse(resp *http.Response, p []byte, h *http1.Response, req *http.R
 			}
 		}
 	}
-	if pc, ok := hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
-		if _, ok := hdr["Cache-Control"]; !ok {
-			hdr["Cache-Control"] = []string{"no-cache"}
-		}
-	}
+	fixPragma(hdr)
 	return nil
 }
 

@@ -411,11 +411,7 @@ func (c *conn) build(n int) error {
 	} else {
 		req.Host = host
 	}
-	if pc, ok := c.hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
-		if _, ok := c.hdr["Cache-Control"]; !ok {
-			c.hdr["Cache-Control"] = []string{"no-cache"}
-		}
-	}
+	fixPragma(c.hdr)
 	req.Body = http.NoBody
 	switch {
 	case pr.Chunked:

@@ -54,3 +54,14 @@ func (h *headStrings) header(hdr http.Header, vals []string, fields []http1.Head
 	}
 	return host, hosts
 }
+
+// fixPragma adds "Cache-Control: no-cache" to a header with "Pragma:
+// no-cache" and no Cache-Control, as net/http does to the requests it reads
+// and the responses its Transport reads (HTTP/1.0 caches know only Pragma).
+func fixPragma(hdr http.Header) {
+	if pc, ok := hdr["Pragma"]; ok && len(pc) > 0 && pc[0] == "no-cache" {
+		if _, ok := hdr["Cache-Control"]; !ok {
+			hdr["Cache-Control"] = []string{"no-cache"}
+		}
+	}
+}

@@ -347,7 +347,9 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 // empty, and the exchange is over).
 func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody) bool {
 	resp := &b.resp
-	if resp.ContentLength == 0 || isHeadOrBodyless(req, resp) {
+	// buildResponse set ContentLength 0 for 1xx, 204 and 304; the answer
+	// to HEAD has no body whatever its Content-Length says.
+	if resp.ContentLength == 0 || req.Method == http.MethodHead {
 		resp.Body = http.NoBody
 		return false
 	}
@@ -359,12 +361,6 @@ func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody
 	}
 	resp.Body = b
 	return true
-}
-
-// isHeadOrBodyless reports whether resp has no body whatever its fields
-// say: the answer to HEAD, 1xx, 204 or 304.
-func isHeadOrBodyless(req *http.Request, resp *http.Response) bool {
-	return req.Method == http.MethodHead || !bodyAllowed(resp.StatusCode)
 }
 
 // done ends an exchange: cc goes back to the pool or is closed. It is
