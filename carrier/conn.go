@@ -491,6 +491,12 @@ func monoDeadline(t time.Time) int64 {
 // LocalAddr returns the local address.
 func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) }
 
+// PeerClosed reports whether the poller has seen the peer's end of stream
+// or an error on the conn (epoll's RDHUP, HUP or ERR), without a system
+// call: a pooled client conn the server closed while it was idle. With the
+// io_uring poller, whose conns have no readiness poll, it reports false.
+func (cn *Conn) PeerClosed() bool { return cn.pd.hup }
+
 // RemoteAddr returns the peer's address.
 func (cn *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.remote) }
 

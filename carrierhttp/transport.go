@@ -191,7 +191,10 @@ func (tr *Transport) getConn(t *carrier.Task, key poolKey, req *http.Request) (*
 		if cc == nil {
 			break
 		}
-		if t.Now()-cc.idleAt < int64(idleTimeout) {
+		// A conn the server closed while it was idle is dropped before
+		// use, as net/http's Transport drops it when its reader sees the
+		// close: a request that is not replayable is not retried later.
+		if t.Now()-cc.idleAt < int64(idleTimeout) && !cc.cn.PeerClosed() {
 			cc.reused = true
 			return cc, nil
 		}

@@ -330,11 +330,16 @@ func TestTransportCancelBody(t *testing.T) {
 // new connection when a reused one fails after the request went out (the
 // server read it and closed without an answer), as net/http's Transport
 // decides: GET, and a POST with an Idempotency-Key, once; a POST without
-// one not at all (the server may have acted on it).
+// one not at all (the server may have acted on it). A pooled connection
+// the server closed while it was idle is not used at all.
 func TestTransportRetry(t *testing.T) {
 	leakcheck.Register(t, 5*time.Second)
-	answers := map[string]string{"/a": "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na"}
-	base, conns := rawServer(t, answers, map[string]bool{"/drop": true}) // "/drop": read, then close
+	answers := map[string]string{
+		"/a":    "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na",
+		"/then": "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nt",
+	}
+	// "/drop": read, then close without an answer; "/then": answer, then close.
+	base, conns := rawServer(t, answers, map[string]bool{"/drop": true, "/then": true})
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
@@ -367,6 +372,17 @@ func TestTransportRetry(t *testing.T) {
 			if retried := conns.Load() > before; retried != tc.retried {
 				t.Errorf("%s: retried on a new connection = %v, want %v", tc.name, retried, tc.retried)
 			}
+		}
+		// A connection the server closed while it was idle is not used:
+		// a POST then goes out on a new one, as with net/http's Transport.
+		then, _ := http.NewRequestWithContext(ctx, "GET", base+"/then", nil)
+		if got, err := getBody(client.Do(then)); err != nil || got != "t" {
+			t.Fatalf("/then: %q %v", got, err)
+		}
+		task.Sleep(50 * time.Millisecond) // the close arrives while the conn is pooled
+		post, _ := http.NewRequestWithContext(ctx, "POST", base+"/a", http.NoBody)
+		if got, err := getBody(client.Do(post)); err != nil || got != "a" {
+			t.Errorf("POST after the server closed the pooled connection: %q %v", got, err)
 		}
 	})
 }
