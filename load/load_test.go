@@ -71,6 +71,40 @@ func TestFixedRate1msServer(t *testing.T) {
 	})
 }
 
+// TestSendLag: a fixed-rate run records how late it began the requests
+// its timers started, at most one per request sent; a closed-loop run has
+// none (every request is sent when its connection is free).
+func TestSendLag(t *testing.T) {
+	addr, _ := startChild(t, mode1ms)
+	for _, rate := range []float64{400, 0} {
+		r, err := Run(context.Background(), Options{
+			URL: "http://" + addr + "/", Threads: 1, Connections: 8, Duration: time.Second,
+			Rate: rate, Timeout: time.Second, Spin: testSpin,
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAccounting(t, r)
+		var text strings.Builder
+		if err := r.WriteText(&text, false, false); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rate == 0 && (r.SendLag != nil || strings.Contains(text.String(), "Send lag")):
+			t.Errorf("closed loop: send lag %+v\n%s", r.SendLag, text.String())
+		case rate > 0 && r.SendLag == nil:
+			t.Fatalf("fixed rate: no send lag")
+		case rate > 0 && (r.SendLag.Count == 0 || r.SendLag.Count > r.Sent):
+			t.Errorf("fixed rate: %d send lags for %d requests sent", r.SendLag.Count, r.Sent)
+		case rate > 0 && !strings.Contains(text.String(), r.SendLagLine()):
+			t.Errorf("fixed rate: the text lacks %q:\n%s", r.SendLagLine(), text.String())
+		}
+		if r.SendLag != nil {
+			t.Logf("rate %v: %s", rate, r.SendLagLine())
+		}
+	}
+}
+
 func TestCoordinatedOmission(t *testing.T) {
 	retryTiming(t, func() (bool, string) {
 		addr, _ := startChild(t, modeStall) // a new server: it stalls once

@@ -33,7 +33,7 @@ func Merge(parts ...*Result) (*Result, error) {
 	}
 	m := &Result{SchemaVersion: SchemaVersion, Config: parts[0].Config, Start: parts[0].Start}
 	m.Config.Threads, m.Config.Connections, m.Config.Rate = 0, 0, 0
-	var corrected, uncorrected []latency.Summary
+	var corrected, uncorrected, lags []latency.Summary
 	var rates []RateStats
 	for _, p := range parts {
 		m.Config.Threads += p.Config.Threads
@@ -57,6 +57,9 @@ func Merge(parts ...*Result) (*Result, error) {
 		m.Errors = m.Errors.Add(p.Errors)
 		corrected = append(corrected, p.Corrected)
 		uncorrected = append(uncorrected, p.Uncorrected)
+		if p.SendLag != nil {
+			lags = append(lags, *p.SendLag)
+		}
 		rates = append(rates, p.ThreadReqPerSec)
 	}
 	var err error
@@ -65,6 +68,15 @@ func Merge(parts ...*Result) (*Result, error) {
 	}
 	if m.Uncorrected, err = mergeSummaries(uncorrected); err != nil {
 		return nil, fmt.Errorf("merge uncorrected latency: %w", err)
+	}
+	// The send lag is merged when every part has one (all at a fixed
+	// rate); a part without one (closed loop) leaves it out.
+	if len(lags) == len(parts) {
+		l, err := mergeSummaries(lags)
+		if err != nil {
+			return nil, fmt.Errorf("merge send lag: %w", err)
+		}
+		m.SendLag = &l
 	}
 	m.ThreadReqPerSec = poolRates(rates)
 	if m.TLS, err = mergeTLS(parts); err != nil {

@@ -55,6 +55,20 @@ func TestMerge(t *testing.T) {
 	if err := m.Check(); err != nil {
 		t.Errorf("merged result fails its accounting: %v", err)
 	}
+	if m.SendLag != nil {
+		t.Errorf("merged a send lag no part has: %+v", m.SendLag)
+	}
+	a.SendLag, b.SendLag = &a.Uncorrected, &b.Uncorrected
+	if m, err = Merge(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if m.SendLag == nil || m.SendLag.Count != a.Uncorrected.Count+b.Uncorrected.Count || m.SendLag.MaxUs != b.Uncorrected.MaxUs {
+		t.Errorf("merged send lag %+v, want both parts' %d values, max %d", m.SendLag, a.Uncorrected.Count+b.Uncorrected.Count, b.Uncorrected.MaxUs)
+	}
+	b.SendLag = nil // a closed-loop part: no send lag to merge
+	if m, err = Merge(a, b); err != nil || m.SendLag != nil {
+		t.Errorf("merged a send lag of one part of two: %+v (%v)", m.SendLag, err)
+	}
 	if m.Config.Connections != 100 || m.Config.Threads != 4 || m.Config.Rate != 2000 {
 		t.Errorf("merged config %+v", m.Config)
 	}

@@ -60,6 +60,16 @@ type Result struct {
 	// same closed loop, where a request is intended when it is sent.
 	Corrected   latency.Summary `json:"corrected"`
 	Uncorrected latency.Summary `json:"uncorrected"`
+	// SendLag says whether the generator itself kept the schedule (fixed
+	// rate only; absent closed loop): for each measured request whose
+	// connection was free at its intended send time, how late the thread
+	// began it, in µs (values under 1 µs are recorded as 1 µs). A request
+	// whose connection was still busy then (its previous response not back:
+	// the server's delay, which the corrected latency accounts for) is not
+	// in it, so a slow server does not make the generator look late; a
+	// thread that waited for a CPU, or had more to do than it could at
+	// once, does.
+	SendLag *latency.Summary `json:"send_lag,omitempty"`
 	// SLO holds the outcomes of spindle load --slo, checked at the end
 	// (absent without --slo).
 	SLO []slo.Outcome `json:"slo,omitempty"`
@@ -248,6 +258,9 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	ew.printf("  %d requests in %s, %sB read\n", r.Completed,
 		latency.FormatTimeUs(r.DurationS*1e6), latency.FormatBinary(float64(r.BytesRead)))
+	if r.SendLag != nil {
+		ew.printf("  %s\n", r.SendLagLine())
+	}
 	e := r.Errors
 	if e.Connect+e.Read+e.Write+e.Timeout > 0 {
 		ew.printf("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
@@ -277,6 +290,24 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
 	ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))
 	return ew.err
+}
+
+// SendLagLine describes the send lag in one line of the wrk2 layout's
+// footer: "Send lag: p50 4us, p99 38us, p99.9 120us, max 1.20ms (29,870
+// scheduled sends)"; "" closed loop.
+func (r *Result) SendLagLine() string {
+	l := r.SendLag
+	if l == nil {
+		return ""
+	}
+	if l.Count == 0 {
+		return "Send lag: no scheduled send in the window"
+	}
+	p := func(q float64) string {
+		return latency.FormatTimeUs(float64(l.PercentilesUs[latency.PercentileKey(q)]))
+	}
+	return fmt.Sprintf("Send lag: p50 %s, p99 %s, p99.9 %s, max %s (%d scheduled sends)",
+		p(50), p(99), p(99.9), latency.FormatTimeUs(float64(l.MaxUs)), l.Count)
 }
 
 // WriteHgrm writes the corrected and uncorrected spectra to

@@ -38,7 +38,15 @@ func TestWriteText(t *testing.T) {
 		{"three requests",
 			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3},
 			[]string{"    Latency     1.00ms", " 50.000%    1.00ms", "3 requests in 3.00s"},
-			[]string{latency.NoLatency, "Unfinished"}},
+			[]string{latency.NoLatency, "Unfinished", "Send lag"}},
+		{"a send lag at a fixed rate",
+			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3, SendLag: &full},
+			[]string{"3 requests in 3.00s, 0.00B read\n  Send lag: p50 1.00ms, p99 1.20ms, p99.9 1.20ms, max 1.20ms (3 scheduled sends)\n"},
+			nil},
+		{"no scheduled send",
+			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3, SendLag: &empty},
+			[]string{"  Send lag: no scheduled send in the window\n"},
+			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

@@ -230,6 +230,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 	var stopped int64
 	hc := make([]*latency.Histogram, 0, len(workers))
 	hu := make([]*latency.Histogram, 0, len(workers))
+	var hl []*latency.Histogram
 	var rates []float64
 	for _, w := range workers {
 		if w.err != nil {
@@ -239,6 +240,9 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		stopped = max(stopped, w.stoppedAt)
 		hc = append(hc, w.corrected)
 		hu = append(hu, w.uncorrected)
+		if w.sendLag != nil {
+			hl = append(hl, w.sendLag)
+		}
 		rates = append(rates, w.rates...)
 	}
 	corrected, err := latency.Merge(hc...)
@@ -292,6 +296,17 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 	}
 	if r.Uncorrected, err = latency.Summarize(uncorrected); err != nil {
 		return nil, err
+	}
+	if len(hl) > 0 {
+		lag, err := latency.Merge(hl...)
+		if err != nil {
+			return nil, err
+		}
+		s, err := latency.Summarize(lag)
+		if err != nil {
+			return nil, err
+		}
+		r.SendLag = &s
 	}
 	return r, nil
 }

@@ -160,13 +160,18 @@ type worker struct {
 	live        live
 	corrected   *latency.Histogram
 	uncorrected *latency.Histogram
-	rates       []float64 // Req/Sec samples of the measured window
-	rateAt      int64
-	rateCount   int64
-	nextHouse   int64
-	nextYield   int64
-	stoppedAt   int64
-	err         error
+	// sendLag is, at a fixed rate, how late this thread began the
+	// measured requests its timers started: from the time the timer was
+	// due (the intended send time, or a reconnect's earliest time) to the
+	// clock read just before the request was begun (Result.SendLag).
+	sendLag   *latency.Histogram
+	rates     []float64 // Req/Sec samples of the measured window
+	rateAt    int64
+	rateCount int64
+	nextHouse int64
+	nextYield int64
+	stoppedAt int64
+	err       error
 
 	iv intervals // interval histograms (Options.IntervalSink)
 
@@ -209,6 +214,9 @@ func (w *worker) setup() error {
 	w.buf = make([]byte, readBufSize)
 	w.timers.Grow(len(w.conns))
 	w.corrected, w.uncorrected, w.hs.hist = latency.New(), latency.New(), latency.New()
+	if !w.closed {
+		w.sendLag = latency.New()
+	}
 	w.pwait2 = true
 	if _, err := unix.EpollPwait2(ep, w.events, 0); errors.Is(err, unix.ENOSYS) {
 		w.pwait2 = false
@@ -736,7 +744,10 @@ func (w *worker) beginNext(c *conn, now int64) {
 	w.begin(c, c.sched.at(k), now)
 }
 
-// fire begins the requests whose time has come.
+// fire begins the requests whose time has come. Each begins at a clock
+// read of its own, so that a burst of due requests records when each one
+// really went out (their writes take time), in its uncorrected latency and
+// in the send lag.
 func (w *worker) fire(now int64) {
 	for {
 		t, ok := w.timers.PopDue(now)
@@ -751,7 +762,11 @@ func (w *worker) fire(now int64) {
 			w.begin(c, now, now)
 		} else {
 			w.beginNext(c, now)
+			if c.measured {
+				latency.Record(w.sendLag, now-t.When)
+			}
 		}
+		now = w.now()
 	}
 }
 
