@@ -31,6 +31,7 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 		SubmitToRunP99Us: Num(tot.SubmitToRun.Quantile(0.99) / nsPerUs),
 		Steals:           tot.StealsIn,
 		Migrations:       tot.MigrationsIn,
+		SpunCPUs:         Num(float64(tot.SpunNs) / float64(window)),
 
 		RingEntersPer10s:    Num(ringEnters),
 		SubmissionsPerEnter: Num(tot.SubmissionsPerEnter()),

@@ -5,19 +5,51 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
 )
+
+// summaryOf is the latency summary of values given in µs.
+func summaryOf(t *testing.T, us ...int64) *latency.Summary {
+	t.Helper()
+	h := latency.New()
+	for _, v := range us {
+		latency.Record(h, v*int64(time.Microsecond))
+	}
+	s, err := latency.Summarize(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// repeat is n copies of v followed by tail.
+func repeat(v int64, n int, tail ...int64) []int64 {
+	out := make([]int64, 0, n+len(tail))
+	for range n {
+		out = append(out, v)
+	}
+	return append(out, tail...)
+}
 
 func TestCheck(t *testing.T) {
 	other := func(v float64) *float64 { return &v }
-	ok := Summary{Complete: true, Rate: 1000, Throughput: 999, Requests: 3000, LoadCPUs: "1",
-		Load: &ThreadFigures{CPUs: 0.5, WaitPct: 3}, OtherCPUs: other(0.1)}
+	p50 := summaryOf(t, repeat(1300, 100)...) // every request 1.3 ms
+	ok := Summary{Complete: true, Rate: 1000, Throughput: 999, Requests: 3000, LoadCPUs: "1", ServerCPUs: "0", Threads: 1,
+		Load: &ThreadFigures{CPUs: 0.5, WaitPct: 3}, OtherCPUs: other(0.1), Latency: p50}
+	onTime := summaryOf(t, repeat(20, 950, repeat(400, 49, 9000)...)...) // p90 20 µs, p99 400 µs
+	late := summaryOf(t, repeat(20, 800, repeat(2000, 200)...)...)       // p90 2 ms
+	lateShort := summaryOf(t, repeat(20, 800, repeat(600, 200)...)...)   // p90 600 µs
+	max := func(s *Summary) { s.Rate, s.Throughput, s.SendLag = 0, 10, nil }
 	tests := []struct {
 		name string
 		edit func(*Summary)
 		want string // part of why; "" passes
 	}{
 		{"passes", func(*Summary) {}, ""},
-		{"max throughput has no rate to achieve", func(s *Summary) { s.Rate, s.Throughput = 0, 10 }, ""},
+		{"max throughput has no rate to achieve", max, ""},
 		{"fell behind the rate", func(s *Summary) { s.Throughput = 754 }, "achieved 754 of 1000 req/s (75%, under 95%)"},
 		{"at 95% of the rate", func(s *Summary) { s.Throughput = 950 }, ""},
 		{"a sweep point past saturation", func(s *Summary) { s.Phase, s.Throughput = "sweep-110", 754 }, ""},
@@ -25,11 +57,51 @@ func TestCheck(t *testing.T) {
 		{"few errors", func(s *Summary) { s.Errors = 3 }, ""},
 		{"busy machine", func(s *Summary) { s.OtherCPUs = other(0.96) }, "other load on the machine 0.96 CPUs"},
 		{"no other-load gauge", func(s *Summary) { s.OtherCPUs = nil }, ""},
-		{"load generator saturated", func(s *Summary) { s.Load.CPUs = 0.97 }, "load generator used 0.97 of its 1 CPUs"},
-		{"load generator on two CPUs", func(s *Summary) { s.Load.CPUs, s.LoadCPUs = 0.97, "2-3" }, ""},
-		{"load generator waits", func(s *Summary) { s.Load.WaitPct = 40 }, "waited 40% of the time for a CPU"},
 		{"no load figures", func(s *Summary) { s.Load = nil }, ""},
 		{"two reasons", func(s *Summary) { s.Throughput, s.Errors = 10, 2000 }, "req/s (1%, under 95%); 2000 errors"},
+
+		// A fixed-rate run with a send lag is judged by it alone.
+		{"sent on time", func(s *Summary) { s.SendLag = onTime }, ""},
+		{"sent on time although its threads waited", func(s *Summary) { s.SendLag, s.Load.WaitPct, s.Load.CPUs = onTime, 40, 0.97 }, ""},
+		{"sent late", func(s *Summary) { s.SendLag = late },
+			"the load generator sent late: p90 send lag 2.00ms (p99 2.00ms, max 2.00ms) over 650.00us (50% of the p50 1.30ms)"},
+		{"sent late by the least bound", func(s *Summary) { s.SendLag, s.Latency = lateShort, summaryOf(t, 500) },
+			"p90 send lag 600.00us (p99 600.00us, max 600.00us) over 500.00us (the least bound, 500.00us)"},
+		{"under the bound of a slower run", func(s *Summary) { s.SendLag = lateShort }, ""},
+		{"no scheduled send", func(s *Summary) { s.SendLag = &latency.Summary{} }, ""},
+
+		// Without a send lag (results from before it), %wait and CPU.
+		{"load generator saturated", func(s *Summary) { s.Load.CPUs = 0.97 }, "load generator used 0.97 of its 1 CPU (over 90%): the run is load-bound"},
+		{"load generator on two CPUs", func(s *Summary) { s.Load.CPUs, s.LoadCPUs = 0.97, "2-3" }, ""},
+		{"load generator waits", func(s *Summary) { s.Load.WaitPct = 40 }, "waited 40% of the time for a CPU (over 25%): the run is load-bound"},
+
+		// Closed loop: the load generator's waiting counts only when the
+		// server had CPU to spare.
+		{"closed loop, server the bottleneck", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Server = 40, &ThreadFigures{CPUs: 0.97}
+		}, ""},
+		{"closed loop, load-bound", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Server = 40, &ThreadFigures{CPUs: 0.60}
+		}, "waited 40% of the time for a CPU (over 25%) while the server used 0.60 of its 1 CPU (under 90%): the run is load-bound"},
+		{"closed loop, spinning is not work", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Server, s.Carrier = 40, &ThreadFigures{CPUs: 1}, &CarrierFigures{SpunCPUs: 0.3}
+		}, "while the server used 0.70 of its 1 CPU"},
+		{"closed loop, perf stat only", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Perf = 40, &observe.PerfSummary{CPUsUtilized: observe.Figure{Value: 0.95}}
+		}, ""},
+		{"closed loop, capacity is the threads", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Server, s.ServerCPUs, s.Threads = 40, &ThreadFigures{CPUs: 0.95}, "0-1", 1
+		}, ""},
+		{"closed loop, capacity is the CPU set", func(s *Summary) {
+			max(s)
+			s.Load.WaitPct, s.Server, s.ServerCPUs, s.Threads = 40, &ThreadFigures{CPUs: 0.95}, "0-1", 8
+		}, "while the server used 0.95 of its 2 CPUs"},
+		{"closed loop, no server figures", func(s *Summary) { max(s); s.Load.WaitPct = 40 }, "waited 40% of the time for a CPU (over 25%): the run is load-bound"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,12 +11,12 @@ import (
 
 // FillFromLoad copies a load result's figures into s: the measured window,
 // throughput, requests, errors (failed requests and answers other than
-// 2xx) and the corrected and uncorrected latency.
+// 2xx), the corrected and uncorrected latency and the send lag.
 func FillFromLoad(s *Summary, lr *load.Result) {
 	s.Window = time.Duration(lr.DurationS * float64(time.Second))
 	s.Throughput = lr.AchievedRate
 	s.Requests, s.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
-	s.Latency, s.Uncorrected = &lr.Corrected, &lr.Uncorrected
+	s.Latency, s.Uncorrected, s.SendLag = &lr.Corrected, &lr.Uncorrected, lr.SendLag
 }
 
 // ErrNoRequest is returned by LoadResult for a load result in which no

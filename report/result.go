@@ -74,6 +74,10 @@ type Summary struct {
 	// throughput it equals Uncorrected); nil when the load did not finish.
 	Latency     *latency.Summary `json:"latency,omitempty"`
 	Uncorrected *latency.Summary `json:"uncorrected,omitempty"`
+	// SendLag is the load generator's lateness at a fixed rate
+	// (load.Result.SendLag): how late it began the requests it could
+	// send on time; nil closed loop or from an older load.json.
+	SendLag *latency.Summary `json:"send_lag,omitempty"`
 	// OtherCPUs is the CPU time, in CPUs, the machine spent on anything
 	// but the run's processes in the observers' window (other tenants,
 	// the kernel, steal): a noise gauge. Absent when unknown.
@@ -198,6 +202,11 @@ type CarrierFigures struct {
 	// Migrations is the started tasks among Steals: handed over, with their
 	// conns, between floating carriers (carrier.Options.Float).
 	Migrations uint64 `json:"migrations,omitempty"`
+	// SpunCPUs is the carriers' idle spinning (wait strategies that spin
+	// before they block), in CPUs over the window: CPU time the server
+	// used without work (ServerBusy subtracts it). Absent, read as 0, in
+	// results written before it existed.
+	SpunCPUs Num `json:"spun_cpus"`
 	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
 	// carriers; SubmissionsPerEnter the SQEs each submitted; and
 	// CompletionsPerPass the CQEs reaped per pass that found any. Only
