@@ -25,20 +25,25 @@ const (
 	plotHeight = 5 * vg.Inch
 )
 
-// palette holds 8 colours that stay distinct for readers with any common
-// colour-vision deficiency (Okabe and Ito's palette); dashes holds 8 dash
-// patterns, so that each of up to 8 configurations differs from every
-// other in colour and in pattern.
+// palette holds 8 colours, each with a contrast ratio of at least 3:1
+// against the white background (WCAG's minimum for graphics; the lowest is
+// 3.4:1) and as far apart as Okabe and Ito's palette under simulated
+// protanopia, deuteranopia and tritanopia (CIELAB ΔE of 17 or more, see
+// TestPaletteDistinct): their blue, vermillion, bluish green and black, a
+// darker reddish purple, and violet, brown and navy in place of their
+// orange, sky blue and yellow, which are too light on white (2.3:1 and
+// less). dashes holds 8 dash patterns, so that each of up to 8
+// configurations differs from every other in colour and in pattern.
 var (
 	palette = []color.Color{
 		color.RGBA{0, 114, 178, 255},   // blue
 		color.RGBA{213, 94, 0, 255},    // vermillion
 		color.RGBA{0, 158, 115, 255},   // bluish green
-		color.RGBA{204, 121, 167, 255}, // reddish purple
-		color.RGBA{230, 159, 0, 255},   // orange
-		color.RGBA{86, 180, 233, 255},  // sky blue
+		color.RGBA{190, 100, 155, 255}, // reddish purple
+		color.RGBA{135, 0, 240, 255},   // violet
+		color.RGBA{90, 45, 0, 255},     // brown
 		color.RGBA{0, 0, 0, 255},       // black
-		color.RGBA{240, 228, 66, 255},  // yellow
+		color.RGBA{0, 30, 135, 255},    // navy
 	}
 	dashes = [][]vg.Length{
 		nil,
