@@ -2,10 +2,10 @@ package report
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -167,23 +167,29 @@ func setValueAxis(a *plot.Axis, ys []float64) {
 }
 
 // latencyPlot draws the corrected latency distributions of groups: every
-// round thin, the median of the rounds bold.
+// round that passed the checks thin, the median of those rounds bold.
 func latencyPlot(groups []*Group, title, path string) error {
+	return saveTo(path)(latencyChart(groups, title))
+}
+
+// latencyChart is latencyPlot's chart, its caption naming the groups
+// without a latency.
+func latencyChart(groups []*Group, title string) (chart, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "latency (ms), every round thin, their median bold"
+	p.Y.Label.Text = "latency (ms), each round thin, their median bold"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(percentileTicks)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.YOffs = -vg.Points(12) // below the title
 	p.Add(plotter.NewGrid())
 	var ys []float64
-	drawn := 0
+	drawn := map[*Group]bool{}
 	for i, g := range groups {
 		rounds, med, err := latencyCurves(g)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+			return chart{}, err
 		}
 		if med == nil {
 			continue
@@ -191,7 +197,7 @@ func latencyPlot(groups []*Group, title, path string) error {
 		for _, r := range rounds {
 			line, err := plotter.NewLine(r)
 			if err != nil {
-				return fmt.Errorf("plot %s: %w", g.Name, err)
+				return chart{}, fmt.Errorf("%s: %w", g.Name, err)
 			}
 			line.LineStyle = style(i, vg.Points(0.5))
 			line.Dashes = nil
@@ -202,18 +208,33 @@ func latencyPlot(groups []*Group, title, path string) error {
 		}
 		line, err := plotter.NewLine(med)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", g.Name, err)
+			return chart{}, fmt.Errorf("%s: %w", g.Name, err)
 		}
 		line.LineStyle = style(i, vg.Points(2))
 		p.Add(line)
 		p.Legend.Add(g.Name, line)
-		drawn++
+		drawn[g] = true
 	}
-	if drawn == 0 {
-		return fmt.Errorf("plot %s: no latency recorded", filepath.Base(path))
+	missing := missingNotes(groups, func(g *Group) bool { return drawn[g] }, "no latency recorded")
+	if len(drawn) == 0 {
+		return chart{}, noData("no latency recorded", groups)
 	}
 	setValueAxis(&p.Y, ys)
-	return p.Save(plotWidth, plotHeight, path)
+	return chart{p, append([]string{drawnNote(groups)}, missing...)}, nil
+}
+
+// noData is the error of a plot of groups with nothing to draw: what is
+// missing, or that no run passed the checks when none did.
+func noData(what string, groups []*Group) error {
+	var unused Group
+	for _, g := range groups {
+		if g.Runs > 0 {
+			return errors.New(what)
+		}
+		unused.LeftOut += g.LeftOut
+		unused.Incomplete += g.Incomplete
+	}
+	return fmt.Errorf("no run passed the checks (%s)", unusedRuns(&unused))
 }
 
 // bar is one bar of a bar chart: a group's median with its range.
@@ -249,15 +270,22 @@ func allEqual(bs []bar) bool {
 
 // barPlot draws one bar per group: the median of stat, with the min-max
 // range over rounds as error bars, each labelled with its figures (prec
-// decimals). Groups without the figure are left out; a chart whose bars
-// are all equal is not drawn (the error says why).
+// decimals). Groups without the figure are left out, named in the
+// caption; a chart whose bars are all equal is not drawn (the error says
+// why).
 func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, path string) error {
+	return saveTo(path)(barChart(groups, stat, prec, title, ylabel))
+}
+
+// barChart is barPlot's chart.
+func barChart(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel string) (chart, error) {
 	bs := bars(groups, stat, prec)
+	missing := missingNotes(groups, func(g *Group) bool { return stat(g).N > 0 }, "no figure recorded")
 	if len(bs) == 0 {
-		return fmt.Errorf("plot %s: no figures", filepath.Base(path))
+		return chart{}, noData("no figures", groups)
 	}
 	if len(bs) > 1 && allEqual(bs) {
-		return fmt.Errorf("plot %s: every configuration has %s, nothing to compare", filepath.Base(path), bs[0].label)
+		return chart{}, fmt.Errorf("every configuration has %s, nothing to compare", bs[0].label)
 	}
 	vals := make(plotter.Values, len(bs))
 	errs := make(plotter.YErrors, len(bs))
@@ -280,7 +308,7 @@ func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, p
 	p.Add(plotter.NewGrid())
 	bc, err := plotter.NewBarChart(vals, vg.Points(28))
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+		return chart{}, err
 	}
 	bc.Color = palette[0]
 	bc.LineStyle.Width = 0
@@ -294,13 +322,13 @@ func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, p
 		plotter.YErrors
 	}{xys, errs})
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+		return chart{}, err
 	}
 	eb.LineStyle.Width = vg.Points(1.5)
 	p.Add(eb)
 	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: tops, Labels: labels})
 	if err != nil {
-		return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+		return chart{}, err
 	}
 	for i := range lb.TextStyle {
 		lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
@@ -313,7 +341,7 @@ func barPlot(groups []*Group, stat func(*Group) Stat, prec int, title, ylabel, p
 		p.X.Tick.Label.Rotation = math.Pi / 8
 		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	}
-	return p.Save(plotWidth, plotHeight, path)
+	return chart{p, append([]string{drawnNote(groups)}, missing...)}, nil
 }
 
 // curveLines are the lines of the latency–load plot: per configuration,
@@ -334,18 +362,29 @@ func curveLines(c Curve) (p50, p99 plotter.XYs) {
 // dashed, in each configuration's colour, against achieved throughput,
 // with the objective as a horizontal line.
 func curvePlot(cs []Curve, slo time.Duration, path string) error {
+	return saveTo(path)(curveChart(cs, slo))
+}
+
+// curveChart is curvePlot's chart. Its caption counts the runs left out
+// at every rate of the curves.
+func curveChart(cs []Curve, slo time.Duration) (chart, error) {
 	p := linePlot("Latency against achieved throughput (p99 solid, p50 dashed)", "achieved throughput (requests/s)", "latency (ms)")
 	limit := float64(slo.Microseconds()) / 1000
 	ys := []float64{limit}
 	maxX := 0.0
+	var groups []*Group
+	drawn := map[string]bool{}
 	for i, c := range cs {
+		for _, pt := range c.Points {
+			groups = append(groups, pt.group)
+		}
 		p50, p99 := curveLines(c)
 		if len(p99) == 0 {
 			continue
 		}
 		l99, pts, err := plotter.NewLinePoints(p99)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", c.Name, err)
+			return chart{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		l99.LineStyle = style(i, vg.Points(2))
 		l99.Dashes = nil
@@ -353,30 +392,32 @@ func curvePlot(cs []Curve, slo time.Duration, path string) error {
 		pts.Shape = draw.CircleGlyph{}
 		l50, err := plotter.NewLine(p50)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", c.Name, err)
+			return chart{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		l50.LineStyle = style(i, vg.Points(1))
 		l50.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(l99, pts, l50)
 		p.Legend.Add(c.Name, l99, pts)
+		drawn[c.Name] = true
 		for _, xy := range append(p50, p99...) {
 			ys = append(ys, xy.Y)
 			maxX = max(maxX, xy.X)
 		}
 	}
+	missing := missingNotes(groups, func(g *Group) bool { return drawn[g.Name] }, "no latency recorded")
 	if maxX == 0 {
-		return fmt.Errorf("plot %s: no latency recorded", filepath.Base(path))
+		return chart{}, noData("no latency recorded", groups)
 	}
 	obj, err := plotter.NewLine(plotter.XYs{{X: 0, Y: limit}, {X: maxX * 1.05, Y: limit}})
 	if err != nil {
-		return err
+		return chart{}, err
 	}
 	obj.Color = color.Gray{Y: 120}
 	obj.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 	p.Add(obj)
 	p.Legend.Add("objective: "+sloLabel(slo), obj)
 	setValueAxis(&p.Y, ys)
-	return p.Save(plotWidth, plotHeight, path)
+	return chart{p, append([]string{drawnNote(groups)}, missing...)}, nil
 }
 
 // linePlot returns a plot with a grid, an x axis from 0 and the legend at

@@ -61,6 +61,9 @@ func TestPaletteContrast(t *testing.T) {
 			}
 		})
 	}
+	if got := contrast(luminance(linearRGB(captionColor)), 1); got < 4.5 { // text: WCAG's 4.5:1
+		t.Errorf("caption colour: contrast %.2f:1 on white, under 4.5:1", got)
+	}
 }
 
 // cvd are Machado, Oliveira and Fernandes' (2009) matrices simulating full

@@ -1,14 +1,20 @@
 package report
 
 import (
+	"errors"
 	"fmt"
+	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/spindle-lab/spindle/latency"
 )
@@ -19,8 +25,8 @@ const HlogFile = "load.hlog"
 
 // TimePoint is the latency of one interval of a run.
 type TimePoint struct {
-	// End is the interval's end, from the start of the first interval.
-	End time.Duration
+	// Start and End bound the interval, from the start of the first.
+	Start, End time.Duration
 	// Count is the number of latencies recorded in the interval.
 	Count int64
 	// P50, P99 and Max are the interval's corrected latencies, ms.
@@ -43,17 +49,85 @@ func ReadTimeline(path string) ([]TimePoint, error) {
 	out := make([]TimePoint, 0, len(ivs))
 	for _, iv := range ivs {
 		h := iv.Histogram
-		out = append(out, TimePoint{End: iv.End.Sub(ivs[0].Start), Count: h.TotalCount(),
+		out = append(out, TimePoint{Start: iv.Start.Sub(ivs[0].Start), End: iv.End.Sub(ivs[0].Start), Count: h.TotalCount(),
 			P50: float64(h.ValueAtPercentile(50)) / nsPerMs, P99: float64(h.ValueAtPercentile(99)) / nsPerMs,
 			Max: float64(h.Max()) / nsPerMs})
 	}
 	return out, nil
 }
 
-// timelinePlot draws p50, p99 and max per interval against time; an
-// interval without a latency (a stall) breaks the lines.
-func timelinePlot(points []TimePoint, title, path string) error {
-	p := linePlot(title, "time (s), at each interval's end", "latency (ms), corrected")
+// intervalOf is the interval length of a timeline: the longest of its
+// intervals (the last one may be shorter, cut by the window's end).
+func intervalOf(points []TimePoint) time.Duration {
+	var d time.Duration
+	for _, t := range points {
+		d = max(d, t.End-t.Start)
+	}
+	return d
+}
+
+// stalls are the spans, in seconds, of the runs of intervals of points in
+// which no request completed.
+func stalls(points []TimePoint) [][2]float64 {
+	var out [][2]float64
+	for i := 0; i < len(points); i++ {
+		if points[i].Count != 0 {
+			continue
+		}
+		j := i
+		for j+1 < len(points) && points[j+1].Count == 0 {
+			j++
+		}
+		out = append(out, [2]float64{points[i].Start.Seconds(), points[j].End.Seconds()})
+		i = j
+	}
+	return out
+}
+
+// bands shades spans of the x axis over the plot's full height.
+type bands struct {
+	spans [][2]float64
+	color color.Color
+}
+
+// Plot implements plot.Plotter.
+func (b bands) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, s := range b.spans {
+		x0, x1 := trX(s[0]), trX(s[1])
+		c.FillPolygon(b.color, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer: the legend's swatch.
+func (b bands) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(b.color, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// stallColor shades the intervals without a completed request: a light
+// grey the lines stay readable on.
+var stallColor = color.Gray{Y: 215}
+
+// maxGlyphs is the most intervals a timeline marks each point of: beyond,
+// the glyphs merge into a thick line, and only a lone point between two
+// gaps gets one (it has no line to show it).
+const maxGlyphs = 100
+
+// timelinePlot draws p50, p99 and max per interval against time, with
+// notes under it; an interval without a latency (a stall) breaks the lines
+// and is shaded.
+func timelinePlot(points []TimePoint, title string, notes []string, path string) error {
+	return saveTo(path)(timelineChart(points, title, notes))
+}
+
+// timelineChart is timelinePlot's chart.
+func timelineChart(points []TimePoint, title string, notes []string) (chart, error) {
+	p := linePlot(title, fmt.Sprintf("time (s), at the end of each %v interval", intervalOf(points)), "latency (ms), corrected")
+	if st := stalls(points); len(st) > 0 {
+		b := bands{st, stallColor}
+		p.Add(b)
+		p.Legend.Add("no request completed", b)
+	}
 	var ys []float64
 	series := []struct {
 		name string
@@ -76,7 +150,10 @@ func timelinePlot(points []TimePoint, title, path string) error {
 			line.LineStyle = style(i, vg.Points(1.5))
 			pts.Color = palette[i%len(palette)]
 			pts.Radius = vg.Points(1.5)
-			p.Add(line, pts)
+			p.Add(line)
+			if len(points) <= maxGlyphs || len(seg) == 1 {
+				p.Add(pts)
+			}
 			if first {
 				p.Legend.Add(s.name, line)
 				first = false
@@ -88,7 +165,7 @@ func timelinePlot(points []TimePoint, title, path string) error {
 		for _, t := range points {
 			if t.Count == 0 {
 				if err := flush(); err != nil {
-					return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+					return chart{}, err
 				}
 				continue
 			}
@@ -97,42 +174,102 @@ func timelinePlot(points []TimePoint, title, path string) error {
 			ys = append(ys, v)
 		}
 		if err := flush(); err != nil {
-			return fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+			return chart{}, err
 		}
 	}
 	if !drawn {
-		return fmt.Errorf("plot %s: no interval has a latency", filepath.Base(path))
+		return chart{}, errors.New("no interval has a latency")
 	}
+	p.X.Max = points[len(points)-1].End.Seconds() // a stall at the end is shaded to the window's end
 	setValueAxis(&p.Y, ys)
-	return p.Save(plotWidth, plotHeight, path)
+	legendRoom(&p.Y, ys)
+	return chart{p, notes}, nil
+}
+
+// legendRoom raises the top of a value axis (setValueAxis) over ys so that
+// the data stay in the lower three quarters of the plot, clear of the
+// legend at the top left: a timeline's lines run across the whole width,
+// under it.
+func legendRoom(a *plot.Axis, ys []float64) {
+	if _, ok := a.Scale.(plot.LogScale); ok {
+		a.Max *= math.Pow(a.Max/a.Min, 1.0/3) // the log range times 4/3
+		return
+	}
+	a.Max = slices.Max(ys) * 4 / 3
+}
+
+// timelineOf is what g's timeline draws: the first of its complete runs
+// that passed the checks and has an interval log, and the caption saying
+// so; without one, dir is "" and note says why.
+func (r *Report) timelineOf(g *Group) (dir, note string) {
+	for _, run := range g.all {
+		if r.isLeftOut(run.Dir) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err == nil {
+			note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks.", filepath.Base(run.Dir), g.Name)
+			if g.LeftOut > 0 {
+				note += fmt.Sprintf(" Of its runs, %s: not drawn (see \"Runs left out\").", failed(g.LeftOut))
+			}
+			return run.Dir, note
+		}
+	}
+	switch {
+	case g.Runs == 0:
+		note = "no run passed the checks"
+	case hasHlog(g):
+		note = "no run that passed the checks has an interval log"
+	default:
+		note = "no run has an interval log"
+	}
+	if n := unusedRuns(g); n != "" {
+		note += " (" + n + ")"
+	}
+	return "", note
+}
+
+// isLeftOut reports whether the run in dir failed a check.
+func (r *Report) isLeftOut(dir string) bool {
+	return slices.ContainsFunc(r.LeftOut, func(l LeftOut) bool { return l.Dir == dir })
+}
+
+// hasHlog reports whether any complete run of g has an interval log.
+func hasHlog(g *Group) bool {
+	return slices.ContainsFunc(g.all, func(run Result) bool {
+		_, err := os.Stat(filepath.Join(run.Dir, HlogFile))
+		return err == nil
+	})
 }
 
 // writeTimelines writes the "Latency over time" section: for every
 // configuration of every phase, the interval log of its first complete run
-// drawn (p50, p99 and max per interval), so that a stall or a GC pause
-// shows where it happened. Runs without a log (older result directories)
-// are skipped; without any, the section is left out.
+// that passed the checks drawn (p50, p99 and max per interval), so that a
+// stall or a GC pause shows where it happened. As in every plot, runs that
+// failed a check are not drawn; a configuration without a run to draw is
+// named, with why. Without any interval log (older result directories),
+// the section is left out.
 func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw func(path string) error) string) {
 	type entry struct {
-		g   *Group
-		dir string
+		g         *Group
+		dir, note string
 	}
-	var es []entry
+	var drawn, none []entry
 	for _, g := range r.Groups {
-		for _, run := range g.all {
-			if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err == nil {
-				es = append(es, entry{g, run.Dir})
-				break
-			}
+		dir, note := r.timelineOf(g)
+		if dir != "" {
+			drawn = append(drawn, entry{g, dir, note})
+		} else {
+			none = append(none, entry{g, dir, note})
 		}
 	}
-	if len(es) == 0 {
+	if len(drawn) == 0 && !slices.ContainsFunc(r.Groups, hasHlog) {
 		return
 	}
 	b.WriteString("## Latency over time\n\nThe corrected latency of each interval (p50, p99, max) of one run per " +
-		"configuration, from its " + HlogFile + " (an HdrHistogram interval log the HdrHistogram tools read too); " +
-		"a gap is an interval in which no request completed.\n\n")
-	for _, e := range es {
+		"configuration, the first that passed the checks (runs left out are not drawn), from its " + HlogFile +
+		" (an HdrHistogram interval log the HdrHistogram tools read too); a shaded gap is an interval in which no " +
+		"request completed.\n\n")
+	for _, e := range drawn {
 		name := "timeline-" + fileTag(e.g.Phase) + "-" + SafeName(e.g.Name) + ".png"
 		title := fmt.Sprintf("Latency over time: %s, %s (%s)", e.g.Name, r.phaseTitle(e.g.Phase), filepath.Base(e.dir))
 		b.WriteString(plot(name, func(path string) error {
@@ -140,8 +277,14 @@ func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw 
 			if err != nil {
 				return err
 			}
-			return timelinePlot(pts, title, path)
+			return timelinePlot(pts, title, []string{e.note}, path)
 		}))
+	}
+	if len(none) > 0 {
+		b.WriteString("\nNo timeline for:\n\n")
+	}
+	for _, e := range none {
+		fmt.Fprintf(b, "- %s, %s: %s\n", e.g.Name, r.phaseTitle(e.g.Phase), e.note)
 	}
 	b.WriteString("\n")
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/spindle-lab/spindle/latency"
 )
 
-// writeHlog writes an interval log of 1 s intervals with the given
-// latencies (ms) into dir/load.hlog.
-func writeHlog(t *testing.T, dir string, intervals [][]float64) {
+// writeHlog writes an interval log of intervals of length step with the
+// given latencies (ms) into dir/load.hlog.
+func writeHlog(t *testing.T, dir string, intervals [][]float64, step time.Duration) {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, HlogFile))
 	if err != nil {
@@ -27,25 +27,33 @@ func writeHlog(t *testing.T, dir string, intervals [][]float64) {
 		for _, v := range ms {
 			latency.RecordNs(h, int64(v*1e6))
 		}
-		from := start.Add(time.Duration(i) * time.Second)
-		if err := l.Write(from, from.Add(time.Second), h); err != nil {
+		from := start.Add(time.Duration(i) * step)
+		if err := l.Write(from, from.Add(step), h); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func TestReadTimeline(t *testing.T) {
-	dir := t.TempDir()
-	// A steady second, a stall (nothing completed), then the backlog.
-	writeHlog(t, dir, [][]float64{{1, 1, 1, 2}, nil, {300, 900}})
-	pts, err := ReadTimeline(filepath.Join(dir, HlogFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	near := func(got, want float64) bool { return math.Abs(got-want) <= want*0.01 } // HDR keeps 3 digits
-	if len(pts) != 3 || pts[0].End != time.Second || pts[2].End != 3*time.Second || pts[1].Count != 0 ||
-		!near(pts[0].P50, 1) || !near(pts[0].Max, 2) || !near(pts[2].P99, 900) || !near(pts[2].P50, 300) {
-		t.Errorf("timeline %+v", pts)
+	dir := t.TempDir()
+	// A steady interval, a stall (nothing completed), then the backlog, at
+	// 1 s (HdrHistogram's convention) and at the 100 ms of bench's logs.
+	for _, step := range []time.Duration{time.Second, 100 * time.Millisecond} {
+		t.Run(step.String(), func(t *testing.T) {
+			writeHlog(t, dir, [][]float64{{1, 1, 1, 2}, nil, {300, 900}}, step)
+			pts, err := ReadTimeline(filepath.Join(dir, HlogFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pts) != 3 || pts[0].Start != 0 || pts[0].End != step || pts[2].Start != 2*step || pts[2].End != 3*step ||
+				pts[1].Count != 0 || !near(pts[0].P50, 1) || !near(pts[0].Max, 2) || !near(pts[2].P99, 900) || !near(pts[2].P50, 300) {
+				t.Errorf("timeline %+v", pts)
+			}
+			if got := intervalOf(pts); got != step {
+				t.Errorf("intervalOf = %v, want %v", got, step)
+			}
+		})
 	}
 	if _, err := ReadTimeline(filepath.Join(dir, "missing.hlog")); err == nil {
 		t.Error("missing log: no error")
@@ -58,14 +66,17 @@ func TestReadTimeline(t *testing.T) {
 }
 
 // The report draws one timeline per configuration that has a log, from its
-// first complete run, and leaves the section out without any.
+// first complete run, names those it has none of with why, and leaves the
+// section out without any log.
 func TestWriteTimelines(t *testing.T) {
-	withLog, without, out := t.TempDir(), t.TempDir(), t.TempDir()
-	writeHlog(t, withLog, [][]float64{{1, 2}, {1, 3}, nil, {40, 80}, {2, 2}})
+	withLog, leftOut, without, out := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	writeHlog(t, withLog, [][]float64{{1, 2}, {1, 3}, nil, {40, 80}, {2, 2}}, 100*time.Millisecond)
+	writeHlog(t, leftOut, [][]float64{{1, 2}}, 100*time.Millisecond)
 	rep := &Report{Groups: []*Group{
-		{Phase: "fixed", Name: "carrier+ws", all: []Result{{Dir: without}, {Dir: withLog}}},
-		{Phase: "fixed", Name: "nethttp", all: []Result{{Dir: without}}},
-	}}
+		{Phase: "fixed", Name: "carrier+ws", Runs: 2, all: []Result{{Dir: without}, {Dir: withLog}}},
+		{Phase: "fixed", Name: "nethttp", Runs: 1, all: []Result{{Dir: without}}},
+		{Phase: "fixed", Name: "carrier", LeftOut: 1, all: []Result{{Dir: leftOut}}},
+	}, LeftOut: []LeftOut{{Result: Result{Dir: leftOut}, Why: "errors"}}}
 	drawn := map[string]error{}
 	plot := func(name string, draw func(path string) error) string {
 		drawn[name] = draw(filepath.Join(out, name))
@@ -74,8 +85,14 @@ func TestWriteTimelines(t *testing.T) {
 	var b strings.Builder
 	rep.writeTimelines(&b, plot)
 	md := b.String()
-	if !strings.Contains(md, "## Latency over time") || !strings.Contains(md, "timeline-fixed-carrier-ws.png") || strings.Contains(md, "nethttp") {
-		t.Errorf("section:\n%s", md)
+	for _, want := range []string{"## Latency over time", "![timeline-fixed-carrier-ws.png]", "No timeline for:",
+		"- nethttp, Fixed rate: no run has an interval log\n", "- carrier, Fixed rate: no run passed the checks (1 left out)\n"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if len(drawn) != 1 {
+		t.Errorf("drew %v, want carrier+ws's timeline alone", drawn)
 	}
 	if err, ok := drawn["timeline-fixed-carrier-ws.png"]; !ok || err != nil {
 		t.Fatalf("plot: %v (drawn %v)", err, drawn)
@@ -89,12 +106,41 @@ func TestWriteTimelines(t *testing.T) {
 	}
 	// A log without any latency is not drawn, with the reason.
 	empty := t.TempDir()
-	writeHlog(t, empty, [][]float64{nil, nil})
+	writeHlog(t, empty, [][]float64{nil, nil}, time.Second)
 	pts, err := ReadTimeline(filepath.Join(empty, HlogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := timelinePlot(pts, "x", filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
+	if err := timelinePlot(pts, "x", nil, filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
 		t.Errorf("empty timeline: %v", err)
+	}
+}
+
+func TestStalls(t *testing.T) {
+	const ms = time.Millisecond
+	pt := func(i int, count int64) TimePoint {
+		return TimePoint{Start: time.Duration(i) * 100 * ms, End: time.Duration(i+1) * 100 * ms, Count: count}
+	}
+	for _, tc := range []struct {
+		name   string
+		points []TimePoint
+		want   [][2]float64
+	}{
+		{"none", []TimePoint{pt(0, 5), pt(1, 3)}, nil},
+		{"one interval", []TimePoint{pt(0, 5), pt(1, 0), pt(2, 4)}, [][2]float64{{0.1, 0.2}}},
+		{"a run of three, merged", []TimePoint{pt(0, 5), pt(1, 0), pt(2, 0), pt(3, 0), pt(4, 9)}, [][2]float64{{0.1, 0.4}}},
+		{"at both ends", []TimePoint{pt(0, 0), pt(1, 2), pt(2, 0)}, [][2]float64{{0, 0.1}, {0.2, 0.3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := stalls(tc.points)
+			if len(got) != len(tc.want) {
+				t.Fatalf("stalls = %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if math.Abs(got[i][0]-tc.want[i][0]) > 1e-9 || math.Abs(got[i][1]-tc.want[i][1]) > 1e-9 {
+					t.Errorf("stalls = %v, want %v", got, tc.want)
+				}
+			}
+		})
 	}
 }
