@@ -27,11 +27,35 @@ func TestLoadArgs(t *testing.T) {
 		want := load.DefaultFlags()
 		want.Threads, want.Connections, want.Duration, want.Warmup, want.CPUs = 3, 120, 7*time.Second, 2*time.Second, cpu.Set{0, 1}
 		want.Latency, want.JSON, want.Hgrm, want.Hlog = true, "r/load.json", "r/load", "r/load.hlog"
+		want.HlogInterval = TimelineInterval
 		if tc.rate > 0 {
 			want.Rate, want.RateGiven = float64(tc.rate), true
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %q parse to %+v, want %+v", tc.name, a, got, want)
+		}
+	}
+}
+
+// HlogInterval is TimelineInterval up to MaxTimelineIntervals of it, then
+// the multiple of it that keeps the log within that many intervals.
+func TestHlogInterval(t *testing.T) {
+	for _, tc := range []struct {
+		window, want time.Duration
+	}{
+		{0, 100 * time.Millisecond},
+		{3 * time.Second, 100 * time.Millisecond},
+		{time.Minute, 100 * time.Millisecond},
+		{time.Minute + time.Millisecond, 200 * time.Millisecond},
+		{10 * time.Minute, time.Second},
+		{time.Hour, 6 * time.Second},
+	} {
+		got := HlogInterval(tc.window)
+		if got != tc.want {
+			t.Errorf("HlogInterval(%v) = %v, want %v", tc.window, got, tc.want)
+		}
+		if n := tc.window / got; n > MaxTimelineIntervals {
+			t.Errorf("HlogInterval(%v) = %v: %d intervals, over %d", tc.window, got, n, MaxTimelineIntervals)
 		}
 	}
 }
