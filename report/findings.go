@@ -37,20 +37,26 @@ type Finding struct {
 	DecidedBy string `json:"decided_by,omitempty"`
 	// Parts are the claim's parts, each with its own verdict.
 	Parts []Part `json:"parts,omitempty"`
+	// Partial marks a claim judged in part: some part's configuration had
+	// no run that passed the checks, and the verdict is the other parts'.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // finding is the finding of claim from a judgement, figs first in its
 // figures.
 func finding(claim, figs string, j judgement) Finding {
-	return Finding{Claim: claim, Verdict: j.verdict, Figures: figs + j.notes, Weak: j.weak, DecidedBy: j.decided, Parts: j.parts}
+	return Finding{Claim: claim, Verdict: j.verdict, Figures: figs + j.notes, Weak: j.weak, DecidedBy: j.decided, Parts: j.parts, Partial: j.partial}
 }
 
-// Grade renders the verdict with its strength and deciding part:
-// "refuted (weak; decided by %wait)".
+// Grade renders the verdict with its strength, whether it was judged in
+// part, and its deciding part: "refuted (weak; decided by %wait)".
 func (f Finding) Grade() string {
 	var q []string
 	if f.Weak {
 		q = append(q, "weak")
+	}
+	if f.Partial {
+		q = append(q, "judged in part")
 	}
 	if f.DecidedBy != "" {
 		q = append(q, "decided by "+f.DecidedBy)
@@ -110,21 +116,70 @@ func (r *Report) SLO() time.Duration {
 	return DefaultSLOP99
 }
 
-// need returns the groups of names in phase, or a finding saying which is
-// missing.
-func (r *Report) need(claim, phase string, names ...string) ([]*Group, *Finding) {
-	gs := make([]*Group, len(names))
+// substitutes are, for a configuration a claim names, the configurations
+// it may be judged on when that one has no run that passed the checks, in
+// order of preference, each with what it changes: the same unpinned
+// carriers with one option more, which the claims' mechanisms do not
+// depend on.
+var substitutes = map[string][]struct{ name, what string }{
+	unpinned: {
+		{"carrier+adaptive", "the same unpinned carriers with the adaptive idle wait"},
+		{"carrier+ws", "the same unpinned carriers with work stealing"},
+		{"carrier+uring", "the same unpinned carriers on io_uring"},
+	},
+}
+
+// need returns the groups of names in phase, each with runs that passed
+// the checks, a configuration without one replaced by its first
+// substitute that has one (substitutes) and the replacement said in note
+// ("; ..."); or a finding saying which configuration has none.
+func (r *Report) need(claim, phase string, names ...string) (gs []*Group, note string, missing *Finding) {
+	gs = make([]*Group, len(names))
 	for i, n := range names {
-		gs[i] = r.Find(phase, n)
-		if gs[i] == nil || gs[i].Runs == 0 {
-			why := fmt.Sprintf("no complete %s run at %s", n, phaseLabel(phase))
-			if gs[i] != nil && gs[i].LeftOut > 0 {
-				why = fmt.Sprintf("no %s run at %s passed the run checks (%d left out: see Runs left out)", n, phaseLabel(phase), gs[i].LeftOut)
+		g, why := r.judgeable(phase, n)
+		if why == "" {
+			gs[i] = g
+			continue
+		}
+		var tried []string
+		for _, sub := range substitutes[n] {
+			if sg, swhy := r.judgeable(phase, sub.name); swhy == "" {
+				gs[i] = sg
+				note += fmt.Sprintf("; %s; judged on %s instead (%s)", why, sub.name, sub.what)
+				break
+			} else if r.Find(phase, sub.name) != nil {
+				tried = append(tried, sub.name)
 			}
-			return nil, &Finding{Claim: claim, Verdict: NotMeasurable, Figures: why}
+		}
+		if gs[i] == nil {
+			if len(tried) > 0 {
+				why += "; nor did " + orList(tried)
+			}
+			return nil, "", &Finding{Claim: claim, Verdict: NotMeasurable, Figures: why}
 		}
 	}
-	return gs, nil
+	return gs, note, nil
+}
+
+// judgeable returns the group of name in phase when it has runs that
+// passed the checks, else why not, naming the configuration.
+func (r *Report) judgeable(phase, name string) (*Group, string) {
+	g := r.Find(phase, name)
+	switch {
+	case g != nil && g.Runs > 0:
+		return g, ""
+	case g != nil && g.LeftOut > 0:
+		return nil, fmt.Sprintf("no run of the configuration %s at %s passed the run checks (%d left out: see Runs left out)", name, phaseLabel(phase), g.LeftOut)
+	}
+	return nil, fmt.Sprintf("no complete run of the configuration %s at %s", name, phaseLabel(phase))
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func phaseLabel(p string) string {
@@ -142,12 +197,12 @@ func ms(s Stat) string { return s.Format(2, "no latency") + " ms" }
 
 func (r *Report) claimUnpinnedWorse() Finding {
 	claim := "At 70% load the unpinned carrier's p50 is worse than the work-stealing baseline's (study: 3.80 ms vs 1.20 ms)"
-	gs, f := r.need(claim, PhaseFixed, unpinned, baseline)
+	gs, sub, f := r.need(claim, PhaseFixed, unpinned, baseline)
 	if f != nil {
 		return *f
 	}
 	c, b := gs[0], gs[1]
-	figs := fmt.Sprintf("p50 carrier %s, nethttp %s at %d req/s", ms(c.P50), ms(b.P50), c.Rate)
+	figs := fmt.Sprintf("p50 %s %s, nethttp %s at %d req/s%s", c.Name, ms(c.P50), ms(b.P50), c.Rate, sub)
 	// The claim's mechanism is migration: unpinned carriers moving
 	// between CPUs and losing cache affinity. On one server CPU it cannot
 	// act, as for claims 2 and 4.
@@ -180,16 +235,23 @@ func onePerCarrier(g *Group) string {
 
 func (r *Report) claimPinningFixes() Finding {
 	claim := "Pinning each carrier to its own CPU fixes it: p50 drops below the baseline's (study: 3.80 -> 1.16 ms, nethttp 1.20 ms)"
-	gs, f := r.need(claim, PhaseFixed, pinned, unpinned, baseline)
+	gs, sub, f := r.need(claim, PhaseFixed, pinned, unpinned)
 	if f != nil {
 		return *f
 	}
-	p, c, b := gs[0], gs[1], gs[2]
-	figs := fmt.Sprintf("p50 carrier+pinning %s, carrier %s, nethttp %s", ms(p.P50), ms(c.P50), ms(b.P50))
+	p, c := gs[0], gs[1]
+	// The part against the baseline is judged where it can be: without a
+	// nethttp run the claim is judged in part, on pinning's effect.
+	b, bwhy := r.judgeable(PhaseFixed, baseline)
+	bp50 := "no run"
+	if b != nil {
+		bp50 = ms(b.P50)
+	}
+	figs := fmt.Sprintf("p50 carrier+pinning %s, %s %s, nethttp %s%s", ms(p.P50), c.Name, ms(c.P50), bp50, sub)
 	if why := onePerCarrier(c); why != "" {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
 	}
-	if p.P50.N == 0 || c.P50.N == 0 || b.P50.N == 0 {
+	if p.P50.N == 0 || c.P50.N == 0 || (b != nil && b.P50.N == 0) {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no latency recorded"}
 	}
 	// "Below the baseline's": the study's own figures differ by 3%, less
@@ -197,13 +259,16 @@ func (r *Report) claimPinningFixes() Finding {
 	// only a p50 shown higher than the baseline's refutes that part.
 	vsBase := figP50
 	vsBase.name = "p50 against nethttp"
-	return finding(claim, figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower},
-		expect{c: compare(vsBase, p, b, latencyMs("50")), want: lower, orEqual: true}))
+	base := expect{missing: bwhy, name: vsBase.name}
+	if b != nil {
+		base = expect{c: compare(vsBase, p, b, latencyMs("50")), want: lower, orEqual: true}
+	}
+	return finding(claim, figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower}, base))
 }
 
 func (r *Report) claimFewerSwitches() Finding {
 	claim := "Carriers use fewer context switches and less CPU than the baseline (study: 9,207/s vs 28,169/s; 1.51 vs 1.80 CPUs)"
-	gs, f := r.need(claim, PhaseFixed, unpinned, baseline)
+	gs, sub, f := r.need(claim, PhaseFixed, unpinned, baseline)
 	if f != nil {
 		return *f
 	}
@@ -221,14 +286,14 @@ func (r *Report) claimFewerSwitches() Finding {
 	src := commonSource(c, b)
 	sw := compare(figSwitches, c, b, func(s Summary) float64 { return switchesOf(s, src) })
 	cpus := compare(figCPUs, c, b, func(s Summary) float64 { return cpusOf(s, src) })
-	figs := fmt.Sprintf("context switches/s carrier %s, nethttp %s; CPUs carrier %s, nethttp %s (%s)",
-		sw.a.Format(0, ""), sw.b.Format(0, ""), cpus.a.Format(2, ""), cpus.b.Format(2, ""), src)
+	figs := fmt.Sprintf("context switches/s %s %s, nethttp %s; CPUs %s %s, nethttp %s (%s)%s",
+		c.Name, sw.a.Format(0, ""), sw.b.Format(0, ""), c.Name, cpus.a.Format(2, ""), cpus.b.Format(2, ""), src, sub)
 	return finding(claim, figs, judge(expect{c: sw, want: lower}, expect{c: cpus, want: lower}))
 }
 
 func (r *Report) claimPinningCycles() Finding {
 	claim := "Pinning raises I/O cycles and lowers I/O events per cycle and queue depth (study: 247K -> 632K cycles/10s, 4.0 -> 1.6 events, depth 8 -> 1)"
-	gs, f := r.need(claim, PhaseFixed, unpinned, pinned)
+	gs, sub, f := r.need(claim, PhaseFixed, unpinned, pinned)
 	if f != nil {
 		return *f
 	}
@@ -236,9 +301,9 @@ func (r *Report) claimPinningCycles() Finding {
 	if c.IOCycles.N == 0 || p.IOCycles.N == 0 {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no carrier telemetry (" + c.NA["carrier"] + ")"}
 	}
-	figs := fmt.Sprintf("I/O cycles/10s %s -> %s; events/cycle %s -> %s; queue depth avg %s -> %s",
+	figs := fmt.Sprintf("I/O cycles/10s %s -> %s; events/cycle %s -> %s; queue depth avg %s -> %s%s",
 		c.IOCycles.Format(0, ""), p.IOCycles.Format(0, ""), c.EventsPerCycle.Format(2, ""), p.EventsPerCycle.Format(2, ""),
-		c.QueueDepthAvg.Format(2, ""), p.QueueDepthAvg.Format(2, ""))
+		c.QueueDepthAvg.Format(2, ""), p.QueueDepthAvg.Format(2, ""), sub)
 	if why := onePerCarrier(c); why != "" {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
 	}
@@ -250,7 +315,7 @@ func (r *Report) claimPinningCycles() Finding {
 
 func (r *Report) claimBaselineThreads() Finding {
 	claim := "The baseline runs more threads, which wait longer for a CPU (study: 5 vs 3 threads; %wait 31% vs 11%)"
-	gs, f := r.need(claim, PhaseFixed, baseline, unpinned)
+	gs, sub, f := r.need(claim, PhaseFixed, baseline, unpinned)
 	if f != nil {
 		return *f
 	}
@@ -258,8 +323,8 @@ func (r *Report) claimBaselineThreads() Finding {
 	if b.ActiveThreads.N == 0 || c.ActiveThreads.N == 0 {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "per-thread sampling off (" + b.NA["threads"] + ")"}
 	}
-	figs := fmt.Sprintf("active threads nethttp %s, carrier %s; mean %%wait nethttp %s%%, carrier %s%%",
-		b.ActiveThreads.Format(0, ""), c.ActiveThreads.Format(0, ""), b.WaitPct.Format(1, ""), c.WaitPct.Format(1, ""))
+	figs := fmt.Sprintf("active threads nethttp %s, %s %s; mean %%wait nethttp %s%%, %s %s%%%s",
+		b.ActiveThreads.Format(0, ""), c.Name, c.ActiveThreads.Format(0, ""), b.WaitPct.Format(1, ""), c.Name, c.WaitPct.Format(1, ""), sub)
 	return finding(claim, figs, judge(
 		expect{c: compare(figThreads, b, c, func(s Summary) float64 {
 			return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) })
@@ -271,7 +336,7 @@ func (r *Report) claimBaselineThreads() Finding {
 
 func (r *Report) claimMaxThroughput() Finding {
 	claim := "Every carrier variant reaches a higher max throughput than the baseline (study: ~72K vs ~61K req/s, +15%)"
-	gs, f := r.need(claim, PhaseMax, baseline)
+	gs, _, f := r.need(claim, PhaseMax, baseline)
 	if f != nil {
 		return *f
 	}
@@ -282,7 +347,12 @@ func (r *Report) claimMaxThroughput() Finding {
 	var parts []string
 	var want []expect
 	for _, g := range r.Groups {
-		if g.Phase != PhaseMax || g.Mode != unpinned || g.Throughput.N == 0 {
+		if g.Phase != PhaseMax || g.Mode != unpinned {
+			continue
+		}
+		if g.Throughput.N == 0 { // judged in part: the variants with runs
+			_, why := r.judgeable(PhaseMax, g.Name)
+			want = append(want, expect{missing: why, name: "req/s of " + g.Name})
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%+.0f%%)", g.Name, g.Throughput.Format(0, ""),
@@ -291,8 +361,8 @@ func (r *Report) claimMaxThroughput() Finding {
 		fig.name = "req/s of " + g.Name
 		want = append(want, expect{c: compare(fig, g, b, throughput), want: higher})
 	}
-	if len(want) == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no complete carrier run at max throughput"}
+	if len(parts) == 0 {
+		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no run of any carrier configuration at max throughput passed the run checks"}
 	}
 	return finding(claim, fmt.Sprintf("req/s nethttp %s; %s", b.Throughput.Format(0, ""), strings.Join(parts, ", ")), judge(want...))
 }

@@ -227,16 +227,17 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 
 	if len(r.LeftOut) > 0 {
 		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +
-			"machine, a load generator with CPU to spare): left out of every figure and verdict above.\n\n")
+			"machine, a load generator that kept up: at a fixed rate one that sent on time, its p90 send lag at most half the p50; " +
+			"closed loop one that was not the bottleneck): left out of every figure and verdict above.\n\n")
 		for _, res := range r.LeftOut {
-			fmt.Fprintf(&b, "- `%s` (%s): %s\n", filepath.Base(res.Dir), res.Summary.Name, res.Why)
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", runLabel(res.Result), res.Summary.Name, res.Why)
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Incomplete) > 0 {
 		b.WriteString("## Incomplete runs\n\nLeft out of every figure above.\n\n")
 		for _, res := range r.Incomplete {
-			fmt.Fprintf(&b, "- `%s` (%s): %s\n", filepath.Base(res.Dir), res.Summary.Name, res.Summary.Reason)
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", runLabel(res), res.Summary.Name, res.Summary.Reason)
 		}
 		b.WriteString("\n")
 	}
@@ -402,4 +403,15 @@ func (r *Report) writeCurves(b *strings.Builder, plot func(name string, draw fun
 	b.WriteString("\n")
 	b.WriteString(plot("latency-load.png", func(path string) error { return curvePlot(cs, slo, path) }))
 	b.WriteString("\n")
+}
+
+// runLabel names a run's directory with its phase's, as a comparison lays
+// them out ("fixed/r1-03-carrier"), so that runs of two phases with one
+// name tell apart; a lone run by its directory alone.
+func runLabel(r Result) string {
+	base := filepath.Base(r.Dir)
+	if parent := filepath.Base(filepath.Dir(r.Dir)); parent == r.Summary.Phase {
+		return parent + "/" + base
+	}
+	return base
 }

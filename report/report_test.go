@@ -147,7 +147,7 @@ func TestFindingsPinningOneCPU(t *testing.T) {
 		!strings.Contains(fs[0].Figures, "p50 carrier 0.94") {
 		t.Errorf("claim 1 on one server CPU: %+v", fs[0])
 	}
-	if fs[1].Verdict != NotMeasurable || !strings.Contains(fs[1].Figures, "no complete carrier+pinning") {
+	if fs[1].Verdict != NotMeasurable || !strings.Contains(fs[1].Figures, "no complete run of the configuration carrier+pinning") {
 		t.Errorf("claim 2 without a pinning run: %+v", fs[1])
 	}
 	// Fewer switches (8200 vs 21525, firmly) and CPUs 0.97 vs 1.00: both
@@ -404,4 +404,55 @@ func markdown(t *testing.T, rs []Result) (*Report, string) {
 		t.Fatal(err)
 	}
 	return r, b.String()
+}
+
+// TestFindingsSubstituteAndPart: a claim whose configuration has no run
+// that passed the checks is judged on a substitute that did, naming both;
+// a claim judged in part says which part it could not judge.
+func TestFindingsSubstituteAndPart(t *testing.T) {
+	leaveOut := func(rs []Result, phase, name string) {
+		for i := range rs {
+			if s := &rs[i].Summary; s.Phase == phase && s.Name == name {
+				s.Errors = s.Requests // every request an error: left out
+			}
+		}
+	}
+	t.Run("carrier left out, carrier+ws judged", func(t *testing.T) {
+		rs := loadAll(t, filepath.Join("testdata", "compare"))
+		leaveOut(rs, PhaseFixed, unpinned)
+		rep, err := Build(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rep.Findings()[2] // fewer switches: carrier against nethttp
+		if f.Verdict == NotMeasurable || !strings.Contains(f.Figures, "context switches/s carrier+ws") ||
+			!strings.Contains(f.Figures, "no run of the configuration carrier at the fixed rate passed the run checks (2 left out: see Runs left out); judged on carrier+ws instead (the same unpinned carriers with work stealing)") {
+			t.Errorf("claim 3 with carrier left out: %s: %s", f.Grade(), f.Figures)
+		}
+	})
+	t.Run("no substitute either", func(t *testing.T) {
+		rs := loadAll(t, filepath.Join("testdata", "compare"))
+		leaveOut(rs, PhaseFixed, unpinned)
+		leaveOut(rs, PhaseFixed, "carrier+ws")
+		rep, err := Build(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := rep.Findings()[2]; f.Verdict != NotMeasurable || !strings.HasSuffix(f.Figures, "; nor did carrier+ws") {
+			t.Errorf("claim 3 with no carrier run: %s: %s", f.Grade(), f.Figures)
+		}
+	})
+	t.Run("claim 6 in part", func(t *testing.T) {
+		rs := loadAll(t, filepath.Join("testdata", "compare"))
+		leaveOut(rs, PhaseMax, "carrier+ws")
+		rep, err := Build(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := rep.Findings()[5]
+		if !f.Partial || f.Verdict != Confirmed || !strings.Contains(f.Grade(), "judged in part") || len(f.Parts) != 2 ||
+			f.Parts[1].Verdict != NotMeasurable || !strings.Contains(f.Figures, "req/s of carrier+ws not judged: no run of the configuration carrier+ws at max throughput passed") {
+			t.Errorf("claim 6 with carrier+ws left out: %s: %+v", f.Grade(), f)
+		}
+	})
 }

@@ -146,7 +146,9 @@ func (f metric) formatEffect(e float64) string {
 // agree on it: with two or more paired rounds, every per-round ratio lies
 // on the same side of 1 as the ratio of the medians; without, with two or
 // more runs of each, the [min, max] ranges do not overlap. A single run of
-// either has no spread to judge a difference against. An order shown is
+// either shows an order only as weak evidence, when the difference exceeds
+// the run-to-run spread (noise): with no rounds to agree, it is the size
+// alone that speaks. An order shown is
 // weak when the difference of the medians (the effect) is smaller than
 // the figure's run-to-run spread (see noise): two comparisons on an
 // unchanged machine may then show opposite orders, and one of them says
@@ -174,7 +176,18 @@ func decide(f metric, a, b, paired Stat) (o order, weak bool, why string) {
 			return unclear, false, "the ranges over rounds overlap"
 		}
 	default:
-		return unclear, false, "a single run has no spread to judge a difference against"
+		// A single run of either side cannot show that rounds agree; a
+		// difference beyond what two comparisons of one configuration
+		// differ by (and beyond the other side's own range) is still
+		// evidence: an order, graded weak.
+		e := f.effect(a.Median, b.Median)
+		n, src := f.noise(a, b, paired)
+		if e <= n {
+			return unclear, false, fmt.Sprintf("a single run, and the difference (%s) is within the %s run-to-run spread (%s %s)",
+				f.formatEffect(e), f.name, f.formatEffect(n), src)
+		}
+		return want, true, fmt.Sprintf("a single run cannot show the rounds agree, but the difference (%s) exceeds the %s run-to-run spread (%s %s)",
+			f.formatEffect(e), f.name, f.formatEffect(n), src)
 	}
 	e := f.effect(a.Median, b.Median)
 	if n, src := f.noise(a, b, paired); e < n {
@@ -247,6 +260,11 @@ type expect struct {
 	c       compared
 	want    order
 	orEqual bool
+	// missing, when set, is why the part cannot be judged (its
+	// configuration has no run that passed the checks): the claim is
+	// judged in part, on the others, and the part named name is listed
+	// "not measurable here".
+	missing, name string
 }
 
 // Part is one part of a claim ("context switches/s" of "fewer context
@@ -266,6 +284,9 @@ type Part struct {
 
 // verdict is the part's verdict.
 func (p expect) verdict() Part {
+	if p.missing != "" {
+		return Part{Name: p.name, Verdict: NotMeasurable, Why: p.missing}
+	}
 	pt := Part{Name: p.c.fig.name, Figures: p.c.figures(), Why: p.c.why}
 	switch p.c.order {
 	case p.want:
@@ -306,6 +327,9 @@ type judgement struct {
 	decided string // the part that decided the verdict, "" for one part or when all confirm firmly
 	parts   []Part
 	notes   string // the unclear or weak parts' notes, "; " first
+	// partial is set when a part could not be judged (expect.missing):
+	// the verdict is the judged parts'.
+	partial bool
 }
 
 // judge turns the parts of a claim into its verdict: the verdict of the
@@ -315,9 +339,15 @@ func judge(parts ...expect) judgement {
 	var j judgement
 	top := -1
 	var b strings.Builder
+	judged := 0
 	for _, p := range parts {
 		pt := p.verdict()
 		j.parts = append(j.parts, pt)
+		if p.missing != "" {
+			b.WriteString(fmt.Sprintf("; %s not judged: %s", p.name, p.missing))
+			continue
+		}
+		judged++
 		if n := p.c.note(); n != "" && !(p.orEqual && p.c.order == unclear) {
 			b.WriteString("; " + n)
 		}
@@ -328,6 +358,10 @@ func judge(parts ...expect) judgement {
 				j.decided = pt.Name
 			}
 		}
+	}
+	j.partial = judged < len(parts)
+	if judged == 0 {
+		j.verdict = NotMeasurable
 	}
 	if top == 0 {
 		j.decided = "" // every part confirms firmly: none decided alone

@@ -48,9 +48,17 @@ func TestDecide(t *testing.T) {
 			wantWhy: "(2.75x over rounds)"},
 		{name: "ranges overlap", fig: rel, a: st(10, 5, 19, 3), b: st(20, 18, 22, 3), want: unclear, wantWhy: "ranges over rounds overlap"},
 		{name: "ranges touch", fig: rel, a: st(10, 5, 18, 2), b: st(20, 18, 22, 2), want: unclear, wantWhy: "overlap"},
-		// A single run of either side: no spread.
-		{name: "one run each", fig: rel, a: one(1), b: one(2), pr: one(0.5), want: unclear, wantWhy: "single run"},
-		{name: "one run against three", fig: rel, a: one(1), b: st(2, 1.9, 2.1, 3), want: unclear, wantWhy: "single run"},
+		// A single run of either side: an order only beyond the spread,
+		// and weak.
+		{name: "one run each", fig: rel, a: one(1), b: one(2), pr: one(0.5), want: lower, weak: true,
+			wantWhy: "a single run cannot show the rounds agree, but the difference (2.00x) exceeds the p50 run-to-run spread (1.10x between comparisons)"},
+		{name: "one run against three", fig: rel, a: one(1), b: st(2, 1.9, 2.1, 3), want: lower, weak: true, wantWhy: "exceeds"},
+		{name: "one run, within the spread", fig: rel, a: one(1.04), b: one(1), pr: one(1.04), want: unclear,
+			wantWhy: "a single run, and the difference (1.04x) is within the p50 run-to-run spread (1.10x between comparisons)"},
+		{name: "one run, within the other side's range", fig: rel, a: one(1.5), b: st(1, 0.6, 1.4, 3), want: unclear,
+			wantWhy: "(2.33x over rounds)"},
+		{name: "one run, the req/s of the issue", fig: figReqs, a: one(10626), b: st(6434, 6116, 6753, 2), want: higher, weak: true,
+			wantWhy: "the difference (1.65x) exceeds the req/s run-to-run spread (1.56x between comparisons)"},
 		// A zero base is a difference of any size.
 		{name: "zero base, ranges apart", fig: rel, a: st(3, 2, 4, 2), b: st(0, 0, 0, 2), want: higher},
 		// An absolute figure: %wait in points against its floor.
