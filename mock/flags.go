@@ -39,14 +39,14 @@ const DefaultSeed = 1
 // Register defines the mock's flags on fs, each field set to its default.
 func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Host, "host", cliflag.DefaultHost, "address to listen on (\"\": every address)")
-	fs.IntVar(&f.Port, "port", DefaultPort, "TCP port to listen on")
-	cliflag.DurationVar(fs, &f.ThinkTime, "think-time", DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
-	cliflag.DurationVar(fs, &f.ThinkJitter, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
-	fs.IntVar(&f.Threads, "threads", DefaultThreads, "number of carriers")
+	cliflag.Within(&f.Port, 0, cliflag.MaxPort).Var(fs, "port", DefaultPort, "TCP port to listen on")
+	cliflag.AtLeast(&f.ThinkTime, 0).Var(fs, "think-time", DefaultThinkTime, "time /fruits takes before answering (a timer on the carrier)")
+	cliflag.AtLeast(&f.ThinkJitter, 0).Var(fs, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
+	cliflag.AtLeast(&f.Threads, 1).Var(fs, "threads", DefaultThreads, "number of carriers")
 	cliflag.CPUsVar(fs, &f.CPUs, "cpuset", "CPUs the carriers may run on, e.g. \"0\" or \"4-7\" (default: all allowed)")
-	fs.Float64Var(&f.FailRate, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
-	fs.Float64Var(&f.CloseRate, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
-	fs.Uint64Var(&f.Seed, "seed", DefaultSeed, "seed of the fault and jitter draws")
+	cliflag.Within(&f.FailRate, 0, 1).Var(fs, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
+	cliflag.Within(&f.CloseRate, 0, 1).Var(fs, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
+	cliflag.Any(&f.Seed).Var(fs, "seed", DefaultSeed, "seed of the fault and jitter draws")
 	f.Conn.Register(fs)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 )
 
@@ -37,10 +38,14 @@ func TestFlagsRoundTrip(t *testing.T) {
 
 func FuzzFlagsRoundTrip(f *testing.F) {
 	f.Add("127.0.0.1", 8080, int64(time.Millisecond), 1, "0-3", 0.5, uint64(1), 0)
-	f.Add("", -1, int64(-5), 0, "", 1e-300, uint64(1<<63), 1<<40)
+	f.Add("", 0, int64(0), 1, "", 1e-300, uint64(1<<63), 1<<40)
+	f.Add("", -1, int64(-5), 0, "", 1.5, uint64(0), -1) // refused
 	f.Fuzz(func(t *testing.T, host string, port int, think int64, threads int, cpus string, rate float64, seed uint64, maxConns int) {
 		if math.IsNaN(rate) {
 			return // NaN equals nothing, not even itself: DeepEqual cannot compare it
+		}
+		if port < 0 || port > cliflag.MaxPort || think < 0 || threads < 1 || rate < 0 || rate > 1 || maxConns < 0 {
+			return // outside the flags' bounds: refused at parse time (cliflag's tests)
 		}
 		set, err := cpu.ParseList(cpus)
 		if err != nil {

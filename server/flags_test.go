@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 )
 
@@ -38,8 +39,12 @@ func TestFlagsRoundTrip(t *testing.T) {
 
 func FuzzFlagsRoundTrip(f *testing.F) {
 	f.Add("carrier", "127.0.0.1", 8081, "http://127.0.0.1:8080/fruits", int64(time.Second), true, false, "0-3")
-	f.Add("", "", -1, "", int64(0), false, true, "")
+	f.Add("", "", 0, "", int64(1), false, true, "")
+	f.Add("", "", -1, "", int64(0), false, true, "") // refused
 	f.Fuzz(func(t *testing.T, mode, host string, port int, backend string, timeout int64, ws, float bool, cpus string) {
+		if port < 0 || port > cliflag.MaxPort || timeout <= 0 {
+			return // outside the flags' bounds: refused at parse time (cliflag's tests)
+		}
 		set, err := cpu.ParseList(cpus)
 		if err != nil || len(set) == 0 {
 			set = nil // not a CPU list (cpu's fuzzer), or the empty default

@@ -13,6 +13,7 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -31,20 +32,12 @@ func init() {
 type portFlags struct{ server, mock, admin int }
 
 func (p *portFlags) register(fs *flagSet) {
-	fs.IntVar(&p.server, "server-port", bench.DefaultServerPort, "loopback port of the server (0: a free one)")
-	fs.IntVar(&p.mock, "mock-port", bench.DefaultMockPort, "loopback port of the mock (0: a free one)")
-	fs.IntVar(&p.admin, "admin-port", bench.DefaultAdminPort, "loopback port of the server's admin endpoint /debug/carrier (0: a free one)")
+	cliflag.Within(&p.server, 0, cliflag.MaxPort).Var(fs.FlagSet, "server-port", bench.DefaultServerPort, "loopback port of the server (0: a free one)")
+	cliflag.Within(&p.mock, 0, cliflag.MaxPort).Var(fs.FlagSet, "mock-port", bench.DefaultMockPort, "loopback port of the mock (0: a free one)")
+	cliflag.Within(&p.admin, 0, cliflag.MaxPort).Var(fs.FlagSet, "admin-port", bench.DefaultAdminPort, "loopback port of the server's admin endpoint /debug/carrier (0: a free one)")
 }
 
 func (p *portFlags) check() error {
-	for _, v := range []struct {
-		name string
-		port int
-	}{{"server-port", p.server}, {"mock-port", p.mock}, {"admin-port", p.admin}} {
-		if v.port < 0 || v.port > 65535 {
-			return badInput("--%s %d: must be within 0 and 65535", v.name, v.port)
-		}
-	}
 	if (p.server != 0 && (p.server == p.mock || p.server == p.admin)) || (p.mock != 0 && p.mock == p.admin) {
 		return badInput("--server-port, --mock-port and --admin-port must differ")
 	}
@@ -73,7 +66,7 @@ type benchArgs struct {
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
-	a := &benchArgs{think: bench.DefaultThinkTime}
+	a := &benchArgs{}
 	fs := newFlagSet("bench", "", "Runs one configuration of the scheduler study's experiment: starts the mock, the server and\n"+
 		"the load generator as children of this binary, each on its CPU set and in its own process\n"+
 		"group; waits for /health; warms up; measures; observes the server in the middle 80% of the\n"+
@@ -81,24 +74,24 @@ func benchFlags() (*flagSet, *benchArgs) {
 		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
 	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: "+server.ModeHelp())
-	fs.IntVar(&a.threads, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
-	fs.IntVar(&a.rate, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
-	fs.IntVar(&a.conns, "connections", bench.DefaultConnections, "load generator connections")
-	fs.IntVar(&a.loadThreads, "load-threads", 0, "load generator threads (default: one per load CPU)")
+	cliflag.AtLeast(&a.threads, 0).Var(fs.FlagSet, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
+	cliflag.AtLeast(&a.rate, 0).Var(fs.FlagSet, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
+	cliflag.AtLeast(&a.conns, 1).Var(fs.FlagSet, "connections", bench.DefaultConnections, "load generator connections")
+	cliflag.AtLeast(&a.loadThreads, 0).Var(fs.FlagSet, "load-threads", 0, "load generator threads (default: one per load CPU)")
 	fs.Var(&a.loadCPUs, "load-cpuset", "CPUs of the load generator (default: from the layout)")
 	fs.Var(&a.serverCPUs, "server-cpuset", "CPUs of the server (default: from the layout)")
 	fs.Var(&a.mockCPUs, "mock-cpuset", "CPUs of the mock (default: from the layout)")
-	fs.IntVar(&a.mockThreads, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
-	fs.Var(durationFlag{D: &a.think}, "mock-think-time", "mock think time")
+	cliflag.AtLeast(&a.mockThreads, 0).Var(fs.FlagSet, "mock-threads", 0, "mock carriers (default: one per mock CPU)")
+	fs.durationVar(&a.think, "mock-think-time", bench.DefaultThinkTime, "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
-	fs.IntVar(&a.backlogPollGap, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
+	cliflag.AtLeast(&a.backlogPollGap, 1).Var(fs.FlagSet, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
-	fs.durationVar(&a.duration, "duration", bench.DefaultDuration, "measured window")
+	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", bench.DefaultDuration, "measured window")
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")
 	fs.BoolVar(&a.noPidstat, "no-pidstat", false, "skip the per-thread /proc sampling")
@@ -175,9 +168,6 @@ func (a *benchArgs) config() (bench.Config, error) {
 	}
 	if c.Poller == carrier.DefaultPoller {
 		c.Poller = "" // the server's default: results of earlier runs compare equal
-	}
-	if c.BacklogPollGap < 1 {
-		return c, badInput("--backlog-poll-gap %d: must be at least 1", c.BacklogPollGap)
 	}
 	if c.BacklogPollGap == carrier.DefaultBacklogPollGap {
 		c.BacklogPollGap = 0 // as the poller: the server's default

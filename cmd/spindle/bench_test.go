@@ -133,7 +133,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--mode", "fjp"}, "mode"},
 		{[]string{"bench", "--topology", "numa"}, "topology"},
 		{[]string{"bench", "--poller", "kqueue"}, "unknown poller"},
-		{[]string{"bench", "--backlog-poll-gap", "0"}, "--backlog-poll-gap 0"},
+		{[]string{"bench", "--backlog-poll-gap", "0"}, `--backlog-poll-gap "0": want a whole number of at least 1`},
 		{[]string{"bench", "--mock-think-time", "soon"}, "think"},
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
@@ -215,39 +215,6 @@ func TestReportListsUnfinished(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(root, report.File))
 	if err != nil || !strings.Contains(string(md), "`killed` (carrier): "+report.Unfinished) {
 		t.Errorf("report.md does not list the unfinished run: %v\n%s", err, md)
-	}
-}
-
-// Every duration flag needs a unit; a bare number is refused with the
-// spellings it might have meant.
-func TestDurationFlag(t *testing.T) {
-	var d time.Duration
-	f := durationFlag{D: &d}
-	for _, tc := range []struct {
-		in      string
-		want    time.Duration
-		wantErr string
-	}{
-		{"2s", 2 * time.Second, ""},
-		{"1.5ms", 1500 * time.Microsecond, ""},
-		{"0", 0, ""},
-		{"1", 0, `"1" needs a unit: 1s, 1ms or 1us`},
-		{"30", 0, "needs a unit"},
-		{"1.5", 0, "needs a unit"},
-		{"x", 0, "is not a duration"},
-		{"", 0, "is not a duration"},
-	} {
-		d = -1
-		err := f.Set(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("Set(%q) = %v, want an error with %q", tc.in, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || d != tc.want {
-			t.Errorf("Set(%q) = %v, %v; want %v", tc.in, d, err, tc.want)
-		}
 	}
 }
 

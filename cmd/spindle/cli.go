@@ -82,9 +82,10 @@ func newFlagSet(name, args, doc string) *flagSet {
 // example adds command lines to the help's examples.
 func (fs *flagSet) example(lines ...string) { fs.examples = append(fs.examples, lines...) }
 
-// durationVar defines a duration flag that needs a unit (durationFlag).
+// durationVar defines a duration flag that needs a unit and is not
+// negative (cliflag.DurationVar).
 func (fs *flagSet) durationVar(p *time.Duration, name string, value time.Duration, usage string) {
-	cliflag.DurationVar(fs.FlagSet, p, name, value, usage)
+	cliflag.AtLeast(p, 0).Var(fs.FlagSet, name, value, usage)
 }
 
 // placeholderer is a flag.Value that names its kind of value in help.
@@ -239,10 +240,25 @@ func (fs *flagSet) parse(args []string, helpOut io.Writer) ([]string, error) {
 // flagNameRE finds the flag package's "-name" in its parse errors.
 var flagNameRE = regexp.MustCompile(`(flag|defined:|argument:) -([A-Za-z0-9_-]+)`)
 
+// invalidValueRE matches the flag package's error for a value a flag
+// refused: `invalid value "abc" for flag -threads: REASON`, or
+// `invalid boolean value "x" for -ws: parse error`.
+var invalidValueRE = regexp.MustCompile(`^invalid (boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([A-Za-z0-9_-]+): (.*)$`)
+
 // flagError rewrites a flag package parse error with flags as they are
-// typed ("invalid value "x" for --duration: ...") and as one line.
+// typed, as one line: a refused value as `--threads "abc": REASON`, where
+// REASON says what the flag accepts (cliflag's values say it; a boolean
+// is true or false), the others as `flag provided but not defined: --x`.
 func flagError(err error) string {
-	msg := flagNameRE.ReplaceAllStringFunc(err.Error(), func(m string) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
+		reason := m[4]
+		if m[1] != "" {
+			reason = "want true or false (or the flag alone for true)"
+		}
+		return dashes(m[3]) + " " + m[2] + ": " + reason
+	}
+	return flagNameRE.ReplaceAllStringFunc(msg, func(m string) string {
 		sub := flagNameRE.FindStringSubmatch(m)
 		word := sub[1]
 		if word == "flag" {
@@ -252,7 +268,6 @@ func flagError(err error) string {
 		}
 		return word + dashes(sub[2])
 	})
-	return strings.Join(strings.Fields(msg), " ")
 }
 
 // cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8"
@@ -262,10 +277,6 @@ type cpuSetFlag struct{ set cpu.Set }
 func (f *cpuSetFlag) Placeholder() string { return "CPUS" }
 func (f *cpuSetFlag) String() string      { return cliflag.CPUs{P: &f.set}.String() }
 func (f *cpuSetFlag) Set(s string) error  { return cliflag.CPUs{P: &f.set}.Set(s) }
-
-// durationFlag is a duration flag that needs a unit ("10s", "500ms"; "0"
-// alone may go without).
-type durationFlag = cliflag.Duration
 
 // checkCPUs verifies that every CPU of s exists on this machine (is in the
 // process's allowed set), for flags such as --cpuset.
@@ -287,18 +298,15 @@ func checkCPUs(flagName string, s cpu.Set) error {
 // otherwise: loopback (cliflag.DefaultHost).
 const DefaultHost = cliflag.DefaultHost
 
-// listenAddr joins --host and a port flag into a listen address, checking
-// both: the host must be an IP address (or empty: every address), since the
-// carriers' listener resolves no names.
-func listenAddr(host, portFlag string, port int) (string, error) {
-	return listenAddrOf("host", host, portFlag, port)
+// listenAddr joins --host and a port (its flag bounds it: cliflag.MaxPort)
+// into a listen address, checking the host: an IP address (or empty: every
+// address), since the carriers' listener resolves no names.
+func listenAddr(host string, port int) (string, error) {
+	return listenAddrOf("host", host, port)
 }
 
 // listenAddrOf is listenAddr for a host flag other than --host.
-func listenAddrOf(hostFlag, host, portFlag string, port int) (string, error) {
-	if port < 0 || port > 65535 {
-		return "", badInput("--%s %d: must be within 0 and 65535", portFlag, port)
-	}
+func listenAddrOf(hostFlag, host string, port int) (string, error) {
 	if host != "" {
 		if _, err := netip.ParseAddr(host); err != nil {
 			return "", badInput("--%s %q: want an IP address such as 127.0.0.1 or ::1, or \"\" for every address", hostFlag, host)

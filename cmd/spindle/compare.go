@@ -12,6 +12,7 @@ import (
 
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/report"
 )
 
@@ -53,7 +54,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"The layout is derived from the CPUs available and printed. Writes one result directory\n"+
 		"per run and report.md with plots.\n"+
 		"The default takes under 5 minutes on 2 CPUs; --full uses the study's durations.")
-	fs.IntVar(&a.rounds, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
+	cliflag.AtLeast(&a.rounds, 1).Var(fs.FlagSet, "rounds", bench.DefaultRounds, "rounds; each runs every configuration once")
 	fs.BoolVar(&a.full, "full", false, fmt.Sprintf("the study's durations: %v warm-up, %v window", bench.DefaultWarmup, bench.DefaultDuration))
 	fs.BoolVar(&a.ioBound, "io-bound", false, fmt.Sprintf("the I/O-bound preset: think time %v, %d connections, %d carriers, %v warm-up, %v window",
 		bench.IOThinkTime, bench.IOConnections, bench.IOCarriers, bench.IOWarmup, bench.IODuration))
@@ -69,8 +70,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.sweep, "sweep", false, fmt.Sprintf("also run every configuration at %s of the reference max throughput (the lowest\n"+
 		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
-	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{D: &a.slo}, "slo-p99", "the latency objective of the capacity figures: the highest rate with p99 under it")
+	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
@@ -119,12 +119,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	switch {
 	case len(pos) > 0:
 		return badInput("compare takes no arguments (got %q)", pos[0])
-	case a.rounds < 1:
-		return badInput("--rounds %d: must be at least 1", a.rounds)
-	case a.warmup < 0 || a.duration < 0:
-		return badInput("--warmup and --duration must not be negative")
-	case a.slo <= 0:
-		return badInput("--slo-p99 %v: must be positive", a.slo)
 	}
 	rates, err := parseRates(a.rates)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -88,14 +89,14 @@ func connmemFlags() (*flagSet, *connmemArgs) {
 		"is not back within max(--back, a quarter of the peak added) of its baseline by the end.\n"+
 		"Measure on a quiet machine.")
 	fs.StringVar(&a.mode, "mode", "carrier", "what to measure: nethttp, handoff, carrier or mock")
-	fs.IntVar(&a.conns, "conns", DefaultConnmemConns, "client connections")
-	fs.Int64Var(&a.body, "body", http1.DefaultMaxBodyBytes, "declared body size of each request (bytes, at most the 1 MiB limit)")
-	fs.Int64Var(&a.unsent, "unsent", DefaultConnmemUnsent, "bytes of each body not sent, so the request stays open")
-	fs.IntVar(&a.threads, "threads", 0, "the child's --threads (0: its default)")
-	fs.Int64Var(&a.goal, "goal", DefaultConnmemGoal, "most RSS the held bodies may add (bytes)")
-	fs.Int64Var(&a.back, "back", DefaultConnmemBack, "least RSS above the baseline that counts as fallen back (bytes; a quarter of the peak added if more)")
-	fs.durationVar(&a.hold, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
-	fs.durationVar(&a.settle, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
+	cliflag.AtLeast(&a.conns, 1).Var(fs.FlagSet, "conns", DefaultConnmemConns, "client connections")
+	cliflag.Within(&a.body, 1, http1.DefaultMaxBodyBytes).Var(fs.FlagSet, "body", http1.DefaultMaxBodyBytes, "declared body size of each request (bytes, at most the 1 MiB limit: the servers refuse larger ones at once)")
+	cliflag.AtLeast(&a.unsent, 1).Var(fs.FlagSet, "unsent", DefaultConnmemUnsent, "bytes of each body not sent, so the request stays open (at most --body)")
+	cliflag.AtLeast(&a.threads, 0).Var(fs.FlagSet, "threads", 0, "the child's --threads (0: its default)")
+	cliflag.AtLeast(&a.goal, 1).Var(fs.FlagSet, "goal", DefaultConnmemGoal, "most RSS the held bodies may add (bytes)")
+	cliflag.AtLeast(&a.back, 1).Var(fs.FlagSet, "back", DefaultConnmemBack, "least RSS above the baseline that counts as fallen back (bytes; a quarter of the peak added if more)")
+	cliflag.Positive(&a.hold).Var(fs.FlagSet, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
+	cliflag.Positive(&a.settle).Var(fs.FlagSet, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
 	fs.BoolVar(&a.json, "json", false, "write the result as JSON")
 	fs.example(
 		`spindle connmem --mode carrier --threads 1`,
@@ -128,19 +129,8 @@ func (a *connmemArgs) check() error {
 			return badInput("--mode: %v", err)
 		}
 	}
-	switch {
-	case a.conns < 1:
-		return badInput("--conns %d: must be at least 1", a.conns)
-	case a.body < 1 || a.body > http1.DefaultMaxBodyBytes:
-		return badInput("--body %d: must be within 1 and %d (the servers refuse larger ones at once)", a.body, http1.DefaultMaxBodyBytes)
-	case a.unsent < 1 || a.unsent > a.body:
-		return badInput("--unsent %d: must be within 1 and --body", a.unsent)
-	case a.threads < 0:
-		return badInput("--threads %d: must not be negative", a.threads)
-	case a.goal <= 0 || a.back <= 0:
-		return badInput("--goal %d and --back %d: must be positive", a.goal, a.back)
-	case a.hold <= 0 || a.settle <= 0:
-		return badInput("--hold %v and --settle %v: must be positive", a.hold, a.settle)
+	if a.unsent > a.body {
+		return badInput("--unsent %d: must be at most --body (%d)", a.unsent, a.body)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/latency"
 	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/slo"
@@ -31,6 +32,18 @@ omission; without it the load is closed loop at maximum throughput, like wrk.
 Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	c := &load.Flags{}
 	c.Register(fs.FlagSet)
+	// The load generator's flags take any value of their kind; the command
+	// takes what load.Options accepts, refused at parse time with what is
+	// valid.
+	cliflag.Narrow(fs.FlagSet, cliflag.Within(&c.Threads, 1, cliflag.MaxCount), "t", "threads")
+	cliflag.Narrow(fs.FlagSet, cliflag.Within(&c.Connections, 1, cliflag.MaxCount), "c", "connections")
+	cliflag.Narrow(fs.FlagSet, cliflag.Positive(&c.Duration), "d", "duration")
+	cliflag.Narrow(fs.FlagSet, cliflag.Metric{P: &c.Rate, Given: &c.RateGiven, Positive: true}, "R", "rate")
+	cliflag.Narrow(fs.FlagSet, cliflag.Positive(&c.Timeout), "timeout")
+	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.Warmup, 0), "warmup")
+	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.Spin, 0), "spin")
+	// 0 would silently mean the library's default interval.
+	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.HlogInterval, time.Millisecond), "hlog-interval")
 	fs.example(
 		`spindle load -t2 -c100 -d30s -R20000 --latency http://127.0.0.1:8081/fruits`,
 		`spindle load -R20k -d30s --slo 'p99<=10ms,errors<=0.1%' --json - http://127.0.0.1:8081/ > load.json`,
@@ -55,9 +68,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		Duration: c.Duration, Warmup: c.Warmup, Timeout: c.Timeout, Headers: c.Headers, CPUs: c.CPUs,
 		Method: c.Method, Body: c.Body, Spin: c.Spin, Insecure: c.Insecure, TLSResume: c.TLSResume, SNI: c.SNI}
 	if c.RateGiven {
-		if c.Rate <= 0 {
-			return badInput("load: --rate must be positive (got %v); omit it for closed-loop load", c.Rate)
-		}
 		o.Rate = c.Rate
 	}
 	for _, v := range []struct {
@@ -79,9 +89,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		if thresholds, err = slo.Parse(c.SLO); err != nil {
 			return badInput("load: --slo: %v", err)
 		}
-	}
-	if c.HlogInterval < time.Millisecond { // 0 would silently mean the library's default
-		return badInput("load: --hlog-interval %v: must be at least 1ms", c.HlogInterval)
 	}
 	if c.Hlog != "" {
 		o.Interval = c.HlogInterval

@@ -37,19 +37,13 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(pos) > 0:
+	if len(pos) > 0 {
 		return badInput("mock takes no arguments (got %q)", pos[0])
-	case a.Threads < 1: // (mock.Options takes 0 as its default)
-		return badInput("--threads %d: must be at least 1", a.Threads)
 	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
 		return err
 	}
-	if err := checkConn(&a.Conn); err != nil {
-		return err
-	}
-	addr, err := listenAddr(a.Host, "port", a.Port)
+	addr, err := listenAddr(a.Host, a.Port)
 	if err != nil {
 		return err
 	}

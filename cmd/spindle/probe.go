@@ -11,6 +11,7 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/spectrum"
 )
@@ -37,7 +38,7 @@ func probeFlags() (*flagSet, *probeArgs) {
 		"the measured cost of one block-and-wake (B) and of one PAUSE, steal time, and whether the\n"+
 		"carriers' pollers (epoll, io_uring) can run here, with the reason when not.")
 	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
-	fs.durationVar(&a.calibrate, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
+	cliflag.Positive(&a.calibrate).Var(fs.FlagSet, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
 	fs.example(
 		`spindle probe`,
 		`spindle probe --json > probe.json`,
@@ -53,9 +54,6 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) > 0 {
 		return badInput("probe takes no arguments (got %q)", pos[0])
-	}
-	if a.calibrate <= 0 {
-		return badInput("--calibrate %v: must be positive", a.calibrate)
 	}
 	r, m, err := spectrum.Probe(spectrum.ProbeOptions{Calibrate: a.calibrate})
 	if err != nil {

@@ -72,8 +72,8 @@ func remoteExec(args []string, stderr io.Writer) error {
 	fs := newFlagSet("remote exec", "-- ARGS", "")
 	var opt remote.ExecOptions
 	var cpus cpuSetFlag
-	fs.DurationVar(&opt.Grace, "grace", bench.DefaultStopGrace, "time between SIGTERM and SIGKILL")
-	fs.DurationVar(&opt.Limit, "limit", 0, "stop the child after this long (0: no limit)")
+	fs.durationVar(&opt.Grace, "grace", bench.DefaultStopGrace, "time between SIGTERM and SIGKILL")
+	fs.durationVar(&opt.Limit, "limit", 0, "stop the child after this long (0: no limit)")
 	fs.Var(&cpus, "cpuset", "start the child on these CPUs")
 	role := fs.String("role", "", "the child's role, in its environment for remote observe")
 	pos, err := fs.parse(args, stderr)
@@ -136,7 +136,7 @@ func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&o.Role, "role", "", "the role to observe")
 	var also cliflag.Strings
 	fs.Var(&also, "also", "another role on this host whose threads are sampled too (repeatable)")
-	fs.DurationVar(&o.Window, "window", 0, "how long to observe")
+	cliflag.Positive(&o.Window).Var(fs.FlagSet, "window", 0, "how long to observe")
 	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")
 	fs.BoolVar(&o.PerfStat, "perf-stat", false, "perf stat")
 	pos, err := fs.parse(args, stderr)

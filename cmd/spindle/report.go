@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/bench"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/latency"
 	"github.com/spindle-lab/spindle/report"
 )
@@ -36,8 +37,7 @@ func reportFlags() (*flagSet, *reportArgs) {
 		"and writes report.md with tables, the study's findings and PNG plots.")
 	fs.StringVar(&a.outDir, "output-dir", "", "where to write report.md and the plots (default: the first DIR)")
 	fs.StringVar(&a.title, "title", "spindle report", "the report's title")
-	a.slo = report.DefaultSLOP99
-	fs.Var(durationFlag{D: &a.slo}, "slo-p99", "the latency objective of a sweep's capacity figures")
+	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of a sweep's capacity figures")
 	fs.BoolVar(&a.spread, "spread", false, "with two DIRs, two comparisons of the same configurations on an unchanged machine:\n"+
 		"print how far each finding figure's median moved between them (its run-to-run spread) instead of a report")
 	fs.example(
@@ -57,9 +57,6 @@ func runReport(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) == 0 {
 		return badInput("report needs at least one result directory")
-	}
-	if a.slo <= 0 {
-		return badInput("--slo-p99 %v: must be positive", a.slo)
 	}
 	if a.spread {
 		if len(pos) != 2 {

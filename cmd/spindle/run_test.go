@@ -151,8 +151,10 @@ func TestErrorsNameCommandOnce(t *testing.T) {
 		want string
 	}{
 		{[]string{"load", "--bogus", "http://x/"}, "load: flag provided but not defined: --bogus"},
-		{[]string{"load", "-d", "3", "http://x/"}, `load: invalid value "3" for -d: "3" needs a unit`},
-		{[]string{"bench", "--load-cpuset", "99999"}, `bench: invalid value "99999" for --load-cpuset: bad CPU list "99999": CPU 99999 is beyond`},
+		{[]string{"load", "-d", "3", "http://x/"}, `load: -d "3": needs a unit: 3s, 3ms or 3us`},
+		{[]string{"bench", "--load-cpuset", "99999"}, `bench: --load-cpuset "99999": want a CPU list such as 0-3,8 or 0-15:2 (CPU 99999 is beyond`},
+		{[]string{"serve", "--threads", "abc"}, `serve: --threads "abc": want a whole number of at least 0`},
+		{[]string{"serve", "--ws=maybe"}, `serve: --ws "maybe": want true or false`},
 		{[]string{"load"}, "load: want exactly one URL"},
 		{[]string{"mock", "extra"}, "mock takes no arguments"},
 		{[]string{"version", "x"}, "version takes no arguments"},

@@ -48,27 +48,16 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	if err != nil {
 		return o, badInput("--ws-scope: %v", err)
 	}
-	addr, err := listenAddr(a.Host, "port", a.Port)
+	addr, err := listenAddr(a.Host, a.Port)
 	if err != nil {
 		return o, err
 	}
-	admin, err := listenAddrOf("admin-host", a.AdminHost, "admin-port", a.AdminPort)
+	admin, err := listenAddrOf("admin-host", a.AdminHost, a.AdminPort)
 	if err != nil {
 		return o, err
 	}
 	if err := server.CheckBackend(a.Backend); err != nil {
 		return o, badInput("--backend: %v", err)
-	}
-	if err := checkConn(&a.Conn); err != nil {
-		return o, err
-	}
-	switch {
-	case a.Threads < 0:
-		return o, badInput("--threads %d: must not be negative", a.Threads)
-	case a.BackendTimeout <= 0:
-		return o, badInput("--backend-timeout %v: must be positive", a.BackendTimeout)
-	case a.BacklogPollGap < 1:
-		return o, badInput("--backlog-poll-gap %d: must be at least 1", a.BacklogPollGap)
 	}
 	if err, known := wait.Available()[a.Wait]; !known {
 		return o, badInput("--wait %q: want one of %s", a.Wait, strings.Join(wait.Names(), ", "))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/spectrum"
 )
 
@@ -45,17 +46,17 @@ func spectrumFlags() (*flagSet, *spectrumArgs) {
 		"interleaved; figures are medians with [min-max]. Modes and placements this machine cannot\n"+
 		"run are listed as skipped with the reason.")
 	fs.BoolVar(&a.quick, "quick", false, fmt.Sprintf("short runs (%v each) and no second-scale bursts: all presets in under 3 minutes on 2 CPUs", spectrum.DefaultQuickDuration))
-	fs.durationVar(&a.duration, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
-	fs.IntVar(&a.repeats, "repeats", spectrum.DefaultRepeats, "runs of every cell")
+	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", spectrum.DefaultDuration, "measurement of one run of a cell (bursty cells last at least two burst periods)")
+	cliflag.AtLeast(&a.repeats, 1).Var(fs.FlagSet, "repeats", spectrum.DefaultRepeats, "runs of every cell")
 	fs.StringVar(&a.kernels, "kernel", "", "comma-separated kernels, scalar and avx512 (default: all this CPU runs; placement and bursty use the first)")
 	fs.StringVar(&a.modes, "modes", "", "comma-separated background modes (default: each preset's own): "+strings.Join(spectrum.Modes(), ", "))
-	fs.IntVar(&a.fg, "fg", 0, "foreground threads (default: the preset's own)")
-	fs.IntVar(&a.bg, "bg", 0, "background threads, or the largest count a sweep reaches (default: the preset's own)")
+	cliflag.AtLeast(&a.fg, 0).Var(fs.FlagSet, "fg", 0, "foreground threads (default: the preset's own)")
+	cliflag.AtLeast(&a.bg, 0).Var(fs.FlagSet, "bg", 0, "background threads, or the largest count a sweep reaches (default: the preset's own)")
 	fs.StringVar(&a.scales, "scales", "", "comma-separated burst scales: us, ms, s (default: all; --quick leaves s out)")
 	fs.Var(&a.cpus, "cpus", "CPUs to use (default: all this process may use)")
 	fs.StringVar(&a.out, "out", "spectrum-results", "directory for spectrum.json and the PNG plots, new or empty (\"\" writes neither; the default gets -2, -3... when taken)")
-	fs.Uint64Var(&a.seed, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
-	fs.durationVar(&a.spin, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
+	cliflag.Any(&a.seed).Var(fs.FlagSet, "seed", spectrum.DefaultSeed, "seed of the matrices and burst schedules")
+	cliflag.Any(&a.spin).Var(fs.FlagSet, "driver-spin", spectrum.DefaultDriverSpin, "how long before each flip the burst driver stops sleeping and spins on the clock\n"+
 		"(0: measure the sleep overshoot on the driver's thread before the first bursty run; negative: sleep only)")
 	fs.example(
 		`spindle spectrum --quick`,
@@ -101,14 +102,6 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if a.quick && !explicit["duration"] {
 		a.duration = spectrum.DefaultQuickDuration
-	}
-	switch {
-	case a.duration <= 0:
-		return badInput("--duration %v: must be positive", a.duration)
-	case a.repeats < 1:
-		return badInput("--repeats %d: must be at least 1", a.repeats)
-	case a.fg < 0 || a.bg < 0:
-		return badInput("--fg and --bg must not be negative")
 	}
 	kernels := splitList(a.kernels)
 	for _, k := range kernels {

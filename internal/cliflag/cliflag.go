@@ -4,15 +4,15 @@
 // command line and its help stay those of cmd/spindle.
 //
 // A value that names its kind in help implements Placeholder; cmd/spindle
-// prints "--cpuset CPUS", "--think-time DURATION" from it.
+// prints "--cpuset CPUS", "--think-time DURATION" from it. Numeric flags
+// are Ranges: a value outside a flag's bounds, or no number at all, is
+// refused at parse time with what the flag accepts.
 package cliflag
 
 import (
 	"flag"
 	"fmt"
-	"math"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,39 +32,11 @@ type Placeholder interface {
 	Placeholder() string
 }
 
-// Duration is a duration flag that needs a unit ("10s", "500ms"; "0" alone
-// may go without), so that no flag reads a bare number in a unit of its
-// own.
-type Duration struct{ D *time.Duration }
-
-// Placeholder names the value in help.
-func (f Duration) Placeholder() string { return "DURATION" }
-
-// String is the duration as time.Duration writes it, "" without one.
-func (f Duration) String() string {
-	if f.D == nil {
-		return ""
-	}
-	return f.D.String()
-}
-
-// Set parses s, refusing a bare number other than 0.
-func (f Duration) Set(s string) error {
-	if _, err := strconv.ParseFloat(s, 64); err == nil && s != "0" {
-		return fmt.Errorf("%q needs a unit: %ss, %sms or %sus", s, s, s, s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (10s, 500ms, 2m)", s)
-	}
-	*f.D = d
-	return nil
-}
-
-// DurationVar defines a Duration flag on fs with value as its default.
+// DurationVar defines a duration flag on fs with value as its default
+// (Any(p)): it needs a unit ("10s", "500ms"; "0" alone may go without), so
+// that no flag reads a bare number in a unit of its own.
 func DurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
-	*p = value
-	fs.Var(Duration{p}, name, usage)
+	Any(p).Var(fs, name, value, usage)
 }
 
 // CPUs is a flag.Value holding a CPU list such as "0-3,8".
@@ -81,11 +53,14 @@ func (f CPUs) String() string {
 	return f.P.String()
 }
 
-// Set parses a CPU list.
+// Set parses a CPU list; a bad one is answered with the syntax and what
+// was wrong ("want a CPU list such as 0-3,8 (CPU 99999 is beyond the
+// largest possible (8191))"), the flag's value not repeated.
 func (f CPUs) Set(s string) error {
 	set, err := cpu.ParseList(s)
 	if err != nil {
-		return err
+		why := strings.TrimPrefix(err.Error(), fmt.Sprintf("%v %q: ", cpu.ErrBadList, strings.TrimSpace(s)))
+		return fmt.Errorf("want a CPU list such as 0-3,8 or 0-15:2 (%s)", why)
 	}
 	*f.P = set
 	return nil
@@ -100,23 +75,24 @@ func CPUsVar(fs *flag.FlagSet, p *cpu.Set, name, usage string) {
 // Conn are the connection limits and timeouts the servers (serve, mock)
 // share: --max-conns and the http1 timeouts.
 type Conn struct {
-	// HTTP holds the timeouts, each > 0.
+	// HTTP holds the timeouts, each above 0.
 	HTTP http1.Options
 	// MaxConns bounds the client connections open at once; 0: no bound.
 	MaxConns int
 }
 
 // Register adds --max-conns and the timeout flags to fs, with http1's
-// defaults.
+// defaults; a timeout must be above 0 (0 would mean the default to the
+// libraries, which is not what a user who wrote 0 meant).
 func (c *Conn) Register(fs *flag.FlagSet) {
-	fs.IntVar(&c.MaxConns, "max-conns", 0, "client connections open at once; one beyond is accepted and closed at once (0: no bound)")
-	DurationVar(fs, &c.HTTP.ReadHeaderTimeout, "read-header-timeout", http1.DefaultReadHeaderTimeout,
+	AtLeast(&c.MaxConns, 0).Var(fs, "max-conns", 0, "client connections open at once; one beyond is accepted and closed at once (0: no bound)")
+	Positive(&c.HTTP.ReadHeaderTimeout).Var(fs, "read-header-timeout", http1.DefaultReadHeaderTimeout,
 		"time from a request's first byte (a new connection's accept) to the end of its head")
-	DurationVar(fs, &c.HTTP.ReadTimeout, "read-timeout", http1.DefaultReadTimeout,
+	Positive(&c.HTTP.ReadTimeout).Var(fs, "read-timeout", http1.DefaultReadTimeout,
 		"time from the same start to the end of the whole request, body included")
-	DurationVar(fs, &c.HTTP.WriteTimeout, "write-timeout", http1.DefaultWriteTimeout,
+	Positive(&c.HTTP.WriteTimeout).Var(fs, "write-timeout", http1.DefaultWriteTimeout,
 		"time one write of answers may take (a client that does not read is closed)")
-	DurationVar(fs, &c.HTTP.IdleTimeout, "idle-timeout", http1.DefaultIdleTimeout,
+	Positive(&c.HTTP.IdleTimeout).Var(fs, "idle-timeout", http1.DefaultIdleTimeout,
 		"time a keep-alive connection may wait for its next request")
 }
 
@@ -224,103 +200,3 @@ func (f *Strings) Set(s string) error { *f = append(*f, s); return nil }
 
 // Values are the values given, in order.
 func (f *Strings) Values() []string { return *f }
-
-// parseMetric parses a number with an optional k, M or G suffix (wrk's
-// scan_metric: "20k" is 20000).
-func parseMetric(s string) (float64, error) {
-	mult := 1.0
-	t := strings.TrimSpace(s)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k', 'K':
-			mult, t = 1e3, t[:n-1]
-		case 'm', 'M':
-			mult, t = 1e6, t[:n-1]
-		case 'g', 'G':
-			mult, t = 1e9, t[:n-1]
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a number (k, M, G suffixes allowed)", s)
-	}
-	return v * mult, nil
-}
-
-// Metric is a number flag with an optional k/M/G suffix ("20k") that
-// records whether it was given, so that a command can refuse an explicit
-// value (-R 0) that the flag's absence would allow. Its default is "not
-// given": String is "" until Set.
-type Metric struct {
-	P     *float64
-	Given *bool
-}
-
-// Placeholder names the value in help.
-func (f Metric) Placeholder() string { return "N" }
-
-// String is the value, "" when not given.
-func (f Metric) String() string {
-	if f.P == nil || f.Given == nil || !*f.Given {
-		return ""
-	}
-	return strconv.FormatFloat(*f.P, 'f', -1, 64)
-}
-
-// Set parses s (k, M, G suffixes) and marks the flag given.
-func (f Metric) Set(s string) error {
-	v, err := parseMetric(s)
-	if err != nil {
-		return err
-	}
-	*f.P, *f.Given = v, true
-	return nil
-}
-
-// MetricVar defines a Metric flag on fs under each of names; it starts
-// not given, at 0.
-func MetricVar(fs *flag.FlagSet, p *float64, given *bool, names []string, usage string) {
-	*p, *given = 0, false
-	for _, n := range names {
-		fs.Var(Metric{p, given}, n, usage)
-	}
-}
-
-// Count is a whole-count flag with an optional k/M/G suffix ("-c 10k"). It
-// refuses values that are not whole ("-t 2.5") or beyond an int32, which a
-// conversion would otherwise change silently.
-type Count struct{ P *int }
-
-// Placeholder names the value in help.
-func (f Count) Placeholder() string { return "N" }
-
-// String is the count in decimal.
-func (f Count) String() string {
-	if f.P == nil {
-		return ""
-	}
-	return strconv.Itoa(*f.P)
-}
-
-// Set parses s (k, M, G suffixes), refusing a fraction or a count beyond
-// an int32.
-func (f Count) Set(s string) error {
-	v, err := parseMetric(s)
-	if err != nil {
-		return err
-	}
-	if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
-		return fmt.Errorf("%q is not a whole count", s)
-	}
-	*f.P = int(v)
-	return nil
-}
-
-// CountVar defines a Count flag on fs under each of names with value as
-// its default.
-func CountVar(fs *flag.FlagSet, p *int, names []string, value int, usage string) {
-	*p = value
-	for _, n := range names {
-		fs.Var(Count{p}, n, usage)
-	}
-}
