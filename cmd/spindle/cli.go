@@ -202,13 +202,24 @@ var textPlaceholders = map[string]string{
 	"kernel": "KERNELS", "modes": "MODES", "scales": "SCALES",
 }
 
-// defaultText is f's default as help shows it, "" for a zero default.
+// defaultText is f's default as help shows it, "" for a zero default; a
+// duration without time.Duration's zero tails ("1m", not "1m0s").
 func defaultText(f *flag.Flag) string {
 	switch f.DefValue {
 	case "", "0", "0s", "false", "[]":
 		return ""
 	}
-	return f.DefValue
+	if _, err := time.ParseDuration(f.DefValue); err != nil {
+		return f.DefValue
+	}
+	d, ok := strings.CutSuffix(f.DefValue, "m0s") // 1m0s, 1h0m0s
+	if !ok {
+		return f.DefValue
+	}
+	if h, ok := strings.CutSuffix(d, "h0"); ok {
+		return h + "h"
+	}
+	return d + "m"
 }
 
 // parse parses args, allowing flags and positionals in any order ("--" ends

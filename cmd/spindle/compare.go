@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
 		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
 		"(the io_uring poller, where the kernel allows it) and carrier+n+1 (where a CPU is spare),\n"+
-		"first at max throughput, then at "+strconv.Itoa(int(100*bench.FixedRateShare))+"% of the lowest mode's max throughput, interleaved\n"+
+		"first at max throughput, then at "+percent(bench.FixedRateShare)+" of the lowest mode's max throughput, interleaved\n"+
 		"over rounds, with the CPU-bound case (think time "+bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections).\n"+
 		"The layout is derived from the CPUs available and printed. Writes one result directory\n"+
 		"per run and report.md with plots.\n"+
@@ -89,9 +90,15 @@ func compareFlags() (*flagSet, *compareArgs) {
 func sharesText() string {
 	ps := make([]string, len(bench.SweepShares))
 	for i, s := range bench.SweepShares {
-		ps[i] = strconv.FormatFloat(100*s, 'f', -1, 64) + "%"
+		ps[i] = percent(s)
 	}
 	return strings.Join(ps, ", ")
+}
+
+// percent writes a share as a percentage to 0.01%, without the binary
+// fraction's artefacts: 1.10 is "110%", not "110.00000000000001%".
+func percent(share float64) string {
+	return strconv.FormatFloat(math.Round(share*1e4)/100, 'f', -1, 64) + "%"
 }
 
 // parseRates parses --rates: positive req/s, comma-separated.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,6 +144,40 @@ func TestFlagErrorMessages(t *testing.T) {
 		err = withCommand(tc.args[0], err)
 		if err == nil || err.Error() != tc.want || !errors.Is(err, errBadInput) {
 			t.Errorf("%q: %v, want bad input %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// helpArtefactRE finds what a float or a duration's String leaves in
+// text for people: "110.00000000000001%", "0.30000000000000004", "1m0s".
+var helpArtefactRE = regexp.MustCompile(`\d\.\d*(0{6,}|9{6,})\d|\dm0s\b|\dh0m\b`)
+
+// No command's help prints a binary fraction's or time.Duration's
+// artefacts (compare --help printed "110.00000000000001%").
+func TestHelpHasNoArtefacts(t *testing.T) {
+	for name, c := range commands {
+		if c.flags == nil {
+			continue
+		}
+		var out strings.Builder
+		if err := help([]string{name}, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if helpArtefactRE.MatchString(line) {
+				t.Errorf("help %s: %q", name, line)
+			}
+		}
+	}
+	for def, want := range map[string]string{"1m0s": "1m", "10m0s": "10m", "2h0m0s": "2h", "1h10m0s": "1h10m", "1m30s": "1m30s",
+		"10s": "10s", "1.5ms": "1.5ms", "0s": "", "carrier": "carrier", "100": "100"} {
+		if got := defaultText(&flag.Flag{DefValue: def}); got != want {
+			t.Errorf("defaultText(%q) = %q, want %q", def, got, want)
+		}
+	}
+	for share, want := range map[float64]string{1.10: "110%", 0.10: "10%", 0.7: "70%", 0.125: "12.5%", 0.29: "29%"} {
+		if got := percent(share); got != want {
+			t.Errorf("percent(%v) = %q, want %q", share, got, want)
 		}
 	}
 }
