@@ -17,9 +17,12 @@ import (
 // Captions: the lines under a plot that say which runs it draws and which
 // configurations it leaves out and why, so that the picture read alone
 // does not pass a missing configuration or a left-out run off as data.
-// Every plot follows one rule: runs that failed a check (Check, the
-// report's "Runs left out") are not drawn, and the caption says how many
-// there were.
+// The rule for runs that failed a check (Check, the report's "Runs left
+// out") is that no plot draws one as if it counted: the plots of figures
+// over rounds (percentiles, bars, latency against load) leave them out and
+// their caption says how many there were; a timeline, which draws one run,
+// draws one only for a configuration without a run that passed, in grey
+// and marked "left out" (timelineOf).
 
 // Caption layout: 10 pt text (the axes' labels are 12 pt) in dark grey
 // (contrast 11:1 on white), 6 pt from the image's edges.

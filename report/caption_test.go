@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 // Their latency (400 ms and up) and throughput (99999 req/s) are far from
 // every valid run's (under 100 ms, under 10000 req/s), so a plot that draws
 // them shows it. carrier's max-phase runs, the left-out one first, have
-// interval logs of the same latencies.
+// interval logs of the same latencies, and so has carrier+uring's.
 func leftOutFixture(t *testing.T) *Report {
 	rs := sweepFixture(t)
 	const uring = "carrier+uring"
@@ -31,7 +32,7 @@ func leftOutFixture(t *testing.T) *Report {
 	}
 	for i := range rs {
 		s := &rs[i].Summary
-		if s.Name != unpinned || s.Phase != "max" {
+		if s.Name != unpinned && s.Name != uring || s.Phase != "max" {
 			continue
 		}
 		rs[i].Dir = t.TempDir()
@@ -117,15 +118,15 @@ func TestLeftOutNotDrawn(t *testing.T) {
 			return ys, c.notes
 		}, 200, []string{"4 runs failed one: not drawn"}},
 		{"timeline", func(t *testing.T) ([]float64, []string) {
-			dir, note := rep.timelineOf(rep.Find(PhaseMax, unpinned))
-			if dir == "" {
-				t.Fatalf("no timeline: %s", note)
+			tl := rep.timelineOf(rep.Find(PhaseMax, unpinned))
+			if tl.dir == "" || tl.leftOut {
+				t.Fatalf("timeline %+v, want a run that passed", tl)
 			}
-			pts, err := ReadTimeline(filepath.Join(dir, HlogFile))
+			pts, err := ReadTimeline(filepath.Join(tl.dir, HlogFile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := timelineChart(pts, "t", []string{note})
+			c, err := timelineChart(pts, tl.title, []string{tl.note}, tl.leftOut)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,10 +155,27 @@ func TestLeftOutNotDrawn(t *testing.T) {
 			}
 		})
 	}
-	// A configuration whose runs all failed a check has no timeline, and
-	// the section says why.
-	if dir, note := rep.timelineOf(rep.Find(PhaseMax, "carrier+uring")); dir != "" || note != "no run passed the checks (1 left out)" {
-		t.Errorf("carrier+uring's timeline: %q, %q", dir, note)
+	// A configuration whose runs all failed a check has its first left-out
+	// run's timeline, marked: "left out" in the title and the caption, with
+	// the check it failed, and grey lines.
+	tl := rep.timelineOf(rep.Find(PhaseMax, "carrier+uring"))
+	if tl.dir == "" || !tl.leftOut || !strings.HasSuffix(tl.title, ", left out)") ||
+		!strings.HasPrefix(tl.note, "Left out, drawn marked (grey): ") || !strings.Contains(tl.note, "errors in") ||
+		!strings.Contains(tl.note, "No run of carrier+uring passed the checks;") {
+		t.Errorf("carrier+uring's timeline: %+v", tl)
+	}
+	if _, err := timelineChart([]TimePoint{{End: time.Second, Count: 1, P50: 1, P99: 2, Max: 3}}, tl.title, []string{tl.note}, tl.leftOut); err != nil {
+		t.Error(err)
+	}
+	for i := range 3 {
+		c := seriesStyle(i, true).Color
+		r, g, b, _ := c.RGBA()
+		if r != g || g != b || slices.Contains(palette, c) || contrast(luminance(linearRGB(c)), 1) < minContrast {
+			t.Errorf("series %d of a left-out run: %v, want a grey of %v:1 or more on white, none of the palette's", i, c, minContrast)
+		}
+		if seriesStyle(i, false).Color != palette[i] || seriesLabel("p99", true) != "p99 (left out)" || seriesLabel("p99", false) != "p99" {
+			t.Errorf("series %d: %v, %q", i, seriesStyle(i, false).Color, seriesLabel("p99", true))
+		}
 	}
 }
 

@@ -115,13 +115,27 @@ const maxGlyphs = 100
 
 // timelinePlot draws p50, p99 and max per interval against time, with
 // notes under it; an interval without a latency (a stall) breaks the lines
-// and is shaded.
-func timelinePlot(points []TimePoint, title string, notes []string, path string) error {
-	return saveTo(path)(timelineChart(points, title, notes))
+// and is shaded. A left-out run's (marked) lines are grey and labelled so.
+func timelinePlot(points []TimePoint, title string, notes []string, marked bool, path string) error {
+	return saveTo(path)(timelineChart(points, title, notes, marked))
+}
+
+// markedGreys are the lines of a left-out run's timeline, max, p99 and
+// p50: greys of 15:1, 7:1 and 4:1 on white, told apart by their dashes.
+var markedGreys = []color.Color{color.Gray{Y: 40}, color.Gray{Y: 90}, color.Gray{Y: 130}}
+
+// seriesStyle is the line of a timeline's i-th series: the palette's, or
+// grey for a left-out run (marked).
+func seriesStyle(i int, marked bool) draw.LineStyle {
+	st := style(i, vg.Points(1.5))
+	if marked {
+		st.Color = markedGreys[i%len(markedGreys)]
+	}
+	return st
 }
 
 // timelineChart is timelinePlot's chart.
-func timelineChart(points []TimePoint, title string, notes []string) (chart, error) {
+func timelineChart(points []TimePoint, title string, notes []string, marked bool) (chart, error) {
 	p := linePlot(title, fmt.Sprintf("time (s), at the end of each %v interval", intervalOf(points)), "latency (ms), corrected")
 	if st := stalls(points); len(st) > 0 {
 		b := bands{st, stallColor}
@@ -147,15 +161,15 @@ func timelineChart(points []TimePoint, title string, notes []string) (chart, err
 			if err != nil {
 				return err
 			}
-			line.LineStyle = style(i, vg.Points(1.5))
-			pts.Color = palette[i%len(palette)]
+			line.LineStyle = seriesStyle(i, marked)
+			pts.Color = line.LineStyle.Color
 			pts.Radius = vg.Points(1.5)
 			p.Add(line)
 			if len(points) <= maxGlyphs || len(seg) == 1 {
 				p.Add(pts)
 			}
 			if first {
-				p.Legend.Add(s.name, line)
+				p.Legend.Add(seriesLabel(s.name, marked), line)
 				first = false
 			}
 			seg = nil
@@ -186,6 +200,14 @@ func timelineChart(points []TimePoint, title string, notes []string) (chart, err
 	return chart{p, notes}, nil
 }
 
+// seriesLabel is a timeline series' legend entry: "p99", "p99 (left out)".
+func seriesLabel(name string, marked bool) string {
+	if marked {
+		return name + " (left out)"
+	}
+	return name
+}
+
 // legendRoom raises the top of a value axis (setValueAxis) over ys so that
 // the data stay in the lower three quarters of the plot, clear of the
 // legend at the top left: a timeline's lines run across the whole width,
@@ -198,93 +220,114 @@ func legendRoom(a *plot.Axis, ys []float64) {
 	a.Max = slices.Max(ys) * 4 / 3
 }
 
-// timelineOf is what g's timeline draws: the first of its complete runs
-// that passed the checks and has an interval log, and the caption saying
-// so; without one, dir is "" and note says why.
-func (r *Report) timelineOf(g *Group) (dir, note string) {
+// timeline is one configuration's latency-over-time plot: the run it draws
+// (Dir; "" when it has none, Note says why), whether that run failed a
+// check (LeftOut: drawn marked), its title and its caption.
+type timeline struct {
+	g           *Group
+	dir         string
+	leftOut     bool
+	title, note string
+}
+
+// timelineOf is g's timeline. Runs that failed a check are not drawn as
+// if they counted: it draws the first complete run of g that passed the
+// checks and has an interval log; where g has none, the first left-out
+// run that has one, marked (grey, "left out" in the title, legend and
+// caption, with the check it failed), since that run's timeline may show
+// why it failed; else nothing.
+func (r *Report) timelineOf(g *Group) timeline {
+	var first *LeftOut
 	for _, run := range g.all {
-		if r.isLeftOut(run.Dir) {
+		if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err != nil {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err == nil {
-			note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks.", filepath.Base(run.Dir), g.Name)
+		lo := r.leftOut(run.Dir)
+		if lo == nil {
+			t := r.newTimeline(g, run.Dir, false)
+			t.note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks.", filepath.Base(run.Dir), g.Name)
 			if g.LeftOut > 0 {
-				note += fmt.Sprintf(" Of its runs, %s: not drawn (see \"Runs left out\").", failed(g.LeftOut))
+				t.note += fmt.Sprintf(" Of its runs, %s: not drawn (see \"Runs left out\").", failed(g.LeftOut))
 			}
-			return run.Dir, note
+			return t
+		}
+		if first == nil {
+			first = lo
 		}
 	}
-	switch {
-	case g.Runs == 0:
-		note = "no run passed the checks"
-	case hasHlog(g):
-		note = "no run that passed the checks has an interval log"
-	default:
-		note = "no run has an interval log"
+	if first != nil {
+		t := r.newTimeline(g, first.Dir, true)
+		none := fmt.Sprintf("No run of %s that passed the checks has an interval log", g.Name)
+		if g.Runs == 0 {
+			none = fmt.Sprintf("No run of %s passed the checks", g.Name)
+		}
+		t.note = fmt.Sprintf("Left out, drawn marked (grey): %s failed a check: %s. %s; this run's figures count in no "+
+			"table, plot or verdict.", filepath.Base(first.Dir), first.Why, none)
+		return t
 	}
+	t := timeline{g: g, note: "no run has an interval log"}
 	if n := unusedRuns(g); n != "" {
-		note += " (" + n + ")"
+		t.note += " (" + n + ")"
 	}
-	return "", note
+	return t
 }
 
-// isLeftOut reports whether the run in dir failed a check.
-func (r *Report) isLeftOut(dir string) bool {
-	return slices.ContainsFunc(r.LeftOut, func(l LeftOut) bool { return l.Dir == dir })
+// newTimeline is g's timeline of the run in dir, titled.
+func (r *Report) newTimeline(g *Group, dir string, leftOut bool) timeline {
+	run := filepath.Base(dir)
+	if leftOut {
+		run += ", left out"
+	}
+	return timeline{g: g, dir: dir, leftOut: leftOut,
+		title: fmt.Sprintf("Latency over time: %s, %s (%s)", g.Name, r.phaseTitle(g.Phase), run)}
 }
 
-// hasHlog reports whether any complete run of g has an interval log.
-func hasHlog(g *Group) bool {
-	return slices.ContainsFunc(g.all, func(run Result) bool {
-		_, err := os.Stat(filepath.Join(run.Dir, HlogFile))
-		return err == nil
-	})
+// leftOut is the run in dir if it failed a check, else nil.
+func (r *Report) leftOut(dir string) *LeftOut {
+	i := slices.IndexFunc(r.LeftOut, func(l LeftOut) bool { return l.Dir == dir })
+	if i < 0 {
+		return nil
+	}
+	return &r.LeftOut[i]
 }
 
 // writeTimelines writes the "Latency over time" section: for every
-// configuration of every phase, the interval log of its first complete run
-// that passed the checks drawn (p50, p99 and max per interval), so that a
-// stall or a GC pause shows where it happened. As in every plot, runs that
-// failed a check are not drawn; a configuration without a run to draw is
-// named, with why. Without any interval log (older result directories),
-// the section is left out.
+// configuration of every phase, the interval log of one run drawn (p50,
+// p99 and max per interval; timelineOf says which), so that a stall or a
+// GC pause shows where it happened; a configuration without a run to draw
+// is named, with why. Without any interval log (older result
+// directories), the section is left out.
 func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw func(path string) error) string) {
-	type entry struct {
-		g         *Group
-		dir, note string
-	}
-	var drawn, none []entry
+	var drawn, none []timeline
 	for _, g := range r.Groups {
-		dir, note := r.timelineOf(g)
-		if dir != "" {
-			drawn = append(drawn, entry{g, dir, note})
+		if t := r.timelineOf(g); t.dir != "" {
+			drawn = append(drawn, t)
 		} else {
-			none = append(none, entry{g, dir, note})
+			none = append(none, t)
 		}
 	}
-	if len(drawn) == 0 && !slices.ContainsFunc(r.Groups, hasHlog) {
+	if len(drawn) == 0 {
 		return
 	}
 	b.WriteString("## Latency over time\n\nThe corrected latency of each interval (p50, p99, max) of one run per " +
-		"configuration, the first that passed the checks (runs left out are not drawn), from its " + HlogFile +
-		" (an HdrHistogram interval log the HdrHistogram tools read too); a shaded gap is an interval in which no " +
-		"request completed.\n\n")
-	for _, e := range drawn {
-		name := "timeline-" + fileTag(e.g.Phase) + "-" + SafeName(e.g.Name) + ".png"
-		title := fmt.Sprintf("Latency over time: %s, %s (%s)", e.g.Name, r.phaseTitle(e.g.Phase), filepath.Base(e.dir))
+		"configuration, the first that passed the checks, from its " + HlogFile + " (an HdrHistogram interval log the " +
+		"HdrHistogram tools read too); a shaded gap is an interval in which no request completed. A configuration none " +
+		"of whose runs passed is drawn from its first left-out run, in grey and marked \"left out\".\n\n")
+	for _, t := range drawn {
+		name := "timeline-" + fileTag(t.g.Phase) + "-" + SafeName(t.g.Name) + ".png"
 		b.WriteString(plot(name, func(path string) error {
-			pts, err := ReadTimeline(filepath.Join(e.dir, HlogFile))
+			pts, err := ReadTimeline(filepath.Join(t.dir, HlogFile))
 			if err != nil {
 				return err
 			}
-			return timelinePlot(pts, title, []string{e.note}, path)
+			return timelinePlot(pts, t.title, []string{t.note}, t.leftOut, path)
 		}))
 	}
 	if len(none) > 0 {
 		b.WriteString("\nNo timeline for:\n\n")
 	}
-	for _, e := range none {
-		fmt.Fprintf(b, "- %s, %s: %s\n", e.g.Name, r.phaseTitle(e.g.Phase), e.note)
+	for _, t := range none {
+		fmt.Fprintf(b, "- %s, %s: %s\n", t.g.Name, r.phaseTitle(t.g.Phase), t.note)
 	}
 	b.WriteString("\n")
 }

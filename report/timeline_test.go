@@ -66,8 +66,9 @@ func TestReadTimeline(t *testing.T) {
 }
 
 // The report draws one timeline per configuration that has a log, from its
-// first complete run, names those it has none of with why, and leaves the
-// section out without any log.
+// first complete run that passed the checks, or marked from a left-out
+// one; names those it has none of; and leaves the section out without any
+// log.
 func TestWriteTimelines(t *testing.T) {
 	withLog, leftOut, without, out := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	writeHlog(t, withLog, [][]float64{{1, 2}, {1, 3}, nil, {40, 80}, {2, 2}}, 100*time.Millisecond)
@@ -85,19 +86,21 @@ func TestWriteTimelines(t *testing.T) {
 	var b strings.Builder
 	rep.writeTimelines(&b, plot)
 	md := b.String()
-	for _, want := range []string{"## Latency over time", "![timeline-fixed-carrier-ws.png]", "No timeline for:",
-		"- nethttp, Fixed rate: no run has an interval log\n", "- carrier, Fixed rate: no run passed the checks (1 left out)\n"} {
+	for _, want := range []string{"## Latency over time", "![timeline-fixed-carrier-ws.png]", "![timeline-fixed-carrier.png]",
+		"No timeline for:", "- nethttp, Fixed rate: no run has an interval log\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
 		}
 	}
-	if len(drawn) != 1 {
-		t.Errorf("drew %v, want carrier+ws's timeline alone", drawn)
+	if len(drawn) != 2 {
+		t.Errorf("drew %v, want carrier+ws's timeline and carrier's", drawn)
 	}
-	if err, ok := drawn["timeline-fixed-carrier-ws.png"]; !ok || err != nil {
-		t.Fatalf("plot: %v (drawn %v)", err, drawn)
+	for _, png := range []string{"timeline-fixed-carrier-ws.png", "timeline-fixed-carrier.png"} {
+		if err, ok := drawn[png]; !ok || err != nil {
+			t.Fatalf("plot %s: %v (drawn %v)", png, err, drawn)
+		}
+		checkPNG(t, filepath.Join(out, png))
 	}
-	checkPNG(t, filepath.Join(out, "timeline-fixed-carrier-ws.png"))
 
 	b.Reset()
 	(&Report{Groups: []*Group{{Phase: "max", Name: "nethttp", all: []Result{{Dir: without}}}}}).writeTimelines(&b, plot)
@@ -111,7 +114,7 @@ func TestWriteTimelines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := timelinePlot(pts, "x", nil, filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
+	if err := timelinePlot(pts, "x", nil, false, filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
 		t.Errorf("empty timeline: %v", err)
 	}
 }
