@@ -21,8 +21,6 @@ import (
 	"github.com/spindle-lab/spindle/mock"
 )
 
-var modes = Modes()
-
 // wantFruits is the /fruits body every mode must send.
 var wantFruits = func() string {
 	b, err := json.Marshal(mock.Fruits)
@@ -148,8 +146,9 @@ func (c *client) read(status int) (*http.Response, string) {
 }
 
 // closed checks that the server closes the connection within d, after
-// what it still sends (net/http answers 400 to a read-header timeout, the
-// carrier modes close silently, as nginx does).
+// what it still sends (net/http answers 400 to a read-header timeout that
+// cuts a line short of parsing, the carrier modes close silently, as nginx
+// does).
 func (c *client) closed(d time.Duration) {
 	c.t.Helper()
 	c.SetReadDeadline(time.Now().Add(d))
@@ -163,8 +162,15 @@ func isReset(err error) bool { return err != nil && strings.Contains(err.Error()
 
 const get = "GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
 
+// forModes runs fn for each mode. Modes is read here, not in a package
+// variable: the modes register from init functions, which run after the
+// package's variables are set (a variable held no mode, and every test
+// over the modes passed without running one).
 func forModes(t *testing.T, fn func(t *testing.T, mode Mode)) {
-	for _, m := range modes {
+	if len(Modes()) == 0 {
+		t.Fatal("no mode registered")
+	}
+	for _, m := range Modes() {
 		t.Run(m.String(), func(t *testing.T) { fn(t, m) })
 	}
 }
@@ -471,7 +477,7 @@ func TestModes(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for _, m := range modes {
+	for _, m := range Modes() {
 		if got, err := ParseMode(m.String()); err != nil || got != m {
 			t.Errorf("ParseMode(%q) = %v, %v", m, got, err)
 		}
