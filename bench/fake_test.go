@@ -32,6 +32,11 @@ const fakeFailEnv = "BENCH_FAKE_FAIL"
 // fakeZeroEnv makes the fake load generator complete no request.
 const fakeZeroEnv = "BENCH_FAKE_ZERO"
 
+// fakeErrorsEnv names a counter file: while it holds a number above 0, a
+// fake load run counts it down and reports half its requests failed, a run
+// that report.Check leaves out.
+const fakeErrorsEnv = "BENCH_FAKE_ERRORS"
+
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(fakeRunnerEnv); dir != "" {
 		os.Exit(fakeRunner(dir))
@@ -137,6 +142,14 @@ func fakeLoad(ctx context.Context, f load.Flags) int {
 	if os.Getenv(fakeZeroEnv) == "1" { // every request failed to connect
 		res = load.Result{Intended: 5, Failed: 5, DurationS: f.Duration.Seconds(), Corrected: s, Uncorrected: s}
 		res.Errors.Connect = 5
+	}
+	if path := os.Getenv(fakeErrorsEnv); path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			if n, _ := strconv.Atoi(string(b)); n > 0 {
+				_ = os.WriteFile(path, []byte(strconv.Itoa(n-1)), 0o644)
+				res.Completed, res.ByStatus.C2xx, res.Failed, res.Errors.Read = 500, 500, 500, 500
+			}
+		}
 	}
 	data, _ := json.Marshal(res)
 	if err := os.WriteFile(f.JSON, data, 0o644); err != nil {

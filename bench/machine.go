@@ -13,10 +13,11 @@ import (
 )
 
 // cpuSnap is one reading of the machine's busy CPU time and of the run's
-// own processes' CPU time, in seconds.
+// own processes' CPU time (by pid), in seconds.
 type cpuSnap struct {
-	at        time.Time
-	busy, own float64
+	at   time.Time
+	busy float64
+	own  map[int]float64
 }
 
 // readCPU reads /proc/stat and the CPU time of pids (the children and this
@@ -34,7 +35,7 @@ func readCPU(procRoot string, pids []int) (cpuSnap, error) {
 	if err != nil {
 		return cpuSnap{}, err
 	}
-	s := cpuSnap{at: time.Now(), busy: st.All.Busy}
+	s := cpuSnap{at: time.Now(), busy: st.All.Busy, own: map[int]float64{}}
 	for _, pid := range pids {
 		p, err := fs.Proc(pid)
 		if err != nil {
@@ -44,7 +45,7 @@ func readCPU(procRoot string, pids []int) (cpuSnap, error) {
 		if err != nil {
 			continue
 		}
-		s.own += ps.CPUTime()
+		s.own[pid] = ps.CPUTime()
 	}
 	return s, nil
 }
@@ -52,13 +53,22 @@ func readCPU(procRoot string, pids []int) (cpuSnap, error) {
 // otherCPUs is the CPU time, in CPUs, the machine spent on everything but
 // the run's processes between two readings: other tenants' work, the
 // kernel's, the hypervisor's (steal). NaN when the readings are unusable.
+// The run's time is summed per process seen at the end: one that exited in
+// between (a child that ended early) would otherwise take its whole
+// lifetime's CPU time out of the difference and count it as other load
+// (what it used in the window then counts as other, an overestimate of at
+// most that); one started in between used all of its time in the window.
 func otherCPUs(a, b cpuSnap) float64 {
 	d := b.at.Sub(a.at).Seconds()
 	if d <= 0 {
 		return math.NaN()
 	}
+	own := 0.0
+	for pid, t := range b.own {
+		own += t - a.own[pid] // a process started in between used all of its time in the window
+	}
 	// /proc counts in 10ms ticks: a small negative difference is rounding.
-	return max(0, (b.busy-a.busy)-(b.own-a.own)) / d
+	return max(0, (b.busy-a.busy)-own) / d
 }
 
 // ownPIDs are the run's processes whose CPU time is not "other".
@@ -84,4 +94,18 @@ func PinRunner(cpus cpu.Set) error {
 		return fmt.Errorf("pin runner: %w", err)
 	}
 	return nil
+}
+
+// Machine returns the CPUs this process may use and, where sysfs has it,
+// their topology (nil when it cannot be read: a layout then ignores SMT).
+func Machine() (cpu.Set, *cpu.Topology, error) {
+	all, err := cpu.Allowed()
+	if err != nil {
+		return nil, nil, err
+	}
+	topo, err := cpu.ReadTopology(cpu.DefaultSysRoot)
+	if err != nil {
+		topo = nil
+	}
+	return all, topo, nil
 }

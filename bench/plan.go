@@ -98,9 +98,10 @@ type Layout struct {
 	Note string `json:"note"`
 }
 
-// LayoutFor derives the CPU-bound layout from the CPUs available (sorted).
-// Positions index into cpus, so that a machine whose usable CPUs are
-// 4-19 gets the same shape as one with 0-15:
+// LayoutFor derives the CPU-bound layout from the CPUs available (sorted)
+// and, when topo is given, the machine's SMT siblings. The shape depends on
+// the count alone; positions index into cpus, so that a machine whose
+// usable CPUs are 4-19 gets the same shape as one with 0-15:
 //
 //	1 CPU:     everything on it
 //	2 CPUs:    server on the first; load and mock share the second
@@ -108,59 +109,138 @@ type Layout struct {
 //	4-7 CPUs:  load 1, server 2 (2 carriers), mock 1, N+1 extra from 5
 //	8 CPUs:    load 3, server 2, mock 2, N+1 extra 1
 //	9+ CPUs:   the study's layout: load 0,1,4,5; server 2,3; mock 6,7; extra 8
-func LayoutFor(cpus cpu.Set) (Layout, error) {
+//
+// With SMT the server takes whole cores (see place), so that no load or
+// mock thread runs on a sibling of a server CPU, sharing its core.
+func LayoutFor(cpus cpu.Set, topo *cpu.Topology) (Layout, error) {
 	n := len(cpus)
-	pick := func(idx ...int) cpu.Set {
-		s := make(cpu.Set, len(idx))
-		for i, x := range idx {
-			s[i] = cpus[x]
-		}
-		return s
-	}
-	var l Layout
+	const (
+		load = iota
+		server
+		mock
+		extra
+	)
+	var roles []int // the role of each position
+	l := Layout{}
 	switch {
 	case n == 0:
 		return Layout{}, fmt.Errorf("layout: no CPUs available")
 	case n == 1:
-		l = Layout{Load: pick(0), Server: pick(0), Mock: pick(0),
-			Note: "1 CPU: load, server and mock share it"}
+		l.Load, l.Server, l.Mock = cpus[:1], cpus[:1], cpus[:1]
+		l.Note = "1 CPU: load, server and mock share it: every figure includes the load generator's and the mock's work on the server's CPU"
 	case n == 2:
-		l = Layout{Load: pick(1), Server: pick(0), Mock: pick(1),
-			Note: "2 CPUs: server on one, load and mock share the other; no CPU for N+1"}
+		roles = []int{server, load}
+		l.Note = "2 CPUs: server on one, load and mock share the other; no CPU for N+1. " + SharedNote
 	case n == 3:
-		l = Layout{Load: pick(0), Server: pick(1), Mock: pick(2),
-			Note: "3 CPUs: one each for load, server and mock; no CPU for N+1"}
+		roles = []int{load, server, mock}
+		l.Note = "3 CPUs: one each for load, server and mock; no CPU for N+1"
 	case n < 8:
-		l = Layout{Load: pick(0), Server: pick(1, 2), Mock: pick(3)}
+		roles = []int{load, server, server, mock}
 		l.Note = "4-7 CPUs: load 1, server 2, mock 1"
 		if n >= 5 {
-			l.Extra = pick(4)
+			roles = append(roles, extra)
 			l.Note += ", N+1 extra 1"
 		} else {
 			l.Note += "; no CPU for N+1"
 		}
 	case n == 8:
-		l = Layout{Load: pick(0, 1, 4), Server: pick(2, 3), Mock: pick(5, 6), Extra: pick(7),
-			Note: "8 CPUs: load 3, server 2, mock 2, N+1 extra 1"}
+		roles = []int{load, load, server, server, load, mock, mock, extra}
+		l.Note = "8 CPUs: load 3, server 2, mock 2, N+1 extra 1"
 	default:
-		l = Layout{Load: pick(0, 1, 4, 5), Server: pick(2, 3), Mock: pick(6, 7), Extra: pick(8),
-			Note: "the study's layout: load 4, server 2, mock 2, N+1 extra 1"}
+		roles = []int{load, load, server, server, load, load, mock, mock, extra}
+		l.Note = "the study's layout: load 4, server 2, mock 2, N+1 extra 1"
+	}
+	if roles != nil {
+		sets, smt := place(cpus, topo, roles, server)
+		l.Load, l.Server, l.Mock, l.Extra = sets[load], sets[server], sets[mock], sets[extra]
+		if n == 2 {
+			l.Mock = l.Load
+		}
+		if smt {
+			l.Note += fmt.Sprintf("; SMT: the server takes whole cores (CPUs %s), no load or mock thread runs on their siblings", l.Server)
+		}
 	}
 	l.Carriers, l.LoadThreads, l.MockThreads = len(l.Server), len(l.Load), len(l.Mock)
 	return l, nil
 }
 
+// SharedNote says what sharing the load generator's CPU with the mock
+// costs, as measured on the 2-vCPU development machine
+// (docs/PERFORMANCE.md, "Judging the load generator by its send lag").
+const SharedNote = "Sharing costs little here: at the default fixed rate the load generator's p90 send lag was 114-273 µs " +
+	"sharing with the mock and 84-371 µs alone, the p50 1.22-1.25 ms and 1.30-1.33 ms; at max throughput the load " +
+	"generator used under 0.4 of the CPU while the server used all of its own, so the server, not the shared CPU, is the bottleneck " +
+	"(runs where it is not are left out)"
+
+// place assigns cpus to the roles of positions (roles[i] is the role of
+// the i-th position; sets are indexed by role). The role self (the server)
+// takes whole cores of topo: from the core of the CPU at its first
+// position on, in order, wrapping, a core's CPUs together, until it has as
+// many as it has positions; the other positions get the CPUs left, in
+// order. Without SMT (or topo) that is the positional assignment itself.
+// smt reports whether siblings changed it.
+func place(cpus cpu.Set, topo *cpu.Topology, roles []int, self int) (sets map[int]cpu.Set, smt bool) {
+	sets = map[int]cpu.Set{}
+	want, first := 0, -1
+	for i, r := range roles {
+		if r == self {
+			want++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	taken := map[int]bool{}
+	for k := range len(cpus) {
+		c := cpus[(first+k)%len(cpus)]
+		if taken[c] || len(sets[self]) == want {
+			continue
+		}
+		group := cpu.Set{c}
+		if topo != nil && topo.SMT() {
+			group = topo.SiblingsOf(c).Intersect(cpus)
+			if len(group) == 0 {
+				group = cpu.Set{c}
+			}
+		}
+		for _, g := range group {
+			if !taken[g] && len(sets[self]) < want {
+				taken[g] = true
+				sets[self] = append(sets[self], g)
+			}
+		}
+	}
+	rest := make(cpu.Set, 0, len(cpus))
+	for _, c := range cpus {
+		if !taken[c] {
+			rest = append(rest, c)
+		}
+	}
+	positional := true
+	for i, r := range roles {
+		if r == self {
+			positional = positional && slices.Contains(sets[self], cpus[i])
+			continue
+		}
+		sets[r] = append(sets[r], rest[0])
+		positional = positional && rest[0] == cpus[i]
+		rest = rest[1:]
+	}
+	slices.Sort(sets[self])
+	return sets, !positional
+}
+
 // IOLayoutFor derives the I/O-bound preset's layout: 8 carriers where the
 // machine has 16 CPUs (the study's load 0-3, mock 4-7, server 8-15), else the
 // CPU-bound layout with 8 carriers sharing its server CPUs.
-func IOLayoutFor(cpus cpu.Set) (Layout, error) {
+func IOLayoutFor(cpus cpu.Set, topo *cpu.Topology) (Layout, error) {
 	if len(cpus) >= 16 {
 		pick := func(from, to int) cpu.Set { return append(cpu.Set(nil), cpus[from:to]...) }
 		return Layout{Load: pick(0, 4), Mock: pick(4, 8), Server: pick(8, 16),
 			Carriers: IOCarriers, LoadThreads: 4, MockThreads: 4,
 			Note: "the study's I/O-bound layout: load 4, mock 4, server 8"}, nil
 	}
-	l, err := LayoutFor(cpus)
+	l, err := LayoutFor(cpus, topo)
 	if err != nil {
 		return l, err
 	}
@@ -353,12 +433,17 @@ type Plan struct {
 	Layout      Layout  `json:"layout"`
 	Rounds      int     `json:"rounds"`
 	Phases      []Phase `json:"phases"`
+	// Ran says, once RunPlan has run the plan, what each phase ran: its
+	// extra rounds and valid runs per configuration (RoundsNote).
+	Ran []Rounds `json:"ran,omitempty"`
 }
 
 // CompareOptions selects a compare plan.
 type CompareOptions struct {
-	// CPUs are the CPUs available (cpu.Allowed()).
-	CPUs cpu.Set
+	// CPUs are the CPUs available (cpu.Allowed()); Topology, when set,
+	// their SMT siblings, which the layout respects (LayoutFor).
+	CPUs     cpu.Set
+	Topology *cpu.Topology
 	// Full uses the study's durations instead of the quick ones.
 	Full bool
 	// IOBound selects the I/O-bound preset (think 30 ms, 10,000
@@ -389,7 +474,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	if o.IOBound {
 		layoutFor = IOLayoutFor
 	}
-	l, err := layoutFor(o.CPUs)
+	l, err := layoutFor(o.CPUs, o.Topology)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -523,6 +608,23 @@ func (p Plan) Runs() int {
 		n += len(ph.Configs) * p.Rounds
 	}
 	return n
+}
+
+// QuickBudget and BudgetFactor set a plan's default time budget (Budget).
+const (
+	QuickBudget  = 5 * time.Minute
+	BudgetFactor = 1.25
+)
+
+// Budget is the plan's default time budget for RunPlanOptions.Budget:
+// QuickBudget when the plan's estimate (Estimate) is under it, as the
+// default comparison's is (it promises under 5 minutes on 2 CPUs), else
+// BudgetFactor times the estimate.
+func (p Plan) Budget(overhead time.Duration) time.Duration {
+	if e := p.Estimate(overhead); e >= QuickBudget {
+		return time.Duration(BudgetFactor * float64(e))
+	}
+	return QuickBudget
 }
 
 // Estimate is the plan's expected wall time given the per-run overhead

@@ -49,7 +49,7 @@ func TestLayoutFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.cpus.String(), func(t *testing.T) {
-			l, err := LayoutFor(tt.cpus)
+			l, err := LayoutFor(tt.cpus, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,20 +70,83 @@ func TestLayoutFor(t *testing.T) {
 			}
 		})
 	}
-	if _, err := LayoutFor(nil); err == nil {
+	if _, err := LayoutFor(nil, nil); err == nil {
 		t.Error("LayoutFor(no CPUs) succeeded")
 	}
 }
 
+// TestLayoutForSMT: with SMT siblings the server takes whole cores, and
+// the other roles the CPUs left in order; the counts stay those of
+// LayoutFor without a topology.
+func TestLayoutForSMT(t *testing.T) {
+	topo := func(cores, threads int) *cpu.Topology {
+		tp, err := cpu.Layout{Packages: 1, DiesPerPackage: 1, CoresPerDie: cores, Threads: threads}.Topology()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	tests := []struct {
+		name                      string
+		cpus                      cpu.Set
+		topo                      *cpu.Topology
+		load, server, mock, extra string
+		smt                       bool
+	}{
+		// 2 cores x 2 threads (siblings 0,2 and 1,3): the server gets core 1 whole.
+		{"4 vCPUs on 2 cores", cpus(4), topo(2, 2), "0", "1,3", "2", "", true},
+		// 3 cores x 2: server core 1 (1,4); load 0, mock 2, extra 3.
+		{"6 vCPUs on 3 cores", cpus(6), topo(3, 2), "0", "1,4", "2", "3", true},
+		// 8 cores x 2 (siblings n, n+8): the study's positions, the server on core 2 (2,10).
+		{"16 vCPUs on 8 cores", cpus(16), topo(8, 2), "0-1,3-4", "2,10", "5-6", "7", true},
+		// 2 cores x 2 with one server CPU: the server is alone on its core's
+		// CPU, the sibling goes to the other roles.
+		{"2 of 4 vCPUs allowed, siblings", cpu.Set{1, 3}, topo(2, 2), "3", "1", "3", "", false},
+		// No SMT: positional, as without a topology.
+		{"4 CPUs no SMT", cpus(4), topo(4, 1), "0", "1-2", "3", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := LayoutFor(tt.cpus, tt.topo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flat, _ := LayoutFor(tt.cpus, nil)
+			for _, c := range []struct {
+				name      string
+				got, flat cpu.Set
+				want      string
+			}{{"load", l.Load, flat.Load, tt.load}, {"server", l.Server, flat.Server, tt.server}, {"mock", l.Mock, flat.Mock, tt.mock}, {"extra", l.Extra, flat.Extra, tt.extra}} {
+				if c.got.String() != c.want {
+					t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
+				}
+				if len(c.got) != len(c.flat) {
+					t.Errorf("%s has %d CPUs, %d without the topology", c.name, len(c.got), len(c.flat))
+				}
+			}
+			if got := strings.Contains(l.Note, "SMT: the server takes whole cores"); got != tt.smt {
+				t.Errorf("note %q: says SMT %v, want %v", l.Note, got, tt.smt)
+			}
+			for _, s := range l.Server {
+				for _, sib := range tt.topo.SiblingsOf(s) {
+					if !slices.Contains(l.Server, sib) && (slices.Contains(l.Load, sib) || slices.Contains(l.Mock, sib)) && tt.smt {
+						t.Errorf("server CPU %d's sibling %d runs load or mock", s, sib)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestIOLayoutFor(t *testing.T) {
-	l, err := IOLayoutFor(cpus(16))
+	l, err := IOLayoutFor(cpus(16), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Load.String() != "0-3" || l.Mock.String() != "4-7" || l.Server.String() != "8-15" || l.Carriers != 8 {
 		t.Errorf("16-CPU I/O layout = %+v", l)
 	}
-	l, err = IOLayoutFor(cpus(2))
+	l, err = IOLayoutFor(cpus(2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

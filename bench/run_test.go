@@ -41,7 +41,7 @@ func shortConfig(mode string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	l, err := LayoutFor(all)
+	l, err := LayoutFor(all, nil)
 	if err != nil {
 		return Config{}, err
 	}
@@ -216,11 +216,12 @@ func TestRunBusyPort(t *testing.T) {
 	}
 }
 
-func TestRunPlanFake(t *testing.T) {
-	opt := fakeOptions(t)
-	track(t, &opt)
-	p, err := ComparePlan(CompareOptions{CPUs: cpu.Set{0}, Rounds: 2, Only: []string{"nethttp", "carrier"},
-		Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond})
+// fakePlan is the compare plan of o on CPU 0 for the fake children: free
+// ports, no perf stat, and the /proc sampling only when pidstat.
+func fakePlan(t *testing.T, o CompareOptions, pidstat bool) Plan {
+	t.Helper()
+	o.CPUs = cpu.Set{0}
+	p, err := ComparePlan(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +229,17 @@ func TestRunPlanFake(t *testing.T) {
 		for j := range p.Phases[i].Configs {
 			c := &p.Phases[i].Configs[j]
 			c.ServerPort, c.MockPort, c.AdminPort, c.PerfStat = 0, 0, 0, false
+			c.Pidstat = c.Pidstat && pidstat
 		}
 	}
+	return p
+}
+
+func TestRunPlanFake(t *testing.T) {
+	opt := fakeOptions(t)
+	track(t, &opt)
+	p := fakePlan(t, CompareOptions{Rounds: 2, Only: []string{"nethttp", "carrier"},
+		Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond}, true)
 	var last Progress
 	steps := 0
 	dir := t.TempDir()
@@ -265,6 +275,88 @@ func TestRunPlanFake(t *testing.T) {
 	}
 }
 
+// TestRunPlanExtraRounds: runs left out by the checks make RunPlan run
+// extra rounds of the configurations short of valid runs, with the
+// reference configuration, within the budget; without a budget it runs
+// none and says so.
+func TestRunPlanExtraRounds(t *testing.T) {
+	plan := func(t *testing.T) Plan {
+		return fakePlan(t, CompareOptions{Rounds: 2, Only: []string{"nethttp", "handoff", "carrier"},
+			Warmup: 20 * time.Millisecond, Duration: 200 * time.Millisecond}, false)
+	}
+	tests := []struct {
+		name   string
+		budget time.Duration
+		// runs: by phase and round, the configurations run.
+		runs map[string]string
+		ran  string // RoundsNote, in part
+	}{
+		{"budget", time.Hour, map[string]string{
+			"max":   "1:nethttp,handoff,carrier 2:nethttp,handoff,carrier 3:nethttp,handoff",
+			"fixed": "1:nethttp,handoff,carrier 2:nethttp,handoff,carrier",
+		}, "max: 2 rounds and 1 extra round for the configurations short of runs that passed the checks; every configuration has 2 or more valid runs. fixed: 2 rounds; every"},
+		{"no budget", 0, map[string]string{
+			"max":   "1:nethttp,handoff,carrier 2:nethttp,handoff,carrier",
+			"fixed": "1:nethttp,handoff,carrier 2:nethttp,handoff,carrier",
+		}, "max: 2 rounds; still short of 2 valid runs: handoff 1 (no time budget for extra rounds)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opt := fakeOptions(t)
+			track(t, &opt)
+			// No /proc to read: no other-load gauge, so that only the run
+			// made to fail below is left out, whatever else the machine runs.
+			opt.ProcRoot = t.TempDir()
+			// The second run (handoff, max round 1) fails half its requests.
+			counter := filepath.Join(t.TempDir(), "errors")
+			if err := os.WriteFile(counter, []byte("0"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(fakeErrorsEnv, counter)
+			dir := t.TempDir()
+			n := 0
+			results, err := RunPlan(context.Background(), plan(t), RunPlanOptions{Dir: dir, Run: opt, Budget: tt.budget,
+				Progress: func(pr Progress) {
+					if pr.Step == "starting" && pr.Run != n {
+						n = pr.Run
+						val := "0"
+						if n == 2 {
+							val = "1"
+						}
+						_ = os.WriteFile(counter, []byte(val), 0o644)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]map[int][]string{}
+			for _, r := range results {
+				s := r.Summary
+				if got[s.Phase] == nil {
+					got[s.Phase] = map[int][]string{}
+				}
+				got[s.Phase][s.Round] = append(got[s.Phase][s.Round], s.Name)
+			}
+			for phase, want := range tt.runs {
+				var b []string
+				for round := 1; round <= len(got[phase]); round++ {
+					b = append(b, fmt.Sprintf("%d:%s", round, strings.Join(got[phase][round], ",")))
+				}
+				if g := strings.Join(b, " "); g != want {
+					t.Errorf("%s ran %s, want %s", phase, g, want)
+				}
+			}
+			var rec Plan
+			if err := latency.ReadJSONFile(filepath.Join(dir, PlanFile), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if note := rec.RoundsNote(); !strings.Contains(note, tt.ran) {
+				t.Errorf("rounds note %q, want %q in it", note, tt.ran)
+			}
+		})
+	}
+}
+
 func TestOtherCPUs(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	tests := []struct {
@@ -272,9 +364,14 @@ func TestOtherCPUs(t *testing.T) {
 		want float64
 	}{
 		// 3 s of busy CPU in 2 s, 1 s of it ours: 1 CPU of other load.
-		{cpuSnap{t0, 10, 5}, cpuSnap{t0.Add(2 * time.Second), 13, 6}, 1},
+		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6}}, 1},
 		// Ours exceeds the machine's by a tick's rounding: 0, not negative.
-		{cpuSnap{t0, 10, 5}, cpuSnap{t0.Add(time.Second), 10.99, 6}, 0},
+		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(time.Second), 10.99, map[int]float64{1: 6}}, 0},
+		// A process of ours that exited in between (pid 2, 30 s of CPU
+		// over its life) does not count its lifetime as other load.
+		{cpuSnap{t0, 10, map[int]float64{1: 5, 2: 30}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6}}, 1},
+		// One that started in between used all of its CPU time in the window.
+		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6, 3: 0.5}}, 0.75},
 	}
 	for _, tt := range tests {
 		if got := otherCPUs(tt.a, tt.b); math.Abs(got-tt.want) > 1e-9 {

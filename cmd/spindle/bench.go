@@ -124,11 +124,11 @@ func (a *benchArgs) config() (bench.Config, error) {
 			return bench.Config{}, err
 		}
 	}
-	all, err := cpu.Allowed()
+	all, topo, err := bench.Machine()
 	if err != nil {
 		return bench.Config{}, err
 	}
-	l, err := bench.LayoutFor(all)
+	l, err := bench.LayoutFor(all, topo)
 	if err != nil {
 		return bench.Config{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/bench"
-	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/report"
 )
@@ -42,6 +41,7 @@ type compareArgs struct {
 	objectives       sloFlag
 	jsonPath         string
 	hosts            hostFlags
+	budget           time.Duration
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -64,6 +64,11 @@ func compareFlags() (*flagSet, *compareArgs) {
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
 	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
+	fs.durationVar(&a.budget, "time-budget", 0, fmt.Sprintf("the whole comparison's wall time, extra rounds included: runs left out by the checks\n"+
+		"make compare run extra rounds of the configurations short of valid runs while they fit (default: %s\n"+
+		"where the plan's estimate is under that, as the quick comparison's, else %.2f times the estimate;\n"+
+		"a budget shorter than the plan itself leaves no time for extra rounds)",
+		strings.TrimSuffix(bench.QuickBudget.String(), "0s"), bench.BudgetFactor))
 	fs.StringVar(&a.outDir, "output-dir", "", "output directory, new or empty (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
@@ -141,7 +146,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := a.ports.check(); err != nil {
 		return err
 	}
-	all, err := cpu.Allowed()
+	all, topo, err := bench.Machine()
 	if err != nil {
 		return err
 	}
@@ -149,7 +154,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if a.only != "" {
 		only = strings.Split(a.only, ",")
 	}
-	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Full: a.full, IOBound: a.ioBound,
+	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Full: a.full, IOBound: a.ioBound,
 		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates})
 	if err != nil {
 		return asBadInput(err)
@@ -187,7 +192,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	line := newProgressLine(stderr, "compare")
-	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show,
+	budget := a.budget
+	if budget == 0 {
+		budget = plan.Budget(bench.DefaultOverhead)
+	}
+	fmt.Fprintf(stdout, "time budget %v: runs left out by the checks get extra rounds while they fit\n", budget)
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show, Budget: budget,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",
@@ -198,7 +208,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return asBadInput(runErr)
 	}
 	if len(results) > 0 {
-		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: plan.Description, SLOP99: a.slo})
+		preamble := planDescription([]string{dir}) // with the rounds run
+		if preamble == "" {
+			preamble = plan.Description
+		}
+		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: preamble, SLOP99: a.slo})
 		if err != nil {
 			return errors.Join(runErr, err)
 		}

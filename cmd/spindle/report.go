@@ -141,11 +141,15 @@ func ancestors(dir, root string) []string {
 }
 
 // planDescription returns the description in the plan.json of the first
-// directory of dirs that has one ("spindle compare" writes it), or "".
+// directory of dirs that has one ("spindle compare" writes it), with what
+// its phases ran (bench.Plan.RoundsNote), or "".
 func planDescription(dirs []string) string {
 	for _, d := range dirs {
 		var p bench.Plan
 		if err := latency.ReadJSONFile(filepath.Join(d, bench.PlanFile), &p); err == nil {
+			if note := p.RoundsNote(); note != "" {
+				return p.Description + "\n\n" + note
+			}
 			return p.Description
 		}
 	}
