@@ -146,7 +146,7 @@ func missingNotes(groups []*Group, drawn func(*Group) bool, lacks string) []stri
 			continue
 		}
 		name := g.Name
-		if n := unusedRuns(g); n != "" {
+		if n := unusedRuns(g, ""); n != "" {
 			name += " (" + n + ")"
 		}
 		none = append(none, name)
@@ -161,15 +161,16 @@ func missingNotes(groups []*Group, drawn func(*Group) bool, lacks string) []stri
 	return ns
 }
 
-// unusedRuns counts g's runs that no figure uses: "3 left out, 1
-// incomplete"; "" without any.
-func unusedRuns(g *Group) string {
+// unusedRuns counts g's runs that no figure uses, each count after prefix
+// ("+" in the tables' runs column): "3 left out, 1 incomplete"; "" without
+// any.
+func unusedRuns(g *Group, prefix string) string {
 	var ns []string
 	if g.LeftOut > 0 {
-		ns = append(ns, fmt.Sprintf("%d left out", g.LeftOut))
+		ns = append(ns, fmt.Sprintf("%s%d left out", prefix, g.LeftOut))
 	}
 	if g.Incomplete > 0 {
-		ns = append(ns, fmt.Sprintf("%d incomplete", g.Incomplete))
+		ns = append(ns, fmt.Sprintf("%s%d incomplete", prefix, g.Incomplete))
 	}
 	return strings.Join(ns, ", ")
 }

@@ -263,17 +263,10 @@ func (r *Report) busiest() float64 {
 
 // runs renders complete runs, with the incomplete ones if any.
 func runs(g *Group) string {
-	var more []string
-	if g.LeftOut > 0 {
-		more = append(more, fmt.Sprintf("+%d left out", g.LeftOut))
+	if more := unusedRuns(g, "+"); more != "" {
+		return fmt.Sprintf("%d (%s)", g.Runs, more)
 	}
-	if g.Incomplete > 0 {
-		more = append(more, fmt.Sprintf("+%d incomplete", g.Incomplete))
-	}
-	if len(more) == 0 {
-		return fmt.Sprint(g.Runs)
-	}
-	return fmt.Sprintf("%d (%s)", g.Runs, strings.Join(more, ", "))
+	return fmt.Sprint(g.Runs)
 }
 
 // LoadFactor renders a fixed-rate group's load factor, the rate over its

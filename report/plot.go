@@ -234,7 +234,7 @@ func noData(what string, groups []*Group) error {
 		unused.LeftOut += g.LeftOut
 		unused.Incomplete += g.Incomplete
 	}
-	return fmt.Errorf("no run passed the checks (%s)", unusedRuns(&unused))
+	return fmt.Errorf("no run passed the checks (%s)", unusedRuns(&unused, ""))
 }
 
 // bar is one bar of a bar chart: a group's median with its range.

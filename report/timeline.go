@@ -266,7 +266,7 @@ func (r *Report) timelineOf(g *Group) timeline {
 		return t
 	}
 	t := timeline{g: g, note: "no run has an interval log"}
-	if n := unusedRuns(g); n != "" {
+	if n := unusedRuns(g, ""); n != "" {
 		t.note += " (" + n + ")"
 	}
 	return t
