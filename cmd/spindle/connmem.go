@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -84,6 +85,7 @@ func connmemFlags() (*flagSet, *connmemArgs) {
 	a := &connmemArgs{}
 	fs := newFlagSet("connmem", "", "Starts \"spindle serve --mode MODE\" (or \"spindle mock\") as a child on a free loopback port,\n"+
 		"reads its RSS (/proc/PID/statm), opens --conns connections and measures the RSS they add idle,\n"+
+		"then idle again once each has served a GET /health (kept alive),\n"+
 		"then while each holds a POST /health whose body of --body bytes lacks its last --unsent bytes,\n"+
 		"then watches RSS for --settle after they close. Exits 1 when the peak is over --goal or RSS\n"+
 		"is not back within max(--back, a quarter of the peak added) of its baseline by the end.\n"+
@@ -112,12 +114,13 @@ type connmemResult struct {
 	Body      int64  `json:"body_bytes"`
 	Sent      int64  `json:"sent_bytes_each"`
 	Baseline  int64  `json:"baseline_rss"`
-	Idle      int64  `json:"idle_added"`  // RSS added by the idle connections
-	Peak      int64  `json:"peak_added"`  // most RSS added while bodies were held
-	Final     int64  `json:"final_added"` // RSS added at the end of the settle time
-	Goal      int64  `json:"goal"`        // most Peak may be
-	Back      int64  `json:"back"`        // most Final (or an earlier sample) may be to count as back: backTolerance(Peak, --back)
-	BackAfter string `json:"back_after"`  // time from the close until RSS was back, "" if it was not
+	Idle      int64  `json:"idle_added"`   // RSS added by the idle connections, before any request
+	Served    int64  `json:"served_added"` // RSS added by them idle again, each after one answered GET /health
+	Peak      int64  `json:"peak_added"`   // most RSS added while bodies were held (after the GETs)
+	Final     int64  `json:"final_added"`  // RSS added at the end of the settle time
+	Goal      int64  `json:"goal"`         // most Peak may be
+	Back      int64  `json:"back"`         // most Final (or an earlier sample) may be to count as back: backTolerance(Peak, --back)
+	BackAfter string `json:"back_after"`   // time from the close until RSS was back, "" if it was not
 	Settle    string `json:"settle"`
 }
 
@@ -299,9 +302,22 @@ func measureConns(ctx context.Context, a *connmemArgs, ch *measuredChild) (*conn
 	}
 	r.Idle = idle - base
 
+	// One answered request on each, kept alive: what a connection that has
+	// served a request costs while it waits for its next one (buffers and
+	// the handler's stack grown by a request are kept or pooled).
+	if err := eachConn(conns, getHealth); err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	served, err := ch.rss()
+	if err != nil {
+		return nil, err
+	}
+	r.Served = served - base
+
 	// Partial bodies, written from a few goroutines, RSS sampled meanwhile
 	// and for the hold time after.
-	peak := idle
+	peak := served
 	stop := make(chan struct{})
 	sampled := make(chan error, 1)
 	go func() {
@@ -324,7 +340,14 @@ func measureConns(ctx context.Context, a *connmemArgs, ch *measuredChild) (*conn
 	}()
 	head := fmt.Sprintf("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", a.body)
 	payload := make([]byte, a.body-a.unsent)
-	werr := writeAll(conns, head, payload)
+	werr := eachConn(conns, func(c net.Conn) error {
+		c.SetWriteDeadline(time.Now().Add(time.Minute))
+		if _, err := io.WriteString(c, head); err != nil {
+			return err
+		}
+		_, err := c.Write(payload)
+		return err
+	})
 	if werr == nil {
 		select {
 		case <-time.After(a.hold):
@@ -370,11 +393,11 @@ func measureConns(ctx context.Context, a *connmemArgs, ch *measuredChild) (*conn
 	}
 }
 
-// connmemWriters is how many goroutines write the partial bodies.
+// connmemWriters is how many goroutines make the requests.
 const connmemWriters = 16
 
-// writeAll writes head and payload on every conn.
-func writeAll(conns []net.Conn, head string, payload []byte) error {
+// eachConn calls fn on every conn from connmemWriters goroutines.
+func eachConn(conns []net.Conn, fn func(net.Conn) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -386,12 +409,7 @@ func writeAll(conns []net.Conn, head string, payload []byte) error {
 		go func() {
 			defer wg.Done()
 			for c := range next {
-				c.SetWriteDeadline(time.Now().Add(time.Minute))
-				_, err := io.WriteString(c, head)
-				if err == nil {
-					_, err = c.Write(payload)
-				}
-				if err != nil {
+				if err := fn(c); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -405,9 +423,27 @@ func writeAll(conns []net.Conn, head string, payload []byte) error {
 	close(next)
 	wg.Wait()
 	if len(errs) > 0 {
-		return fmt.Errorf("connmem: %d of %d bodies not written: %w", len(errs), len(conns), errs[0])
+		return fmt.Errorf("connmem: %d of %d connections failed: %w", len(errs), len(conns), errs[0])
 	}
 	return nil
+}
+
+// getHealth gets /health on c and reads the answer, leaving c open.
+func getHealth(c net.Conn) error {
+	c.SetDeadline(time.Now().Add(time.Minute))
+	defer c.SetDeadline(time.Time{})
+	if _, err := io.WriteString(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && (resp.StatusCode != 200 || resp.Close) {
+		err = fmt.Errorf("/health answered %d %q (close %v), want 200 kept alive", resp.StatusCode, body, resp.Close)
+	}
+	return err
 }
 
 // healthOnce gets /health on a connection of its own.
@@ -440,6 +476,7 @@ func writeConnmem(w io.Writer, r *connmemResult) {
 	fmt.Fprintf(w, "connmem: %s, %d connections, bodies of %d bytes, %d sent each\n", r.Mode, r.Conns, r.Body, r.Sent)
 	fmt.Fprintf(w, "  baseline RSS            %s\n", mib(r.Baseline))
 	fmt.Fprintf(w, "  idle connections        +%s (%s)\n", mib(r.Idle), per(r.Idle))
+	fmt.Fprintf(w, "  idle, one request each  +%s (%s)\n", mib(r.Served), per(r.Served))
 	fmt.Fprintf(w, "  holding partial bodies  +%s (%s); goal at most +%s: %s\n", mib(r.Peak), per(r.Peak), mib(r.Goal), verdict)
 	if r.BackAfter != "" {
 		fmt.Fprintf(w, "  after the close         back within %s of the baseline after %s; +%s after %s\n", mib(r.Back), r.BackAfter, mib(r.Final), r.Settle)
