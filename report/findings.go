@@ -212,7 +212,7 @@ func (r *Report) claimUnpinnedWorse() Finding {
 	if c.P50.N == 0 || b.P50.N == 0 {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no latency recorded"}
 	}
-	return finding(claim, figs, judge(expect{c: compare(figP50, c, b, latencyMs("50")), want: higher}))
+	return finding(claim, figs, judge(expect{c: compare(figP50, c, b, latencyMs("50")), want: higher, study: [2]float64{3.80, 1.20}}))
 }
 
 // serverCPUs counts the CPUs of a group's server set (0 if unknown).
@@ -263,7 +263,7 @@ func (r *Report) claimPinningFixes() Finding {
 	if b != nil {
 		base = expect{c: compare(vsBase, p, b, latencyMs("50")), want: lower, orEqual: true}
 	}
-	return finding(claim, figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower}, base))
+	return finding(claim, figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower, study: [2]float64{1.16, 3.80}}, base))
 }
 
 func (r *Report) claimFewerSwitches() Finding {
@@ -288,7 +288,7 @@ func (r *Report) claimFewerSwitches() Finding {
 	cpus := compare(figCPUs, c, b, func(s Summary) float64 { return cpusOf(s, src) })
 	figs := fmt.Sprintf("context switches/s %s %s, nethttp %s; CPUs %s %s, nethttp %s (%s)%s",
 		c.Name, sw.a.Format(0, ""), sw.b.Format(0, ""), c.Name, cpus.a.Format(2, ""), cpus.b.Format(2, ""), src, sub)
-	return finding(claim, figs, judge(expect{c: sw, want: lower}, expect{c: cpus, want: lower}))
+	return finding(claim, figs, judge(expect{c: sw, want: lower, study: [2]float64{9207, 28169}}, expect{c: cpus, want: lower, study: [2]float64{1.51, 1.80}}))
 }
 
 func (r *Report) claimPinningCycles() Finding {
@@ -308,9 +308,9 @@ func (r *Report) claimPinningCycles() Finding {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
 	}
 	return finding(claim, figs, judge(
-		expect{c: compare(figCycles, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.IOCyclesPer10s) })), want: higher},
-		expect{c: compare(figEvents, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.EventsPerCycle) })), want: lower},
-		expect{c: compare(figDepth, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.QueueDepthAvg) })), want: lower}))
+		expect{c: compare(figCycles, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.IOCyclesPer10s) })), want: higher, study: [2]float64{632e3, 247e3}},
+		expect{c: compare(figEvents, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.EventsPerCycle) })), want: lower, study: [2]float64{1.6, 4.0}},
+		expect{c: compare(figDepth, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.QueueDepthAvg) })), want: lower, study: [2]float64{1, 8}}))
 }
 
 func (r *Report) claimBaselineThreads() Finding {
@@ -328,10 +328,10 @@ func (r *Report) claimBaselineThreads() Finding {
 	return finding(claim, figs, judge(
 		expect{c: compare(figThreads, b, c, func(s Summary) float64 {
 			return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) })
-		}), want: higher},
+		}), want: higher, study: [2]float64{5, 3}},
 		expect{c: compare(figWait, b, c, func(s Summary) float64 {
 			return threadFig(s, func(t *ThreadFigures) float64 { return t.WaitPct })
-		}), want: higher}))
+		}), want: higher, study: [2]float64{31, 11}}))
 }
 
 func (r *Report) claimMaxThroughput() Finding {
@@ -359,7 +359,7 @@ func (r *Report) claimMaxThroughput() Finding {
 			100*(g.Throughput.Median/b.Throughput.Median-1)))
 		fig := figReqs
 		fig.name = "req/s of " + g.Name
-		want = append(want, expect{c: compare(fig, g, b, throughput), want: higher})
+		want = append(want, expect{c: compare(fig, g, b, throughput), want: higher, study: [2]float64{72e3, 61e3}})
 	}
 	if len(parts) == 0 {
 		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no run of any carrier configuration at max throughput passed the run checks"}

@@ -260,6 +260,10 @@ type expect struct {
 	c       compared
 	want    order
 	orEqual bool
+	// study is the study's own pair of figures for this part (a's, b's;
+	// zero: none): when the rounds show no order but none comes near the
+	// study's difference (shortOf), the part is refuted, weakly.
+	study [2]float64
 	// missing, when set, is why the part cannot be judged (its
 	// configuration has no run that passed the checks): the claim is
 	// judged in part, on the others, and the part named name is listed
@@ -296,11 +300,70 @@ func (p expect) verdict() Part {
 		if p.orEqual {
 			// "Not worse than" holds when no difference shows.
 			pt.Verdict, pt.Why = Confirmed, "no difference shown, as the claim allows: "+p.c.why
+		} else if short := p.shortOf(); short != "" {
+			pt.Verdict, pt.Weak, pt.Why = Refuted, true, short
 		}
 	default:
 		pt.Verdict, pt.Weak = Refuted, p.c.weak
 	}
 	return pt
+}
+
+// shortOf says, for a part whose rounds show no order, that even its most
+// favourable round falls short of the study's difference: with paired
+// rounds the per-round ratio furthest in the claimed direction, without
+// them the ranges' ends furthest apart that way. A difference the size the
+// study found would have shown; what the rounds allow is smaller, so the
+// study's finding does not reproduce here, though a smaller difference in
+// its direction may be hidden in the spread: a weak refutation. "" when the
+// part has no study figures or the rounds allow the study's difference.
+func (p expect) shortOf() string {
+	c := p.c
+	sa, sb := p.study[0], p.study[1]
+	if sa == sb || c.a.N == 0 || c.b.N == 0 {
+		return ""
+	}
+	want := p.want
+	study := c.fig.effect(sa, sb)
+	var best float64 // the most favourable round's effect in the claimed direction (<= 0: against it)
+	var from string
+	switch {
+	case c.paired.N >= 2 && c.b.Median > 0:
+		r := c.paired.Max // a/b per round
+		if want == lower {
+			r = c.paired.Min
+		}
+		from = fmt.Sprintf("the per-round ratios (%.2f–%.2f)", c.paired.Min, c.paired.Max)
+		switch {
+		case c.fig.absolute:
+			best = (r - 1) * c.b.Median
+			if want == lower {
+				best = -best
+			}
+		case want == higher:
+			best = r - 1
+		case r > 0:
+			best = 1/r - 1
+		default:
+			return ""
+		}
+	default:
+		hi, lo := c.a.Max, c.b.Min // a above b as far as the ranges allow
+		if want == lower {
+			hi, lo = c.b.Max, c.a.Min
+		}
+		from = "the ranges over rounds"
+		if hi <= lo {
+			best = 0
+		} else {
+			best = c.fig.effect(hi, lo)
+		}
+	}
+	if math.IsInf(study, 0) || best >= study {
+		return ""
+	}
+	return fmt.Sprintf("the rounds show no order, and %s allow at most %s in the claimed direction, short of the study's %s: its difference does not reproduce here",
+		from, c.fig.formatEffect(max(0, best)), c.fig.formatEffect(study))
 }
 
 // rank orders part verdicts by how much they decide a claim: a firm
@@ -348,7 +411,10 @@ func judge(parts ...expect) judgement {
 			continue
 		}
 		judged++
-		if n := p.c.note(); n != "" && !(p.orEqual && p.c.order == unclear) {
+		switch n := p.c.note(); {
+		case p.c.order == unclear && pt.Verdict == Refuted: // short of the study's difference
+			b.WriteString(fmt.Sprintf("; %s weak: %s: %s", pt.Name, p.c.figures(), pt.Why))
+		case n != "" && !(p.orEqual && p.c.order == unclear):
 			b.WriteString("; " + n)
 		}
 		if r := rank(pt); r > top {
