@@ -106,7 +106,8 @@ type Layout struct {
 //	1 CPU:     everything on it
 //	2 CPUs:    server on the first; load and mock share the second
 //	3 CPUs:    load, server, mock on one each
-//	4-7 CPUs:  load 1, server 2 (2 carriers), mock 1, N+1 extra from 5
+//	4-5 CPUs:  load 2 (one on the mock's CPU), server 2 (2 carriers), mock 1, N+1 extra on 5
+//	6-7 CPUs:  load 2-3, server 2, mock 1, N+1 extra 1
 //	8 CPUs:    load 3, server 2, mock 2, N+1 extra 1
 //	9+ CPUs:   the study's layout: load 0,1,4,5; server 2,3; mock 6,7; extra 8
 //
@@ -135,14 +136,17 @@ func LayoutFor(cpus cpu.Set, topo *cpu.Topology) (Layout, error) {
 		roles = []int{load, server, mock}
 		l.Note = "3 CPUs: one each for load, server and mock; no CPU for N+1"
 	case n < 8:
+		// Two carriers need about 0.8 of a load CPU at their max here
+		// (the generator used 0.16-0.41 of one at 14-25K req/s, a carrier's
+		// max on one CPU): a second load thread keeps it from being the
+		// bottleneck. On 4-5 CPUs it shares the mock's CPU, which costs the
+		// generator nothing measurable (SharedNote); from 6 it has its own.
 		roles = []int{load, server, server, mock}
-		l.Note = "4-7 CPUs: load 1, server 2, mock 1"
 		if n >= 5 {
 			roles = append(roles, extra)
-			l.Note += ", N+1 extra 1"
-		} else {
-			l.Note += "; no CPU for N+1"
 		}
+		roles = append(roles, slices.Repeat([]int{load}, n-len(roles))...)
+		// The note is written once the sets are placed.
 	case n == 8:
 		roles = []int{load, load, server, server, load, mock, mock, extra}
 		l.Note = "8 CPUs: load 3, server 2, mock 2, N+1 extra 1"
@@ -153,8 +157,23 @@ func LayoutFor(cpus cpu.Set, topo *cpu.Topology) (Layout, error) {
 	if roles != nil {
 		sets, smt := place(cpus, topo, roles, server)
 		l.Load, l.Server, l.Mock, l.Extra = sets[load], sets[server], sets[mock], sets[extra]
-		if n == 2 {
+		switch {
+		case n == 2:
 			l.Mock = l.Load
+		case n == 4 || n == 5: // the second load thread on the mock's CPU
+			l.Load = append(l.Load, l.Mock...)
+			slices.Sort(l.Load)
+		}
+		if n >= 4 && n < 8 {
+			l.Note = fmt.Sprintf("%d CPUs: load %d, server 2, mock 1", n, len(l.Load))
+			if n < 6 {
+				l.Note += sharedLoadNote
+			}
+			if len(l.Extra) > 0 {
+				l.Note += ", N+1 extra 1"
+			} else {
+				l.Note += "; no CPU for N+1"
+			}
 		}
 		if smt {
 			l.Note += fmt.Sprintf("; SMT: the server takes whole cores (CPUs %s), no load or mock thread runs on their siblings", l.Server)
@@ -162,6 +181,30 @@ func LayoutFor(cpus cpu.Set, topo *cpu.Topology) (Layout, error) {
 	}
 	l.Carriers, l.LoadThreads, l.MockThreads = len(l.Server), len(l.Load), len(l.Mock)
 	return l, nil
+}
+
+// sharedLoadNote is what the note of a 4-5 CPU layout says of its second
+// load thread.
+const sharedLoadNote = " (a load thread shares the mock's CPU: the generator needs about 0.8 of a CPU at two carriers' max)"
+
+// Exclusive is l without the load threads that share a CPU with the mock
+// or the server where the load generator has a CPU of its own (4-5 CPUs'
+// second load thread), for --strict; a layout that must share (1-2 CPUs)
+// is returned as it is, for Validate to refuse.
+func (l Layout) Exclusive() Layout {
+	var own cpu.Set
+	for _, c := range l.Load {
+		if !slices.Contains(l.Mock, c) && !slices.Contains(l.Server, c) {
+			own = append(own, c)
+		}
+	}
+	if len(own) == 0 || len(own) == len(l.Load) {
+		return l
+	}
+	l.Note = strings.Replace(strings.Replace(l.Note, sharedLoadNote, "", 1), fmt.Sprintf("load %d,", len(l.Load)), fmt.Sprintf("load %d,", len(own)), 1) +
+		"; --strict: no load thread on the mock's CPU"
+	l.Load, l.LoadThreads = own, len(own)
+	return l
 }
 
 // SharedNote says what sharing the load generator's CPU with the mock
@@ -346,15 +389,22 @@ func (c Config) Validate(strict bool) error {
 		return fmt.Errorf("profile %q: want %s (or none)", c.Profile, ProfileCPU)
 	}
 	if strict {
-		sets := []struct {
-			name string
-			set  cpu.Set
-		}{{"load", c.LoadCPUs}, {"server", c.ServerCPUs}, {"mock", c.MockCPUs}}
-		for i := range sets {
-			for j := i + 1; j < len(sets); j++ {
-				if both := sets[i].set.Intersect(sets[j].set); len(both) > 0 {
-					return fmt.Errorf("--strict: %s and %s CPU sets overlap on %s", sets[i].name, sets[j].name, both)
-				}
+		return c.overlap()
+	}
+	return nil
+}
+
+// overlap reports the first two of the load, server and mock CPU sets
+// that share a CPU (--strict refuses them).
+func (c Config) overlap() error {
+	sets := []struct {
+		name string
+		set  cpu.Set
+	}{{"load", c.LoadCPUs}, {"server", c.ServerCPUs}, {"mock", c.MockCPUs}}
+	for i := range sets {
+		for j := i + 1; j < len(sets); j++ {
+			if both := sets[i].set.Intersect(sets[j].set); len(both) > 0 {
+				return fmt.Errorf("--strict: %s and %s CPU sets overlap on %s", sets[i].name, sets[j].name, both)
 			}
 		}
 	}
@@ -444,6 +494,9 @@ type CompareOptions struct {
 	// their SMT siblings, which the layout respects (LayoutFor).
 	CPUs     cpu.Set
 	Topology *cpu.Topology
+	// Exclusive drops the load threads that share a CPU where the load
+	// generator has one of its own (Layout.Exclusive; --strict).
+	Exclusive bool
 	// Full uses the study's durations instead of the quick ones.
 	Full bool
 	// IOBound selects the I/O-bound preset (think 30 ms, 10,000
@@ -477,6 +530,9 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	l, err := layoutFor(o.CPUs, o.Topology)
 	if err != nil {
 		return Plan{}, err
+	}
+	if o.Exclusive {
+		l = l.Exclusive()
 	}
 	base := Config{
 		Threads: l.Carriers, Connections: DefaultConnections, LoadThreads: l.LoadThreads,

@@ -38,8 +38,11 @@ func TestLayoutFor(t *testing.T) {
 		{cpus(1), "0", "0", "0", "", 1},
 		{cpus(2), "1", "0", "1", "", 1},
 		{cpus(3), "0", "1", "2", "", 1},
-		{cpus(4), "0", "1-2", "3", "", 2},
-		{cpus(6), "0", "1-2", "3", "4", 2},
+		// 4-7: a second load thread, on the mock's CPU below 6.
+		{cpus(4), "0,3", "1-2", "3", "", 2},
+		{cpus(5), "0,3", "1-2", "3", "4", 2},
+		{cpus(6), "0,5", "1-2", "3", "4", 2},
+		{cpus(7), "0,5-6", "1-2", "3", "4", 2},
 		{cpus(8), "0-1,4", "2-3", "5-6", "7", 2},
 		// The study's 16-CPU layout: load 0,1,4,5; server 2,3; mock 6,7; N+1 adds 8.
 		{cpus(16), "0-1,4-5", "2-3", "6-7", "8", 2},
@@ -94,16 +97,16 @@ func TestLayoutForSMT(t *testing.T) {
 		smt                       bool
 	}{
 		// 2 cores x 2 threads (siblings 0,2 and 1,3): the server gets core 1 whole.
-		{"4 vCPUs on 2 cores", cpus(4), topo(2, 2), "0", "1,3", "2", "", true},
-		// 3 cores x 2: server core 1 (1,4); load 0, mock 2, extra 3.
-		{"6 vCPUs on 3 cores", cpus(6), topo(3, 2), "0", "1,4", "2", "3", true},
+		{"4 vCPUs on 2 cores", cpus(4), topo(2, 2), "0,2", "1,3", "2", "", true},
+		// 3 cores x 2: server core 1 (1,4); load 0 and 5, mock 2, extra 3.
+		{"6 vCPUs on 3 cores", cpus(6), topo(3, 2), "0,5", "1,4", "2", "3", true},
 		// 8 cores x 2 (siblings n, n+8): the study's positions, the server on core 2 (2,10).
 		{"16 vCPUs on 8 cores", cpus(16), topo(8, 2), "0-1,3-4", "2,10", "5-6", "7", true},
 		// 2 cores x 2 with one server CPU: the server is alone on its core's
 		// CPU, the sibling goes to the other roles.
 		{"2 of 4 vCPUs allowed, siblings", cpu.Set{1, 3}, topo(2, 2), "3", "1", "3", "", false},
 		// No SMT: positional, as without a topology.
-		{"4 CPUs no SMT", cpus(4), topo(4, 1), "0", "1-2", "3", "", false},
+		{"4 CPUs no SMT", cpus(4), topo(4, 1), "0,3", "1-2", "3", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,6 +138,33 @@ func TestLayoutForSMT(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLayoutExclusive: --strict drops the load thread that shares the
+// mock's CPU where the load generator has one of its own, and leaves a
+// layout that must share as it is.
+func TestLayoutExclusive(t *testing.T) {
+	for _, tt := range []struct {
+		n          int
+		load, note string
+	}{
+		{4, "0", "4 CPUs: load 1, server 2, mock 1; no CPU for N+1; --strict: no load thread on the mock's CPU"},
+		{5, "0", "5 CPUs: load 1, server 2, mock 1, N+1 extra 1; --strict: no load thread on the mock's CPU"},
+		{6, "0,5", "6 CPUs: load 2, server 2, mock 1, N+1 extra 1"},
+		{2, "1", "2 CPUs: server on one, load and mock share the other"},
+	} {
+		l, err := LayoutFor(cpus(tt.n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := l.Exclusive()
+		if x.Load.String() != tt.load || x.LoadThreads != len(x.Load) || !strings.HasPrefix(x.Note, tt.note) {
+			t.Errorf("%d CPUs: exclusive load %s (%d threads), note %q; want %s, %q", tt.n, x.Load, x.LoadThreads, x.Note, tt.load, tt.note)
+		}
+		if err := (Config{LoadCPUs: x.Load, ServerCPUs: x.Server, MockCPUs: x.Mock}).overlap(); (err == nil) != (tt.n > 2) {
+			t.Errorf("%d CPUs: exclusive layout overlaps: %v", tt.n, err)
+		}
 	}
 }
 

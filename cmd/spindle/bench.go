@@ -132,6 +132,9 @@ func (a *benchArgs) config() (bench.Config, error) {
 	if err != nil {
 		return bench.Config{}, err
 	}
+	if a.strict {
+		l = l.Exclusive()
+	}
 	or := func(s, def cpu.Set) cpu.Set {
 		if len(s) > 0 {
 			return s

@@ -154,7 +154,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if a.only != "" {
 		only = strings.Split(a.only, ",")
 	}
-	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Full: a.full, IOBound: a.ioBound,
+	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
 		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates})
 	if err != nil {
 		return asBadInput(err)
