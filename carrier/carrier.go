@@ -13,9 +13,12 @@
 // wait.Strategy, for which it is the wait.Target.
 //
 // A task is a closure run as a coroutine from its carrier's pool (built on
-// iter.Pull; no allocation per task once warm). Once started, a task never
-// leaves its carrier's thread: the Go runtime forbids resuming a coroutine
-// created on a locked thread from another thread. Inside a task, Conn
+// iter.Pull; no allocation per task once warm). Once started, a task stays
+// on its carrier. A task that blocks the Go way (a mutex, a channel,
+// time.Sleep) or computes for long is handed off (handoff.go): past
+// Options.HandoffThreshold the carrier goes on on another thread while the
+// task finishes its wait, and the task rejoins its carrier at its next
+// carrier operation. Inside a task, Conn
 // offers blocking-style I/O that parks the task on the home epoll, and
 // Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
 // when enabled, moves only tasks that have not started, except in floating
@@ -30,6 +33,7 @@ package carrier
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,14 +78,14 @@ type Carrier struct {
 	stopping atomic.Bool
 	word     uint32 // bumped by every push to inject or local (Word)
 
-	cur    *Task              // the task whose coroutine is running, nil between tasks
-	pinNs  int64              // Options.PinnedThreshold in ns; 0: no watchdog
-	coros  map[*coro]struct{} // every coroutine alive, for shutdown
-	idle   []*coro            // coroutines waiting for a task
-	fds    []*pollDesc        // registered fds by slot; token = slot+1 | gen<<32
-	free   []int32            // free slots in fds
-	gen    uint32             // bumped by every registration: tokens are unique per carrier
-	polled bool               // I/O was polled since the last drain
+	cur    atomic.Pointer[Task] // the task whose coroutine is running, nil between tasks (read by the monitor and by conn operations)
+	pinNs  int64                // Options.PinnedThreshold in ns; 0: no watchdog
+	coros  map[*coro]struct{}   // every coroutine alive, for shutdown
+	idle   []*coro              // coroutines waiting for a task
+	fds    []*pollDesc          // registered fds by slot; token = slot+1 | gen<<32
+	free   []int32              // free slots in fds
+	gen    uint32               // bumped by every registration: tokens are unique per carrier
+	polled bool                 // I/O was polled since the last drain
 	// polledAt is the loop's clock reading (now) at the last poll between
 	// drains: with a backlog, I/O is polled again once the round is over
 	// or backlogPollGap drain budgets later (pollDue).
@@ -116,7 +120,23 @@ type Carrier struct {
 	backlog  atomic.Int32
 	lastGave int64 // c.now at the last hand-over
 
-	rng       uint64
+	rng uint64
+	// Hand-off (handoff.go). handoff is fixed at start; m is the owner's
+	// thread (getm), owner-only; runSeq and runStart describe the current
+	// run for the monitor; detachedAt holds the tasks handed off and not
+	// back yet, with when (owner-only).
+	handoff    bool
+	m          uintptr
+	runSeq     atomic.Uint64
+	runStart   atomic.Int64
+	detachedAt map[*coro]away
+	runCo      atomic.Pointer[coro] // the coroutine of the current run (or the last), for the monitor
+	// away are the same tasks' coroutines, for a carrier operation of one
+	// of them to find its task from its goroutine (awayCaller); the
+	// monitor adds, the owner removes.
+	awayMu sync.Mutex
+	away   []*coro
+
 	siblings  []*Carrier // steal candidates in scope
 	stealBuf  []*Task
 	stats     stats
@@ -411,7 +431,7 @@ func (c *Carrier) trimCoros(now int64) {
 		keep := len(c.idle) - surplus
 		for _, co := range c.idle[:surplus] { // the oldest: the bottom of the stack
 			delete(c.coros, co)
-			co.stop()
+			c.stopCoro(co)
 		}
 		c.idle = append(c.idle[:0], c.idle[surplus:]...)
 		clear(c.idle[keep : keep+surplus])
@@ -527,16 +547,25 @@ func (c *Carrier) run(t *Task) {
 			co = c.newCoro()
 		}
 		co.task = t
+		co.phase.Store(phaseUser)
 		t.co = co
 		t.home = c
 		gauge(&c.stats.tasksLive, 1)
 	}
+	if t.state == taskRejoining {
+		c.rejoined(t)
+	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
 	t.state = taskRunning
-	c.cur = t
+	c.cur.Store(t)
 	start := c.now
-	done, _ := t.co.next()
-	c.cur = nil
+	var done bool
+	if c.handoff {
+		done = c.runOwned(t, start)
+	} else {
+		done, _ = t.co.next()
+	}
+	c.cur.Store(nil)
 	c.now = wait.Now()
 	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
 		add(&c.stats.pinned, 1)
@@ -544,9 +573,14 @@ func (c *Carrier) run(t *Task) {
 			t.pinned++
 		}
 	}
-	if done {
+	switch {
+	case done:
 		c.finish(t)
-	} else if t.state == taskRunnable { // it yielded
+	case t.state == taskRejoining: // marked detached by a run the monitor did not take: ours still
+		t.state = taskRunnable
+		c.fifo.push(t)
+		c.yielded = t
+	case t.state == taskRunnable: // it yielded
 		c.yielded = t
 	}
 }
@@ -558,7 +592,7 @@ func (c *Carrier) finish(t *Task) {
 		c.idle = append(c.idle, co)
 	} else {
 		delete(c.coros, co)
-		co.stop()
+		c.stopCoro(co)
 	}
 	gauge(&c.stats.tasksLive, -1)
 	c.timers.remove(t)
@@ -569,9 +603,11 @@ func (c *Carrier) finish(t *Task) {
 // the carrier floats), starts the poller (an io_uring ring accepts
 // submissions from this thread from then on), reports the outcome on startErr and runs the loop.
 func (c *Carrier) start() {
+	defer c.ownerExit() // this goroutine may lose the carrier to a hand-off
 	var err error
 	if !c.g.opts.Float {
 		err = c.bindThread()
+		c.m = getm()
 	}
 	if err == nil {
 		err = c.poll.start()
@@ -608,6 +644,9 @@ func (c *Carrier) shutdown() {
 		t.release()
 	}
 	for _, t := range c.local.close() {
+		if t.state == taskRejoining {
+			c.rejoined(t) // back: its coroutine is stopped below
+		}
 		switch {
 		case t.co == nil: // a SubmitLocal task that never started
 			t.release()
@@ -623,7 +662,10 @@ func (c *Carrier) shutdown() {
 	}
 	for co := range c.coros {
 		t := co.task
-		co.stop()
+		if _, away := c.detachedAt[co]; away {
+			continue // running elsewhere: stopped by its old owner when it rejoins (lost)
+		}
+		c.stopCoro(co)
 		if t != nil {
 			gauge(&c.stats.tasksLive, -1)
 			c.timers.remove(t)

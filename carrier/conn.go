@@ -184,12 +184,44 @@ func (pd *pollDesc) passed(deadline int64) bool {
 	return wait.Now() >= deadline
 }
 
-// current returns the running task of pd's carrier, or nil outside one.
+// current returns the task of pd's carrier that calls, or nil when the
+// caller is none. Where the carrier hands off (handoff.go) it checks that
+// the caller is the running task's coroutine, or a detached task of the
+// carrier (which then rejoins in enter); elsewhere the caller is taken to
+// be the running task.
 func (pd *pollDesc) current() *Task {
 	if pd.c == nil {
 		return nil
 	}
-	return pd.c.cur
+	return pd.c.caller()
+}
+
+// caller returns the task of c that calls (see pollDesc.current).
+func (c *Carrier) caller() *Task {
+	if !c.handoff {
+		return c.cur.Load()
+	}
+	// The coroutine of the current (or last) run: its task is the
+	// caller's own when the caller is that coroutine, which alone may then
+	// read co.task (set before the run).
+	g := getg()
+	if co := c.runCo.Load(); co != nil && co.g.Load() == g {
+		return co.task
+	}
+	return c.awayCaller(g)
+}
+
+// enter begins a carrier operation on cn by the task that calls, when a
+// task of cn's carrier calls (Task.enter: a detached task rejoins first),
+// and returns what ends it. Operations the conn's own code makes from
+// outside a task (the carrier closing its fds) have nothing to enter.
+func (cn *Conn) enter() func() {
+	t := cn.pd.current()
+	if t == nil {
+		return func() {}
+	}
+	outer := t.enter()
+	return func() { t.leave(outer) }
 }
 
 // Conn is a TCP connection driven by its home carrier. Read and Write look
@@ -223,6 +255,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 	if t == nil {
 		return 0, ErrNotInTask
 	}
+	defer t.leave(t.enter())
 	if cio := pd.c.cio; cio != nil && len(p) > 0 {
 		if err := pd.wb.err; err != nil && !pd.closed { // a SEND of an earlier Write failed
 			return 0, err
@@ -281,6 +314,7 @@ func (cn *Conn) Write(p []byte) (int, error) {
 	if t == nil {
 		return 0, ErrNotInTask
 	}
+	defer t.leave(t.enter())
 	if cio := pd.c.cio; cio != nil {
 		return cn.writeBehind(t, cio, p)
 	}
@@ -378,6 +412,7 @@ var errRingFull = errors.New("carrier: io_uring submission queue full")
 // Options.CloseFlush, and returns a write error not yet reported or one
 // that says how many bytes it dropped (writebehind.go).
 func (cn *Conn) Close() error {
+	defer cn.enter()()
 	if cn.pd.closed {
 		return net.ErrClosed
 	}
@@ -403,6 +438,7 @@ func (cn *Conn) Close() error {
 // Options.CloseFlush, or until the write deadline); when they cannot all
 // be sent it returns that error and leaves the sending side open.
 func (cn *Conn) CloseWrite() error {
+	defer cn.enter()()
 	if cn.pd.closed {
 		return net.ErrClosed
 	}
@@ -437,6 +473,7 @@ func (cn *Conn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the time after which Read fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetReadDeadline(t time.Time) error {
+	defer cn.enter()()
 	cn.rdl = monoDeadline(t)
 	cn.pd.rearm(cn.pd.rwait, cn.rdl)
 	return nil
@@ -445,6 +482,7 @@ func (cn *Conn) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the time after which Write fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetWriteDeadline(t time.Time) error {
+	defer cn.enter()()
 	cn.wdl = monoDeadline(t)
 	cn.pd.rearm(cn.pd.wwait, cn.wdl)
 	return nil
@@ -495,7 +533,10 @@ func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) 
 // or an error on the conn (epoll's RDHUP, HUP or ERR), without a system
 // call: a pooled client conn the server closed while it was idle. With the
 // io_uring poller, whose conns have no readiness poll, it reports false.
-func (cn *Conn) PeerClosed() bool { return cn.pd.hup }
+func (cn *Conn) PeerClosed() bool {
+	defer cn.enter()()
+	return cn.pd.hup
+}
 
 // RemoteAddr returns the peer's address.
 func (cn *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.remote) }
@@ -508,6 +549,7 @@ func (cn *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.remote
 // it. Errors are *net.OpError values: errors.Is(err, syscall.ECONNREFUSED)
 // and errors.Is(err, os.ErrDeadlineExceeded) work.
 func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
+	defer t.leave(t.enter())
 	var deadline int64
 	if timeout > 0 {
 		deadline = wait.Now() + int64(timeout)

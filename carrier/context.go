@@ -49,13 +49,13 @@ func TaskFromContext(ctx context.Context) *Task {
 	}
 	c := ref.c
 	if c.g.opts.Float {
-		if calledFromTask() && c.cur == ref.t {
+		if calledFromTask() && c.cur.Load() == ref.t {
 			return ref.t
 		}
 		return nil
 	}
 	// Only c's own thread may read c.cur: look at the thread first.
-	if c.tid.Load() == int64(unix.Gettid()) && c.cur == ref.t {
+	if c.tid.Load() == int64(unix.Gettid()) && c.cur.Load() == ref.t {
 		return ref.t
 	}
 	return nil

@@ -10,3 +10,11 @@ const haveGetg = true
 // one. It identifies the caller in one instruction, where a thread id
 // costs a system call (gettid) and a goroutine id a stack trace.
 func getg() uintptr
+
+// getm returns the address of the runtime's descriptor of the thread (M)
+// the caller runs on: the same for as long as the goroutine stays on one
+// thread, different on another. It tells the carrier, after a task's run,
+// whether the run ended on the thread it began on (a task that blocked the
+// Go way may be resumed by the scheduler on another) without a gettid
+// system call. mOK says whether it passed its start-up check.
+func getm() uintptr

@@ -5,3 +5,12 @@ TEXT ·getg(SB), NOSPLIT, $0-8
 	MOVQ (TLS), AX
 	MOVQ AX, ret+0(FP)
 	RET
+
+// func getm() uintptr: the g's m field (runtime.g.m, at offset 48: after
+// stack (16), stackguard0, stackguard1, _panic and _defer; "offset known
+// to arm liblink"). Checked at start-up against the thread ids (mOK).
+TEXT ·getm(SB), NOSPLIT, $0-8
+	MOVQ (TLS), AX
+	MOVQ 48(AX), AX
+	MOVQ AX, ret+0(FP)
+	RET

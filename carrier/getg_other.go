@@ -7,3 +7,5 @@ package carrier
 const haveGetg = false
 
 func getg() uintptr { return 0 }
+
+func getm() uintptr { return 0 }

@@ -32,6 +32,13 @@ type Group struct {
 	origMask  cpu.Set // with NPlusOne: the mask to give them back at Close
 	procs     int     // GOMAXPROCS set by New; 0: unchanged
 	prevProcs int     // GOMAXPROCS before New raised it
+
+	// allowed are the CPUs the process could use at New: where a thread
+	// that leaves a carrier goes (offCarrier). stopMonitor and monitorDone
+	// stop and await the hand-off monitor (nil without one).
+	allowed     cpu.Set
+	stopMonitor chan struct{}
+	monitorDone chan struct{}
 }
 
 // New starts a group of carriers: each on its own locked OS thread named
@@ -65,6 +72,7 @@ func New(o Options) (*Group, error) {
 			g.carriers[i].siblings = append(g.carriers[i].siblings, g.carriers[j])
 		}
 	}
+	g.allowed, _ = cpu.Allowed()
 	g.raiseProcs()
 	for i, c := range g.carriers {
 		go c.start()
@@ -76,6 +84,10 @@ func New(o Options) (*Group, error) {
 			g.Close()
 			return nil, err
 		}
+	}
+	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.handoff }) {
+		g.stopMonitor, g.monitorDone = make(chan struct{}), make(chan struct{})
+		go g.monitor(g.stopMonitor)
 	}
 	if o.NPlusOne {
 		g.reserved = p.reserved
@@ -97,13 +109,15 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	}
 	c := &Carrier{
 		g: g, id: i, cpu: p.cpus[i], affinity: p.affinity[i], strat: strat,
-		coros:    map[*coro]struct{}{},
-		rng:      uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
-		done:     make(chan struct{}),
-		startErr: make(chan error, 1),
-		efd:      -1,
-		pinNs:    max(0, int64(g.opts.PinnedThreshold)), // negative: off
+		coros:      map[*coro]struct{}{},
+		rng:        uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
+		done:       make(chan struct{}),
+		startErr:   make(chan error, 1),
+		efd:        -1,
+		pinNs:      max(0, int64(g.opts.PinnedThreshold)), // negative: off
+		detachedAt: map[*coro]away{},
 	}
+	c.handoff = c.handoffOn()
 	c.inject.word, c.local.word = &c.word, &c.word
 	if c.efd, err = unix.Eventfd(); err != nil {
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
@@ -235,6 +249,10 @@ func (g *Group) Close() error {
 	}
 	g.closeOnce.Do(func() {
 		g.closed.Store(true)
+		if g.stopMonitor != nil {
+			close(g.stopMonitor)
+			<-g.monitorDone
+		}
 		for _, c := range g.carriers {
 			c.stopping.Store(true)
 			c.poke.Store(1)
@@ -270,7 +288,11 @@ func (g *Group) onCarrierThread() bool {
 	}
 	tid := int64(unix.Gettid())
 	for _, c := range g.carriers {
-		if c.tid.Load() == tid {
+		// A carrier that hands off runs its tasks with its thread unlocked,
+		// so the thread may run any goroutine meanwhile: the caller is one of
+		// its tasks when it is the running task's coroutine or a detached
+		// task's (caller), whatever thread it is on.
+		if c.handoff && c.caller() != nil || !c.handoff && c.tid.Load() == tid {
 			return true
 		}
 	}

@@ -137,7 +137,8 @@ func (l *Listener) closeUnregistered() {
 
 // stop closes the listening socket; it runs as a task on a's carrier, as
 // the accept task does, so the two never race.
-func (a *acceptor) stop(*Task) {
+func (a *acceptor) stop(t *Task) {
+	defer t.leave(t.enter())
 	if a.registered {
 		a.pd.shut() // wakes the parked accept task, which sees closed
 		return
@@ -158,6 +159,7 @@ func (a *acceptor) closeFD() {
 // descriptors it sleeps AcceptBackoff instead of spinning on a listener
 // that stays readable, and counts the back-off.
 func (a *acceptor) run(t *Task) {
+	defer t.leave(t.enter()) // carrier code throughout: never handed off
 	c := t.home
 	defer close(a.done)
 	if a.l.closed.Load() || a.pd.closed {
@@ -204,16 +206,19 @@ func (a *acceptor) dispatch(t *Task, fd int, sa unix.Sockaddr) {
 // serve is the task of one accepted connection: it registers the conn on
 // the carrier that runs it (a thief's, when stolen) and calls the handler.
 func (l *Listener) serve(t *Task) {
+	outer := t.enter() // the conn's registration is carrier code; the handler is not
 	fd, sa := t.afd, t.asa
 	t.afd, t.asa = -1, nil
 	cn, err := t.home.newConn(fd, unix.AddrPortOf(sa))
 	if err != nil {
 		unix.Close(fd)
+		t.leave(outer)
 		return
 	}
 	unix.SetNoDelay(fd)
 	t.adopt(cn)
 	t.accepted = cn
+	t.leave(outer)
 	l.handler(t, cn)
 }
 

@@ -3,6 +3,7 @@ package carrier
 import (
 	"errors"
 	"iter"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,8 @@ type Task struct {
 	asa   unix.Sockaddr
 	panic any // a panic raised by an offloaded function, re-raised in the task
 
-	pinned uint64 // runs longer than Options.PinnedThreshold (see Pinned)
+	pinned   uint64 // runs longer than Options.PinnedThreshold (see Pinned)
+	handoffs uint64 // runs handed off (see Handoffs)
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
@@ -103,21 +105,35 @@ func (t *Task) suspend(state uint8) {
 // Options.PinnedThreshold: the watchdog's count for this task.
 func (t *Task) Pinned() uint64 { return t.pinned }
 
+// Handoffs returns how many of the task's runs so far held its carrier
+// past Options.HandoffThreshold and were handed off (handoff.go): the
+// carrier went on with its other tasks while this one blocked or computed.
+// A run still handed off is counted once the task is back on its carrier,
+// at its next carrier operation.
+func (t *Task) Handoffs() uint64 { return t.handoffs }
+
 // RunningFor returns how long the task has run since it last resumed,
 // measured from the carrier's clock reading before it resumed: together
 // with Pinned, what a caller checks to see whether code it just called
 // blocked the carrier.
-func (t *Task) RunningFor() time.Duration { return time.Duration(wait.Now() - t.home.now) }
+func (t *Task) RunningFor() time.Duration {
+	defer t.leave(t.enter())
+	return time.Duration(wait.Now() - t.home.now)
+}
 
 // Now returns the carrier's latest clock reading (wait.Now's clock, ns),
 // which costs nothing: the carrier took it before it resumed the task, or
 // later, so it is at most as old as the task's current run. A request's
 // start measured with it includes the parsing that ran since.
-func (t *Task) Now() int64 { return t.home.now }
+func (t *Task) Now() int64 {
+	defer t.leave(t.enter())
+	return t.home.now
+}
 
 // Yield lets the carrier run its other runnable tasks and poll I/O, then
 // resumes the task.
 func (t *Task) Yield() {
+	defer t.leave(t.enter())
 	t.home.fifo.push(t)
 	t.suspend(taskRunnable)
 }
@@ -128,6 +144,7 @@ func (t *Task) Sleep(d time.Duration) {
 		t.Yield()
 		return
 	}
+	defer t.leave(t.enter())
 	c := t.home
 	c.timers.add(t, wait.Now()+int64(d))
 	t.block()
@@ -144,6 +161,7 @@ func (t *Task) Go(fn func(*Task)) {
 // returns; the task then resumes on its home carrier. A panic in fn is
 // re-raised in the task. Group.Close waits for offloaded functions.
 func (t *Task) Offload(fn func()) {
+	defer t.leave(t.enter())
 	c := t.home
 	c.g.offloads.Add(1)
 	t.state = taskParked // before fn can finish and queue the resumption
@@ -207,6 +225,11 @@ type coro struct {
 	// after, where getg is implemented: TaskFromContext compares it with
 	// its caller's.
 	g atomic.Uintptr
+	// phase is the running task's phaseUser, phaseCarrier or
+	// phaseDetached (handoff.go): written by the task and, to detach it,
+	// by its group's monitor. It lives on the coroutine, which the monitor
+	// may look at after the task ended, not on the pooled Task.
+	phase atomic.Uint32
 }
 
 // body is the coroutine's function. It yields false when its task parks
@@ -221,8 +244,9 @@ func (co *coro) body(yield func(bool) bool) {
 		defer markTask()()
 	}
 	for {
-		execute(co.task)
-		if !yield(true) {
+		t := co.task
+		execute(t)
+		if !t.end() || !yield(true) { // a detached task rejoins before it ends: its carrier's owner finishes it
 			return
 		}
 	}
@@ -230,6 +254,10 @@ func (co *coro) body(yield func(bool) bool) {
 
 func (c *Carrier) newCoro() *coro {
 	co := &coro{mark: c.g.opts.Float}
+	if c.handoff { // created unlocked, so that any owner may resume it (handoff.go)
+		runtime.UnlockOSThread()
+		defer runtime.LockOSThread()
+	}
 	co.next, co.stop = iter.Pull(co.body)
 	c.coros[co] = struct{}{}
 	return co

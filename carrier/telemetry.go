@@ -130,6 +130,13 @@ type stats struct {
 	corosTrimmed       atomic.Uint64
 	watches            atomic.Uint64
 	watchesArmed       atomic.Uint64
+	// Hand-off (handoff.go): handoffs is written by the group's monitor
+	// alone; the others by the carrier's owner.
+	handoffs    atomic.Uint64
+	rejoins     atomic.Uint64
+	detached    atomic.Int64
+	detachedFor histRec
+	threadMoves atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
@@ -140,7 +147,7 @@ type stats struct {
 
 // Telemetry is one carrier's cumulative counters at one instant. The
 // difference of two snapshots (Sub) describes the window between them;
-// OpenConns and TasksLive are gauges and keep the later value. Fields are
+// OpenConns, TasksLive and Detached are gauges and keep the later value. Fields are
 // read one by one, so a snapshot taken while the carrier works may be off
 // by the events of one loop turn between fields.
 type Telemetry struct {
@@ -166,6 +173,11 @@ type Telemetry struct {
 	CorosTrimmed   uint64            `json:"coros_trimmed"`    // idle coroutines stopped because the pool went unused for a period
 	Watches        uint64            `json:"context_watches"`  // ContextWatches started on a context that can end
 	WatchesArmed   uint64            `json:"watches_armed"`    // those the carrier registered with context.AfterFunc (it polls the others' Done channels)
+	Handoffs       uint64            `json:"handoffs"`         // runs that held the carrier past Options.HandoffThreshold: the carrier went on on another thread (handoff.go)
+	Rejoins        uint64            `json:"rejoins"`          // tasks of those runs that came back to the carrier
+	Detached       int64             `json:"detached"`         // gauge: tasks handed off and not back yet (blocked or computing now)
+	DetachedFor    Histogram         `json:"detached_for"`     // ns from a hand-off to the task's return to its carrier
+	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
@@ -211,6 +223,7 @@ func (t Telemetry) Add(o Telemetry) Telemetry {
 	d := t.combine(o, plus)
 	d.OpenConns += o.OpenConns
 	d.TasksLive += o.TasksLive
+	d.Detached += o.Detached
 	return d
 }
 
@@ -244,6 +257,10 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.CorosTrimmed = op(t.CorosTrimmed, o.CorosTrimmed)
 	d.Watches = op(t.Watches, o.Watches)
 	d.WatchesArmed = op(t.WatchesArmed, o.WatchesArmed)
+	d.Handoffs = op(t.Handoffs, o.Handoffs)
+	d.Rejoins = op(t.Rejoins, o.Rejoins)
+	d.DetachedFor = t.DetachedFor.combine(o.DetachedFor, op)
+	d.ThreadMoves = op(t.ThreadMoves, o.ThreadMoves)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
@@ -276,6 +293,11 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		CorosTrimmed:   s.corosTrimmed.Load(),
 		Watches:        s.watches.Load(),
 		WatchesArmed:   s.watchesArmed.Load(),
+		Handoffs:       s.handoffs.Load(),
+		Rejoins:        s.rejoins.Load(),
+		Detached:       s.detached.Load(),
+		DetachedFor:    s.detachedFor.snapshot(),
+		ThreadMoves:    s.threadMoves.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),

@@ -68,6 +68,7 @@ const watchArmAge = 10 * time.Millisecond
 // Stop, f runs in a new task of t's carrier. A context that cannot end
 // (Done nil) is not watched. A watch still on is stopped first.
 func (w *ContextWatch) Start(t *Task, ctx context.Context, f func()) {
+	defer t.leave(t.enter())
 	if w.state != watchOff { // the last watch was not stopped: it ends here
 		w.Stop()
 	}
@@ -100,6 +101,11 @@ func (w *ContextWatch) Start(t *Task, ctx context.Context, f func()) {
 // reports whether it stopped f from running: false when the context ended
 // first (f then runs, or no longer will once Stop returned).
 func (w *ContextWatch) Stop() bool {
+	if w.c != nil {
+		if t := w.c.caller(); t != nil {
+			defer t.leave(t.enter())
+		}
+	}
 	ok := true
 	switch w.state {
 	case watchPolled:

@@ -548,9 +548,9 @@ func (c *conn) handle(h http.Handler) bool {
 	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
 		h = generalOptions
 	}
-	pinned := c.t.Pinned()
+	pinned, handed := c.t.Pinned(), c.t.Handoffs()
 	p := c.call(h, w, req)
-	c.watchdog(pinned)
+	c.watchdog(pinned, handed)
 	if p != nil {
 		if p != http.ErrAbortHandler {
 			buf := make([]byte, panicStack)
@@ -567,20 +567,27 @@ func (c *conn) handle(h http.Handler) bool {
 	return w.reusable()
 }
 
-// watchdog logs and counts a handler that held its carrier longer than the
-// carrier's threshold: in a run that ended while it ran (the task's
-// Pinned count grew from pinned), or in the run still going on.
-func (c *conn) watchdog(pinned uint64) {
+// watchdog logs and counts a handler that ran longer than the carrier's
+// threshold without parking: in a run that ended while it ran (the task's
+// Pinned count grew from pinned), or in the run still going on. Where the
+// carrier handed the run off (the task's Handoffs grew from handed) only
+// the request waited; elsewhere the handler held its carrier.
+func (c *conn) watchdog(pinned, handed uint64) {
 	thr := c.t.Carrier().PinnedThreshold()
 	if thr <= 0 {
 		return
 	}
-	if c.t.Pinned() == pinned && c.t.RunningFor() <= thr {
+	running := c.t.RunningFor() // first: a handed-off handler rejoins its carrier here, and its run is counted
+	if c.t.Pinned() == pinned && running <= thr {
 		return
 	}
 	c.s.pinned.Add(1)
-	c.s.logf("carrierhttp: the handler of %s %s from %s held its carrier over %v: it blocks the Go way; wrap it in OffloadHandler",
-		c.req.Method, c.req.RequestURI, c.remote, thr)
+	what := "it held its carrier; wrap it in OffloadHandler"
+	if c.t.Handoffs() != handed {
+		what = "its carrier handed the run off and went on without it"
+	}
+	c.s.logf("carrierhttp: the handler of %s %s from %s ran over %v without parking (it blocks the Go way or computes): %s",
+		c.req.Method, c.req.RequestURI, c.remote, thr, what)
 }
 
 // generalOptions answers "OPTIONS *" as net/http's server does: 200,

@@ -36,6 +36,14 @@ func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Serve
 	if configure != nil {
 		configure(s)
 	}
+	return s, listenOn(t, g, s)
+}
+
+// listenOn serves s on g at a loopback port until the test ends (then s,
+// the closers given and g are closed, in that order) and returns the
+// address; it closes g and fails the test when s cannot listen.
+func listenOn(t testing.TB, g *carrier.Group, s *Server, closers ...func()) string {
+	t.Helper()
 	l, err := s.Listen(g, "127.0.0.1:0", carrier.ListenOptions{})
 	if err != nil {
 		g.Close()
@@ -43,9 +51,12 @@ func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Serve
 	}
 	t.Cleanup(func() {
 		s.Close()
+		for _, c := range closers {
+			c()
+		}
 		g.Close()
 	})
-	return s, l.Addr().String()
+	return l.Addr().String()
 }
 
 // dial connects to addr; the connection is closed when the test ends.

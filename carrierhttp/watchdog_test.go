@@ -22,16 +22,7 @@ func startOne(t *testing.T, h http.Handler, logTo io.Writer) (*Server, *carrier.
 		t.Fatal(err)
 	}
 	s := &Server{Handler: h, ErrorLog: log.New(logTo, "", 0)}
-	l, err := s.Listen(g, "127.0.0.1:0", carrier.ListenOptions{})
-	if err != nil {
-		g.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		g.Close()
-	})
-	return s, g, l.Addr().String()
+	return s, g, listenOn(t, g, s)
 }
 
 func sleeper(d time.Duration) http.Handler {
@@ -62,7 +53,7 @@ func TestWatchdog(t *testing.T) {
 	if n := g.Snapshot()[0].Pinned; n < 1 {
 		t.Errorf("carrier telemetry Pinned = %d, want at least 1", n)
 	}
-	if l := logs.String(); strings.Count(l, "held its carrier") != 1 || !strings.Contains(l, "GET /blocks?x=1") {
+	if l := logs.String(); strings.Count(l, "ran over 20ms without parking") != 1 || !strings.Contains(l, "GET /blocks?x=1") || !strings.Contains(l, "handed the run off") {
 		t.Errorf("log %q: want one line naming GET /blocks?x=1", l)
 	}
 }

@@ -219,6 +219,10 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("coros_trimmed_total", "Idle coroutines stopped because the pool went unused for a period."), func(t carrier.Telemetry) float64 { return u(t.CorosTrimmed) }},
 			{desc("context_watches_total", "Context watches started (carrierhttp's Transport: one per backend exchange under a context that can end)."), func(t carrier.Telemetry) float64 { return u(t.Watches) }},
 			{desc("watches_armed_total", "Context watches registered with context.AfterFunc (the carrier polled the others' Done channels)."), func(t carrier.Telemetry) float64 { return u(t.WatchesArmed) }},
+			{desc("handoffs_total", "Task runs that held the carrier past the hand-off threshold: the carrier went on on another thread while the task blocked or computed."), func(t carrier.Telemetry) float64 { return u(t.Handoffs) }},
+			{desc("rejoins_total", "Handed-off tasks that came back to their carrier."), func(t carrier.Telemetry) float64 { return u(t.Rejoins) }},
+			{desc("detached_seconds_total", "Time handed-off tasks spent away from their carrier (blocked or computing), until they came back."), func(t carrier.Telemetry) float64 { return u(t.DetachedFor.Sum) / 1e9 }},
+			{desc("thread_moves_total", "Runs that ended on another thread than they began (a short Go-way block): the carrier moved there."), func(t carrier.Telemetry) float64 { return u(t.ThreadMoves) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
 			{desc("ring_completions_total", "CQEs reaped (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingCompletions.Sum) }},
@@ -230,6 +234,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 		gauges: []carrierGauge{
 			{desc("open_connections", "Connections registered on the carrier."), func(t carrier.Telemetry) float64 { return float64(t.OpenConns) }},
 			{desc("tasks_live", "Tasks started and not finished."), func(t carrier.Telemetry) float64 { return float64(t.TasksLive) }},
+			{desc("detached", "Tasks handed off and not back on their carrier yet (blocked or computing now)."), func(t carrier.Telemetry) float64 { return float64(t.Detached) }},
 		},
 		queue:  desc("queue_depth", "Runnable tasks at the start of a drain pass (the telemetry's log2 buckets: le 0, 1, 3, 7, ...)."),
 		submit: desc("submit_to_run_seconds", "Time from submission to a task's first run (the telemetry's log2 buckets of ns: le (2^i-1) ns)."),

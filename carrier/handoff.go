@@ -1,0 +1,336 @@
+package carrier
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/unix"
+)
+
+// Hand-off of a blocked carrier: Go's handoffp one level up.
+//
+// A task that blocks the Go way (a mutex, a channel, a WaitGroup,
+// time.Sleep) blocks the goroutine of its coroutine, and with it the
+// carrier goroutine waiting for the coroutine to yield. The carrier's
+// other tasks, parked on its poller, would wait for ever if the blocked
+// one waited for one of them (a singleflight follower for its leader). So
+// a monitor goroutine per group watches each carrier's current run; one
+// that has lasted past Options.HandoffThreshold is handed off: the task is
+// marked detached, and a new owner goroutine takes the carrier (its
+// poller, queues, timers, conns and telemetry) and goes on with its loop on
+// a thread pinned where the carrier was; the blocked thread is moved off
+// that CPU. The detached task goes on where it is, and at its next carrier
+// operation it rejoins: it yields to the goroutine that resumed it (the
+// old owner), which queues it for the new owner and ends.
+//
+// The ownership protocol (docs/carrier.md, "Hand-off"):
+//
+//   - Owner. One goroutine at a time owns a carrier and alone touches its
+//     state. An owner runs a task by storing the task (cur), the run's
+//     start (runStart) and an odd run number (runSeq) and, after the task
+//     yields, by moving runSeq on to the next even number with a
+//     compare-and-swap: a swap that fails means the monitor took the run.
+//   - Task phase. A task is in user code (phaseUser) or in carrier code
+//     (phaseCarrier, from the start of a carrier operation to its end,
+//     parked time included). Carrier code never blocks the Go way, so a
+//     long run is in user code.
+//   - Monitor. It takes a run only when two swaps succeed: the running
+//     task's phase from user to detached (so the task touches no carrier
+//     state from then on: its next carrier operation finds the mark), then
+//     the run number from the odd number it read to the next (so the owner
+//     learns it lost the carrier, and no later run is taken by mistake: run
+//     numbers never repeat). If the second fails the run ended meanwhile
+//     and the mark is taken back; a task that saw it in between yields to
+//     its owner, which simply runs it again.
+//   - Hand-off. The monitor then starts the new owner; everything the old
+//     owner and the task wrote before is visible to it (the swaps and the
+//     go statement order them). The old owner, once the detached task
+//     yields to it, queues the task on the carrier's local queue (an MPSC
+//     queue any goroutine may push to) and ends without touching anything
+//     else.
+//   - Rejoin. Every carrier operation starts with Task.enter: a swap of
+//     the phase from user to carrier, or, when the task is detached, a
+//     yield to its last resumer, which requeues it; the owner that resumes
+//     it is then its carrier's, and the operation goes on.
+//
+// Coroutine switches must happen unlocked: the runtime checks the thread
+// lock state at a switch when the coroutine was created on a locked thread
+// or the switching goroutine is locked (runtime/coro.go), so an owner
+// unlocks its thread around each run (6.5 ns a pair here) and creates its
+// coroutines unlocked; any owner may then resume them. A run that blocked
+// briefly may end on another thread (the scheduler resumes a woken
+// goroutine where it can): the owner notices (getm, one load) and moves to
+// that thread, re-pinning it.
+
+// Task phases (Task.phase).
+const (
+	phaseUser     uint32 = iota // running its own code, or not started
+	phaseCarrier                // inside a carrier operation (parked included)
+	phaseDetached               // handed off while in user code: rejoins at its next carrier operation
+)
+
+// taskRejoining is the state of a detached task that yielded to rejoin its
+// carrier (see Task.rejoin).
+const taskRejoining uint8 = 10
+
+// errLost unwinds the goroutine of an owner that lost its carrier to a
+// hand-off, once it has queued the detached task for the new owner.
+var errLost = errors.New("carrier: handed off")
+
+// handoffOn says whether c's runs may be handed off: a positive threshold,
+// a carrier bound to a thread (floating ones hand tasks over already), the
+// epoll poller (an io_uring ring with SINGLE_ISSUER accepts submissions
+// from its first thread only) and a working getm.
+func (c *Carrier) handoffOn() bool {
+	o := &c.g.opts
+	return o.HandoffThreshold > 0 && !o.Float && (o.Poller == "" || o.Poller == PollerEpoll) && mOK()
+}
+
+// enter begins a carrier operation of t: its phase becomes carrier, or, if
+// the monitor detached t, t first rejoins its carrier. It reports whether
+// this is the outermost operation (nested ones, a Write that yields, leave
+// alone what the outer one set); pass it to leave.
+func (t *Task) enter() bool {
+	c := t.home
+	if c == nil || !c.handoff {
+		return false
+	}
+	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
+		return true
+	}
+	if t.co.phase.Load() == phaseCarrier {
+		return false
+	}
+	if !t.rejoin() {
+		panic(errStopped)
+	}
+	return true
+}
+
+// end is enter for a task whose function returned: a detached one rejoins,
+// so that its carrier's owner finishes it. It reports false when the
+// carrier stopped meanwhile (the coroutine then just ends).
+func (t *Task) end() bool {
+	c := t.home
+	if c == nil || !c.handoff || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) || t.co.phase.Load() == phaseCarrier {
+		return true
+	}
+	return t.rejoin()
+}
+
+// leave ends the carrier operation enter began (outer as enter reported).
+func (t *Task) leave(outer bool) {
+	if outer {
+		t.co.phase.Store(phaseUser)
+	}
+}
+
+// rejoin yields a detached task to the goroutine that resumed it last, an
+// owner that has lost the carrier: it queues t for the new owner, whose run
+// of t returns here. It reports false when the carrier stopped instead
+// (its caller unwinds t with errStopped).
+func (t *Task) rejoin() bool {
+	t.state = taskRejoining
+	ok := t.co.yield(false)
+	t.co.phase.Store(phaseCarrier)
+	t.state = taskRunning
+	return ok
+}
+
+// runOwned resumes t as c's owner when c hands off (see the protocol
+// above), until t parks, yields or ends. It reports what next reported; an
+// owner that lost the carrier does not return (errLost).
+func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
+	c.runCo.Store(t.co)
+	c.runStart.Store(start)
+	seq := c.runSeq.Add(1) // odd: running
+	runtime.UnlockOSThread()
+	done, _ = t.co.next()
+	if !c.runSeq.CompareAndSwap(seq, seq+1) {
+		c.lost(t)
+	}
+	runtime.LockOSThread()
+	if m := getm(); m != c.m {
+		c.moveTo(m)
+	}
+	return done
+}
+
+// lost is the end of an owner whose run the monitor took: t, detached, has
+// yielded to rejoin; it is queued for the new owner, and the goroutine
+// unwinds (errLost, recovered by the owner's goroutine). If the carrier
+// has stopped, t's coroutine is stopped here instead, once the last owner
+// is done with the carrier.
+func (c *Carrier) lost(t *Task) {
+	t.readyAt = wait.Now()
+	if !c.local.push(t) {
+		<-c.done
+		t.co.stop()
+		panic(errLost)
+	}
+	c.wake()
+	panic(errLost)
+}
+
+// moveTo makes the thread a run ended on (its M m) the carrier's: a task
+// that blocked the Go way briefly was resumed by the scheduler on another
+// thread, and yielded to the owner there. The thread is named and pinned
+// as the carrier's; the one it left is moved off the carrier's CPU.
+func (c *Carrier) moveTo(m uintptr) {
+	old := int(c.tid.Load())
+	c.m = m
+	c.tid.Store(int64(unix.Gettid()))
+	_ = unix.SetThreadName(fmt.Sprintf("carrier-%d", c.id)) // cosmetic
+	if len(c.affinity) > 0 {
+		_ = cpu.Pin(c.affinity) // best effort: the carrier runs on, unpinned, if it fails
+		_ = cpu.PinThread(old, c.g.offCarrier())
+	}
+	add(&c.stats.threadMoves, 1)
+}
+
+// offCarrier is where a thread that leaves a carrier goes: with N+1 the
+// CPUs reserved for everything that is not a carrier, as moveOthers moves
+// the process's other threads; else the CPUs the process had at New, which
+// unpins it (it joins the runtime's pool of threads; narrowing it further
+// would narrow every goroutine it runs later, cpu.Allowed included).
+func (g *Group) offCarrier() cpu.Set {
+	if len(g.reserved) > 0 {
+		return g.reserved
+	}
+	return g.allowed
+}
+
+// monitor is the group's hand-off watch: every half threshold it looks at
+// each carrier's current run and hands off the carrier of one that has
+// lasted past the threshold. It ends when stop is closed.
+func (g *Group) monitor(stop <-chan struct{}) {
+	defer close(g.monitorDone)
+	threshold := int64(g.opts.HandoffThreshold)
+	tick := time.NewTicker(max(g.opts.HandoffThreshold/2, 50*time.Microsecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		now := wait.Now()
+		for _, c := range g.carriers {
+			if c.handoff && !c.stopping.Load() {
+				c.check(now, threshold)
+			}
+		}
+	}
+}
+
+// check hands c off when its current run began more than threshold ns
+// before now and its task is in user code (the monitor side of the
+// protocol).
+func (c *Carrier) check(now, threshold int64) {
+	seq := c.runSeq.Load()
+	if seq&1 == 0 {
+		return // between runs
+	}
+	start := c.runStart.Load()
+	if now-start < threshold {
+		return
+	}
+	co := c.runCo.Load()
+	if co == nil || !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
+		return // in carrier code (about to park or yield), or already gone
+	}
+	if !c.runSeq.CompareAndSwap(seq, seq+1) {
+		co.phase.CompareAndSwap(phaseDetached, phaseUser) // the run ended meanwhile: not this one's to take
+		return
+	}
+	add(&c.stats.handoffs, 1)
+	c.awayMu.Lock()
+	c.away = append(c.away, co)
+	c.awayMu.Unlock()
+	if len(c.affinity) > 0 {
+		_ = cpu.PinThread(int(c.tid.Load()), c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
+	}
+	go c.own(co, start, now)
+}
+
+// own is a new owner's goroutine, started by a hand-off (at wait.Now at)
+// of the run on co that began at start: it binds a thread as the
+// carrier's and runs the loop.
+func (c *Carrier) own(co *coro, start, at int64) {
+	defer c.ownerExit()
+	_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
+	c.m = getm()
+	c.cur.Store(nil)
+	c.detachedAt[co] = away{start: start, at: at}
+	gauge(&c.stats.detached, 1)
+	c.loop()
+	c.shutdown()
+	close(c.done)
+}
+
+// ownerExit ends an owner's goroutine: one that lost the carrier unwinds
+// with errLost, which ends here; any other panic goes on.
+func (c *Carrier) ownerExit() {
+	if p := recover(); p != nil && p != errLost {
+		panic(p)
+	}
+}
+
+// rejoined is the new owner's side of a rejoin: t, detached, came back
+// through the local queue.
+func (c *Carrier) rejoined(t *Task) {
+	if a, ok := c.detachedAt[t.co]; ok {
+		delete(c.detachedAt, t.co)
+		c.awayMu.Lock()
+		if i := slices.Index(c.away, t.co); i >= 0 {
+			c.away = slices.Delete(c.away, i, i+1)
+		}
+		c.awayMu.Unlock()
+		gauge(&c.stats.detached, -1)
+		add(&c.stats.rejoins, 1)
+		c.stats.detachedFor.record(uint64(max(0, c.now-a.at)))
+		t.handoffs++
+		// The run held its task (and its carrier until the hand-off) from
+		// its start to here: the watchdog counts it as the run it is.
+		if pin := c.pinNs; pin > 0 && c.now-a.start > pin {
+			add(&c.stats.pinned, 1)
+			t.pinned++
+		}
+	}
+}
+
+// away is a detached task's record: when its run began, and when it was
+// handed off (wait.Now ns).
+type away struct{ start, at int64 }
+
+// stopCoro stops an idle or parked coroutine (its task unwinds with
+// errStopped); a carrier that hands off switches to it unlocked, as to
+// every coroutine it created.
+func (c *Carrier) stopCoro(co *coro) {
+	if !c.handoff {
+		co.stop()
+		return
+	}
+	runtime.UnlockOSThread()
+	co.stop()
+	runtime.LockOSThread()
+}
+
+// awayCaller returns the detached task of c whose coroutine is the
+// goroutine g, or nil: a carrier operation called by a task that the
+// monitor handed off, which rejoins before it touches the carrier.
+func (c *Carrier) awayCaller(g uintptr) *Task {
+	c.awayMu.Lock()
+	defer c.awayMu.Unlock()
+	for _, co := range c.away {
+		if co.g.Load() == g {
+			return co.task // the caller's own coroutine: its task, set before the run
+		}
+	}
+	return nil
+}
