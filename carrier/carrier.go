@@ -362,9 +362,17 @@ func (c *Carrier) queued() int {
 
 // loop is the carrier's event loop; it returns when the group closes.
 func (c *Carrier) loop() {
-	for !c.stopping.Load() {
+	for {
+		// The poke is cleared before stopping is read: Close stores
+		// stopping, then the poke, so a poke this clears was set after
+		// stopping, which the load below then sees. (Read the other way
+		// round, a poke cleared after the check was lost, and a spinning
+		// strategy, which returns only on Ready, spun on for ever.)
 		if c.poke.Load() != 0 { // a load is cheaper than a store on every turn
 			c.poke.Store(0)
+		}
+		if c.stopping.Load() {
+			break
 		}
 		now := wait.Now()
 		c.now = now
