@@ -27,6 +27,10 @@ type watchRun struct {
 func runWatch(t *testing.T, o Options, ctx context.Context, busy bool, between func(), stopAfter time.Duration) watchRun {
 	t.Helper()
 	o.Carriers = 1
+	// No hand-off: a run of the busy task preempted past the threshold (a
+	// GC pause on this small machine) would be handed off, and the carrier,
+	// its busy task away, would go idle and arm the watch.
+	o.HandoffThreshold = -1
 	g := newGroup(t, o)
 	r := watchRun{fired: make(chan struct{}), stopped: make(chan bool, 1)}
 	var spin atomic.Bool
