@@ -14,11 +14,12 @@
 //
 // A task is a closure run as a coroutine from its carrier's pool (built on
 // iter.Pull; no allocation per task once warm). Once started, a task stays
-// on its carrier. A task that blocks the Go way (a mutex, a channel,
-// time.Sleep) or computes for long is handed off (handoff.go): past
-// Options.HandoffThreshold the carrier goes on on another thread while the
-// task finishes its wait, and the task rejoins its carrier at its next
-// carrier operation. Inside a task, Conn
+// on its carrier. With Options.HandoffThreshold set (opt-in), a task that
+// blocks the Go way (a mutex, a channel, time.Sleep) or computes for long
+// is handed off (handoff.go): past the threshold the carrier goes on on
+// another thread while the task finishes its wait, and the task rejoins its
+// carrier at its next carrier operation; without it, such a task blocks its
+// carrier. Inside a task, Conn
 // offers blocking-style I/O that parks the task on the home epoll, and
 // Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
 // when enabled, moves only tasks that have not started, except in floating

@@ -39,7 +39,7 @@ func TestHandoffLeaderFollowers(t *testing.T) {
 	for _, pin := range []Pinning{PinOff, PinCPU} {
 		t.Run(pin.String(), func(t *testing.T) {
 			checkLeaks(t)
-			g := newGroup(t, Options{Carriers: 1, Pin: pin})
+			g := newGroup(t, Options{Carriers: 1, Pin: pin, HandoffThreshold: DefaultHandoffThreshold})
 			needHandoff(t, g)
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -88,7 +88,7 @@ func TestHandoffIsolation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
-			g, l := echoGroup(t, Options{Carriers: 1}, ListenOptions{})
+			g, l := echoGroup(t, Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold}, ListenOptions{})
 			needHandoff(t, g)
 			blocked := make(chan struct{})
 			released := make(chan struct{})
@@ -136,7 +136,7 @@ func TestHandoffIsolation(t *testing.T) {
 // (its deferred function runs) without touching the stopped carrier.
 func TestHandoffCloseWhileBlocked(t *testing.T) {
 	checkLeaks(t)
-	g, err := New(Options{Carriers: 1})
+	g, err := New(Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 // does. Reported: the echo's p50 and p99 (µs) and the hand-offs; without
 // the hand-off the echo would wait the whole 5 ms.
 func BenchmarkHandoffStall(b *testing.B) {
-	g, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
+	g, l := echoGroup(b, Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold}, ListenOptions{})
 	if !g.Carrier(0).handoff {
 		b.Skip("carriers do not hand off here")
 	}

@@ -164,9 +164,9 @@ func TestBlockingHandlers(t *testing.T) {
 		opts carrier.Options
 	}
 	setups := []setup{
-		{"1 carrier", carrier.Options{Carriers: 1}},
-		{"2 carriers", carrier.Options{Carriers: 2}},
-		{"2 carriers pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU}},
+		{"1 carrier", carrier.Options{Carriers: 1, HandoffThreshold: carrier.DefaultHandoffThreshold}},
+		{"2 carriers", carrier.Options{Carriers: 2, HandoffThreshold: carrier.DefaultHandoffThreshold}},
+		{"2 carriers pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU, HandoffThreshold: carrier.DefaultHandoffThreshold}},
 	}
 	for _, name := range names {
 		want := serveAll(t, name, netHTTP(t, blockingHandlers(slow.URL, http.DefaultTransport)[name]))

@@ -53,7 +53,7 @@ func TestWatchdog(t *testing.T) {
 	if n := g.Snapshot()[0].Pinned; n < 1 {
 		t.Errorf("carrier telemetry Pinned = %d, want at least 1", n)
 	}
-	if l := logs.String(); strings.Count(l, "ran over 20ms without parking") != 1 || !strings.Contains(l, "GET /blocks?x=1") || !strings.Contains(l, "handed the run off") {
+	if l := logs.String(); strings.Count(l, "ran over 20ms without parking") != 1 || !strings.Contains(l, "GET /blocks?x=1") || !strings.Contains(l, "it held its carrier") {
 		t.Errorf("log %q: want one line naming GET /blocks?x=1", l)
 	}
 }
