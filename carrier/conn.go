@@ -211,17 +211,20 @@ func (c *Carrier) caller() *Task {
 	return c.awayCaller(g)
 }
 
-// enter begins a carrier operation on cn by the task that calls, when a
-// task of cn's carrier calls (Task.enter: a detached task rejoins first),
-// and returns what ends it. Operations the conn's own code makes from
-// outside a task (the carrier closing its fds) have nothing to enter.
-func (cn *Conn) enter() func() {
+// enter begins a carrier operation on cn by the task that calls, where
+// cn's carrier hands off (Task.enter: a detached task rejoins first); it
+// returns the task and what to pass to its leave, or nil. Elsewhere, and
+// for the carrier's own calls from outside a task, there is nothing to
+// enter, and no closure or lookup is paid for.
+func (cn *Conn) enter() (*Task, bool) {
+	if c := cn.pd.c; c == nil || !c.handoff {
+		return nil, false
+	}
 	t := cn.pd.current()
 	if t == nil {
-		return func() {}
+		return nil, false
 	}
-	outer := t.enter()
-	return func() { t.leave(outer) }
+	return t, t.enter()
 }
 
 // Conn is a TCP connection driven by its home carrier. Read and Write look
@@ -412,7 +415,9 @@ var errRingFull = errors.New("carrier: io_uring submission queue full")
 // Options.CloseFlush, and returns a write error not yet reported or one
 // that says how many bytes it dropped (writebehind.go).
 func (cn *Conn) Close() error {
-	defer cn.enter()()
+	if t, outer := cn.enter(); t != nil {
+		defer t.leave(outer)
+	}
 	if cn.pd.closed {
 		return net.ErrClosed
 	}
@@ -438,7 +443,9 @@ func (cn *Conn) Close() error {
 // Options.CloseFlush, or until the write deadline); when they cannot all
 // be sent it returns that error and leaves the sending side open.
 func (cn *Conn) CloseWrite() error {
-	defer cn.enter()()
+	if t, outer := cn.enter(); t != nil {
+		defer t.leave(outer)
+	}
 	if cn.pd.closed {
 		return net.ErrClosed
 	}
@@ -473,7 +480,9 @@ func (cn *Conn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the time after which Read fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetReadDeadline(t time.Time) error {
-	defer cn.enter()()
+	if t, outer := cn.enter(); t != nil {
+		defer t.leave(outer)
+	}
 	cn.rdl = monoDeadline(t)
 	cn.pd.rearm(cn.pd.rwait, cn.rdl)
 	return nil
@@ -482,7 +491,9 @@ func (cn *Conn) SetReadDeadline(t time.Time) error {
 // SetWriteDeadline sets the time after which Write fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetWriteDeadline(t time.Time) error {
-	defer cn.enter()()
+	if t, outer := cn.enter(); t != nil {
+		defer t.leave(outer)
+	}
 	cn.wdl = monoDeadline(t)
 	cn.pd.rearm(cn.pd.wwait, cn.wdl)
 	return nil
@@ -534,7 +545,9 @@ func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) 
 // call: a pooled client conn the server closed while it was idle. With the
 // io_uring poller, whose conns have no readiness poll, it reports false.
 func (cn *Conn) PeerClosed() bool {
-	defer cn.enter()()
+	if t, outer := cn.enter(); t != nil {
+		defer t.leave(outer)
+	}
 	return cn.pd.hup
 }
 
