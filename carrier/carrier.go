@@ -14,12 +14,11 @@
 //
 // A task is a closure run as a coroutine from its carrier's pool (built on
 // iter.Pull; no allocation per task once warm). Once started, a task stays
-// on its carrier. With Options.HandoffThreshold set (opt-in), a task that
-// blocks the Go way (a mutex, a channel, time.Sleep) or computes for long
-// is handed off (handoff.go): past the threshold the carrier goes on on
-// another thread while the task finishes its wait, and the task rejoins its
-// carrier at its next carrier operation; without it, such a task blocks its
-// carrier. Inside a task, Conn
+// on its carrier. A task that blocks the Go way (a mutex, a channel,
+// time.Sleep) or computes for long is handed off (handoff.go): past
+// Options.HandoffThreshold the carrier goes on on another thread while the
+// task finishes its wait, and the task rejoins its carrier at its next
+// carrier operation. Inside a task, Conn
 // offers blocking-style I/O that parks the task on the home epoll, and
 // Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
 // when enabled, moves only tasks that have not started, except in floating
@@ -32,6 +31,7 @@
 package carrier
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -137,6 +137,9 @@ type Carrier struct {
 	// monitor adds, the owner removes.
 	awayMu sync.Mutex
 	away   []*coro
+	// labels are the pprof labels of the carrier's coroutines (nil when it
+	// floats).
+	labels context.Context
 
 	siblings  []*Carrier // steal candidates in scope
 	stealBuf  []*Task
@@ -597,6 +600,9 @@ func (c *Carrier) run(t *Task) {
 func (c *Carrier) finish(t *Task) {
 	co := t.co
 	co.task = nil
+	if co.note.Load() != nil {
+		co.note.Store(nil)
+	}
 	if len(c.idle) < maxIdleCoros {
 		c.idle = append(c.idle, co)
 	} else {

@@ -1,12 +1,16 @@
 package carrier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/unix"
@@ -39,6 +43,10 @@ type Group struct {
 	allowed     cpu.Set
 	stopMonitor chan struct{}
 	monitorDone chan struct{}
+	// lastHandoffLog and handoffsUnlogged pace the default hand-off
+	// report (reportHandoff); the monitor alone uses them.
+	lastHandoffLog   time.Time
+	handoffsUnlogged int
 }
 
 // New starts a group of carriers: each on its own locked OS thread named
@@ -118,11 +126,14 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		detachedAt: map[*coro]away{},
 	}
 	c.handoff = c.handoffOn()
+	if !g.opts.Float { // a floating carrier's coroutines move between carriers: no label would stay true
+		c.labels = pprof.WithLabels(context.Background(), pprof.Labels("carrier", strconv.Itoa(i)))
+	}
 	c.inject.word, c.local.word = &c.word, &c.word
 	if c.efd, err = unix.Eventfd(); err != nil {
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
 	}
-	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float, &c.stats); err != nil {
+	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float || c.handoff, &c.stats); err != nil {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
 	}
@@ -249,17 +260,21 @@ func (g *Group) Close() error {
 	}
 	g.closeOnce.Do(func() {
 		g.closed.Store(true)
-		if g.stopMonitor != nil {
-			close(g.stopMonitor)
-			<-g.monitorDone
-		}
 		for _, c := range g.carriers {
 			c.stopping.Store(true)
 			c.poke.Store(1)
 			unix.EventfdSignal(c.efd)
 		}
+		// The monitor watches on until every carrier is done: a carrier
+		// whose task blocks the Go way stops only once it is handed off.
 		for _, c := range g.carriers {
 			<-c.done
+		}
+		if g.stopMonitor != nil {
+			close(g.stopMonitor)
+			<-g.monitorDone
+		}
+		for _, c := range g.carriers {
 			c.closeFDs()
 		}
 		g.offloads.Wait()

@@ -82,14 +82,21 @@ const taskRejoining uint8 = 10
 // hand-off, once it has queued the detached task for the new owner.
 var errLost = errors.New("carrier: handed off")
 
-// handoffOn says whether c's runs may be handed off: a positive threshold,
-// a carrier bound to a thread (floating ones hand tasks over already), the
-// epoll poller (an io_uring ring with SINGLE_ISSUER accepts submissions
-// from its first thread only) and a working getm.
+// handoffOn says whether c's runs may be handed off: a positive threshold
+// and a working getm. An io_uring carrier that hands off gets a ring
+// without SINGLE_ISSUER (setupRing), which would refuse a new owner's
+// thread. A floating carrier hands off too: its goroutine is not locked,
+// but it waits for the coroutine it resumed as a locked one does, and its
+// siblings take over only tasks that are runnable, not the ones parked on
+// its poller that a blocked task may wait for.
 func (c *Carrier) handoffOn() bool {
-	o := &c.g.opts
-	return o.HandoffThreshold > 0 && !o.Float && (o.Poller == "" || o.Poller == PollerEpoll) && mOK()
+	return c.g.opts.HandoffThreshold > 0 && mOK()
 }
+
+// bound says whether c's owner is locked to its thread (the carrier does
+// not float): it then unlocks around runs, follows a run to the thread it
+// ended on, and pins a new owner's thread.
+func (c *Carrier) bound() bool { return !c.g.opts.Float }
 
 // enter begins a carrier operation of t: its phase becomes carrier, or, if
 // the monitor detached t, t first rejoins its carrier. It reports whether
@@ -149,6 +156,13 @@ func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 	c.runCo.Store(t.co)
 	c.runStart.Store(start)
 	seq := c.runSeq.Add(1) // odd: running
+	if !c.bound() {
+		done, _ = t.co.next()
+		if !c.runSeq.CompareAndSwap(seq, seq+1) {
+			c.lost(t)
+		}
+		return done
+	}
 	runtime.UnlockOSThread()
 	done, _ = t.co.next()
 	if !c.runSeq.CompareAndSwap(seq, seq+1) {
@@ -221,7 +235,7 @@ func (g *Group) monitor(stop <-chan struct{}) {
 		}
 		now := wait.Now()
 		for _, c := range g.carriers {
-			if c.handoff && !c.stopping.Load() {
+			if c.handoff {
 				c.check(now, threshold)
 			}
 		}
@@ -252,10 +266,11 @@ func (c *Carrier) check(now, threshold int64) {
 	c.awayMu.Lock()
 	c.away = append(c.away, co)
 	c.awayMu.Unlock()
-	if len(c.affinity) > 0 {
+	if c.bound() && len(c.affinity) > 0 {
 		_ = cpu.PinThread(int(c.tid.Load()), c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
 	go c.own(co, start, now)
+	c.g.reportHandoff(c, co, time.Duration(now-start)) // after: the carrier goes on meanwhile
 }
 
 // own is a new owner's goroutine, started by a hand-off (at wait.Now at)
@@ -263,8 +278,10 @@ func (c *Carrier) check(now, threshold int64) {
 // carrier's and runs the loop.
 func (c *Carrier) own(co *coro, start, at int64) {
 	defer c.ownerExit()
-	_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
-	c.m = getm()
+	if c.bound() {
+		_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
+		c.m = getm()
+	}
 	c.cur.Store(nil)
 	c.detachedAt[co] = away{start: start, at: at}
 	gauge(&c.stats.detached, 1)
@@ -312,7 +329,7 @@ type away struct{ start, at int64 }
 // errStopped); a carrier that hands off switches to it unlocked, as to
 // every coroutine it created.
 func (c *Carrier) stopCoro(co *coro) {
-	if !c.handoff {
+	if !c.handoff || !c.bound() {
 		co.stop()
 		return
 	}

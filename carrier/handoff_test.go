@@ -2,7 +2,9 @@ package carrier
 
 import (
 	"net"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,33 @@ func needHandoff(t *testing.T, g *Group) {
 		t.Skipf("carriers do not hand off here (poller %s, float %v, getm %v): they block as before",
 			g.opts.Poller, g.opts.Float, mOK())
 	}
+}
+
+// handoffConfigs are the carrier configurations the hand-off tests run
+// in: locked carriers pinned or not, floating ones, and io_uring (whose
+// ring then has no SINGLE_ISSUER).
+var handoffConfigs = []struct {
+	name string
+	o    Options
+}{
+	{"unpinned", Options{Carriers: 1}},
+	{"pinned", Options{Carriers: 1, Pin: PinCPU}},
+	{"float", Options{Carriers: 1, Float: true}},
+	{"io_uring", Options{Carriers: 1, Poller: PollerURing}},
+}
+
+// handoffGroup starts a group of o with an echo listener, skipping the
+// test where o cannot run here (no io_uring) or does not hand off.
+func handoffGroup(t *testing.T, o Options) (*Group, *Listener) {
+	t.Helper()
+	g := newGroupOrSkip(t, o)
+	needHandoff(t, g)
+	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return g, l
 }
 
 // TestGetm: getm passes its start-up check where getg exists, and is the
@@ -36,11 +65,10 @@ func TestGetm(t *testing.T) {
 // blocks the carrier's thread and nobody fires the leader's timer: the
 // test fails at its time bound (checked against the code before).
 func TestHandoffLeaderFollowers(t *testing.T) {
-	for _, pin := range []Pinning{PinOff, PinCPU} {
-		t.Run(pin.String(), func(t *testing.T) {
+	for _, cfg := range handoffConfigs {
+		t.Run(cfg.name, func(t *testing.T) {
 			checkLeaks(t)
-			g := newGroup(t, Options{Carriers: 1, Pin: pin, HandoffThreshold: DefaultHandoffThreshold})
-			needHandoff(t, g)
+			g, _ := handoffGroup(t, cfg.o)
 			var wg sync.WaitGroup
 			wg.Add(1)
 			const followers = 8
@@ -86,84 +114,97 @@ func TestHandoffIsolation(t *testing.T) {
 			mu.Lock()
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
-			g, l := echoGroup(t, Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold}, ListenOptions{})
-			needHandoff(t, g)
-			blocked := make(chan struct{})
-			released := make(chan struct{})
-			g.Go(func(tk *Task) {
-				close(blocked)
-				tc.block()
-				tk.Yield()
-				close(released)
+		for _, cfg := range handoffConfigs {
+			t.Run(tc.name+"/"+cfg.name, func(t *testing.T) {
+				checkLeaks(t)
+				g, l := handoffGroup(t, cfg.o)
+				blocked := make(chan struct{})
+				released := make(chan struct{})
+				g.Go(func(tk *Task) {
+					close(blocked)
+					tc.block()
+					tk.Yield()
+					close(released)
+				})
+				<-blocked
+				time.Sleep(5 * time.Millisecond) // the blocked run is under way
+				c, err := net.Dial("tcp", l.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				start := time.Now()
+				buf := make([]byte, 4)
+				if _, err := c.Write([]byte("ping")); err != nil {
+					t.Fatal(err)
+				}
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if _, err := c.Read(buf); err != nil {
+					t.Fatalf("echo while a task blocks its carrier: %v", err)
+				}
+				took := time.Since(start)
+				select {
+				case <-released:
+					t.Fatalf("the blocked task ended before the echo (%v): nothing was isolated", took)
+				default:
+				}
+				// A bound for a loaded 2-CPU machine; the hand-off itself
+				// takes a threshold and a half (1.5 ms).
+				if took > 100*time.Millisecond {
+					t.Errorf("echo took %v while a task blocked its carrier", took)
+				}
+				within(t, released, 5*time.Second, "the blocked task")
+				t.Logf("echo %v during a blocked run; %+v", took, g.Snapshot()[0].Handoffs)
 			})
-			<-blocked
-			time.Sleep(5 * time.Millisecond) // the blocked run is under way
-			c, err := net.Dial("tcp", l.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			start := time.Now()
-			buf := make([]byte, 4)
-			if _, err := c.Write([]byte("ping")); err != nil {
-				t.Fatal(err)
-			}
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			if _, err := c.Read(buf); err != nil {
-				t.Fatalf("echo while a task blocks its carrier: %v", err)
-			}
-			took := time.Since(start)
-			select {
-			case <-released:
-				t.Fatalf("the blocked task ended before the echo (%v): nothing was isolated", took)
-			default:
-			}
-			// A bound for a loaded 2-CPU machine; the hand-off itself
-			// takes a threshold and a half (1.5 ms).
-			if took > 100*time.Millisecond {
-				t.Errorf("echo took %v while a task blocked its carrier", took)
-			}
-			within(t, released, 5*time.Second, "the blocked task")
-			t.Logf("echo %v during a blocked run; %+v", took, g.Snapshot()[0].Handoffs)
-		})
+		}
 	}
 }
 
-// TestHandoffCloseWhileBlocked: the group closes while a handed-off task
-// still blocks; Close returns, and the task, once it wakes, is unwound
-// (its deferred function runs) without touching the stopped carrier.
+// TestHandoffCloseWhileBlocked: the group closes while a task blocks the
+// Go way, handed off already or not yet (Close then waits for the monitor
+// to hand it off: the monitor watches until every carrier is done); Close
+// returns, and the task, once it wakes, is unwound (its deferred function
+// runs) without touching the stopped carrier.
 func TestHandoffCloseWhileBlocked(t *testing.T) {
-	checkLeaks(t)
-	g, err := New(Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name      string
+		handedOff bool
+	}{
+		{"handed off first", true},
+		{"as Close begins", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			g, err := New(Options{Carriers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !g.Carrier(0).handoff {
+				g.Close()
+				t.Skip("carriers do not hand off here")
+			}
+			release := make(chan struct{})
+			blocked := make(chan struct{})
+			unwound := make(chan struct{})
+			g.Go(func(tk *Task) {
+				defer close(unwound)
+				close(blocked)
+				<-release
+				tk.Yield() // rejoins a stopped carrier: unwinds
+				t.Error("a task ran on after its carrier stopped")
+			})
+			<-blocked
+			deadline := time.Now().Add(5 * time.Second)
+			for tc.handedOff && g.Snapshot()[0].Handoffs == 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			closed := make(chan struct{})
+			go func() { g.Close(); close(closed) }()
+			within(t, closed, 5*time.Second, "Close while a task blocks the Go way")
+			close(release)
+			within(t, unwound, 5*time.Second, "the handed-off task's unwinding")
+		})
 	}
-	if !g.Carrier(0).handoff {
-		g.Close()
-		t.Skip("carriers do not hand off here")
-	}
-	release := make(chan struct{})
-	blocked := make(chan struct{})
-	unwound := make(chan struct{})
-	g.Go(func(tk *Task) {
-		defer close(unwound)
-		close(blocked)
-		<-release
-		tk.Yield() // rejoins a stopped carrier: unwinds
-		t.Error("a task ran on after its carrier stopped")
-	})
-	<-blocked
-	deadline := time.Now().Add(5 * time.Second)
-	for g.Snapshot()[0].Handoffs == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	closed := make(chan struct{})
-	go func() { g.Close(); close(closed) }()
-	within(t, closed, 5*time.Second, "Close while a handed-off task blocks")
-	close(release)
-	within(t, unwound, 5*time.Second, "the handed-off task's unwinding")
 }
 
 // BenchmarkHandoffStall measures how long a carrier's other work waits
@@ -172,7 +213,7 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 // does. Reported: the echo's p50 and p99 (µs) and the hand-offs; without
 // the hand-off the echo would wait the whole 5 ms.
 func BenchmarkHandoffStall(b *testing.B) {
-	g, l := echoGroup(b, Options{Carriers: 1, HandoffThreshold: DefaultHandoffThreshold}, ListenOptions{})
+	g, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
 	if !g.Carrier(0).handoff {
 		b.Skip("carriers do not hand off here")
 	}
@@ -208,4 +249,83 @@ func BenchmarkHandoffStall(b *testing.B) {
 		b.ReportMetric(float64(stalls[len(stalls)*99/100].Microseconds()), "p99-µs")
 	}
 	b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
+}
+
+// noteString is a Task note (fmt.Stringer) for the report tests.
+type noteString string
+
+func (n noteString) String() string { return string(n) }
+
+// waitInHandoffTest blocks on ch: a named frame for the stack the hand-off
+// report must show.
+//
+//go:noinline
+func waitInHandoffTest(ch chan struct{}) { <-ch }
+
+// TestHandoffReport: a hand-off is reported while the run is still
+// blocked, with the carrier, the task's note and a stack that shows where
+// it waits.
+func TestHandoffReport(t *testing.T) {
+	checkLeaks(t)
+	reports := make(chan Handoff, 4)
+	stacks := make(chan []byte, 4)
+	g := newGroup(t, Options{Carriers: 1, OnHandoff: func(h Handoff) {
+		stacks <- h.Stack()
+		reports <- h
+	}})
+	needHandoff(t, g)
+	release := make(chan struct{})
+	done := make(chan struct{})
+	g.Go(func(tk *Task) {
+		tk.SetNote(noteString("GET /slow from 127.0.0.1:1"))
+		waitInHandoffTest(release)
+		tk.Yield()
+		close(done)
+	})
+	var h Handoff
+	select {
+	case h = <-reports:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no hand-off reported while the task blocked")
+	}
+	stack := <-stacks
+	close(release)
+	within(t, done, 5*time.Second, "the reported task")
+	if h.Carrier != 0 || h.Held < DefaultHandoffThreshold || h.Note != "GET /slow from 127.0.0.1:1" {
+		t.Errorf("report %+v: want carrier 0, held ≥ %v, the task's note", h, DefaultHandoffThreshold)
+	}
+	if !strings.Contains(string(stack), "waitInHandoffTest") || !strings.Contains(string(stack), "chan receive") {
+		t.Errorf("the report's stack does not show where the task waits:\n%s", stack)
+	}
+	if s := h.String(); !strings.Contains(s, "carrier 0") || !strings.Contains(s, "GET /slow") {
+		t.Errorf("report line %q", s)
+	}
+}
+
+// TestStackOf finds one goroutine's entry in a dump of all of them.
+func TestStackOf(t *testing.T) {
+	dump := []byte("goroutine 1 [running]:\nmain.main()\n\t/x.go:1\n\ngoroutine 12 [chan receive]:\nmain.f()\n\t/x.go:2\n\ngoroutine 123 [select]:\nmain.g()\n")
+	for _, tc := range []struct {
+		id   uint64
+		want string
+	}{
+		{1, "goroutine 1 [running]:\nmain.main()\n\t/x.go:1\n"},
+		{12, "goroutine 12 [chan receive]:\nmain.f()\n\t/x.go:2\n"},
+		{123, "goroutine 123 [select]:\nmain.g()\n"},
+		{2, ""},
+		{0, ""},
+	} {
+		if got := string(stackOf(dump, tc.id)); got != tc.want {
+			t.Errorf("stackOf(%d) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+	if id := curGoid(); id == 0 || stackOf(goroutineStackDump(), id) == nil {
+		t.Errorf("curGoid = %d: not found in a dump of every goroutine", id)
+	}
+}
+
+// goroutineStackDump is every goroutine's stack.
+func goroutineStackDump() []byte {
+	buf := make([]byte, 1<<20)
+	return buf[:runtime.Stack(buf, true)]
 }

@@ -30,8 +30,8 @@ const (
 	// yielding before the watchdog counts it as holding its carrier: 20 ms,
 	// the threshold of the JDK's jdk.VirtualThreadPinned event.
 	DefaultPinnedThreshold = 20 * time.Millisecond
-	// DefaultHandoffThreshold is the hand-off threshold to opt in with
-	// (Options.HandoffThreshold): a millisecond, twenty drain budgets, long
+	// DefaultHandoffThreshold is the hand-off threshold
+	// (Options.HandoffThreshold 0): a millisecond, twenty drain budgets, long
 	// against a request's run here (tens of µs), short against the stall a
 	// Go-way block would otherwise impose on every task of the carrier. The
 	// monitor looks every half threshold, so a carrier stalls about 1.5 ms
@@ -204,12 +204,17 @@ type Options struct {
 	// Go way (a mutex, a channel, a WaitGroup, time.Sleep, database/sql) or
 	// computes for long delays only itself: the task goes on where it is
 	// and rejoins its carrier at its next carrier operation (handoff.go,
-	// docs/carrier.md "Hand-off"). 0 or negative: no hand-off (a task that
-	// blocks the Go way blocks its carrier); opt in with
-	// DefaultHandoffThreshold. Off by default for now: the first CI runs
-	// with it on by default found new flakes (docs/carrier.md). Only epoll
-	// carriers that are not floating hand off, on amd64 and arm64.
+	// docs/carrier.md "Hand-off"). 0: DefaultHandoffThreshold; negative:
+	// no hand-off (a task that blocks the Go way then blocks its carrier).
+	// Only epoll carriers that are not floating hand off, on amd64 and
+	// arm64.
 	HandoffThreshold time.Duration
+	// OnHandoff, if set, is called for every hand-off, on the group's
+	// monitor goroutine once the carrier has gone on without the run: it
+	// must return soon (Handoff.Stack stops the world for a moment). nil:
+	// each hand-off is logged with the standard logger, with the task's
+	// note and its goroutine's stack, at most one a second per group.
+	OnHandoff func(Handoff)
 	// SysRoot is where sysfs is mounted, for reading the topology (SMT
 	// siblings for PinSkipSMT, L3 clusters for ScopeCluster); "" means
 	// cpu.DefaultSysRoot (/sys). Tests point it at a fixture.
@@ -264,6 +269,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PinnedThreshold == 0 {
 		o.PinnedThreshold = DefaultPinnedThreshold
+	}
+	if o.HandoffThreshold == 0 {
+		o.HandoffThreshold = DefaultHandoffThreshold
 	}
 	if o.SysRoot == "" {
 		o.SysRoot = cpu.DefaultSysRoot

@@ -108,13 +108,14 @@ type ioOp struct {
 }
 
 // newPoller returns the named poller for a carrier whose wake-up eventfd
-// is efd. float says the carrier's goroutine is not locked to a thread.
-func newPoller(name string, efd int, float bool, s *stats) (poller, error) {
+// is efd. moves says the carrier may change threads: it floats (not
+// locked to a thread) or hands off (a new owner on another thread).
+func newPoller(name string, efd int, moves bool, s *stats) (poller, error) {
 	switch name {
 	case "", PollerEpoll:
 		return newEpollPoller(efd)
 	case PollerURing, PollerURingPoll:
-		return newURingPoller(efd, float, name == PollerURing, s)
+		return newURingPoller(efd, moves, name == PollerURing, s)
 	}
 	return nil, CheckPoller(name)
 }

@@ -1,9 +1,12 @@
 package carrier
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +114,19 @@ func (t *Task) Pinned() uint64 { return t.pinned }
 // A run still handed off is counted once the task is back on its carrier,
 // at its next carrier operation.
 func (t *Task) Handoffs() uint64 { return t.handoffs }
+
+// SetNote says what the task is doing, for the report of a hand-off of
+// one of its runs (Options.OnHandoff; a server notes the connection and
+// its current request). n's String is called from another goroutine, the
+// group's monitor, while the task blocks: it must be safe for that. The
+// note lasts until the task ends or sets another; nil clears it.
+func (t *Task) SetNote(n fmt.Stringer) {
+	if n == nil {
+		t.co.note.Store(nil)
+		return
+	}
+	t.co.note.Store(&n)
+}
 
 // RunningFor returns how long the task has run since it last resumed,
 // measured from the carrier's clock reading before it resumed: together
@@ -230,6 +246,14 @@ type coro struct {
 	// by its group's monitor. It lives on the coroutine, which the monitor
 	// may look at after the task ended, not on the pooled Task.
 	phase atomic.Uint32
+	// goid is the coroutine's goroutine id, for the monitor to find its
+	// stack when it hands the run off; labels are the pprof labels the
+	// goroutine takes on (the carrier), nil for none.
+	goid   atomic.Uint64
+	labels context.Context
+	// note is what the running task says it is doing (Task.SetNote), for
+	// the hand-off report; the owner clears it when the task ends.
+	note atomic.Pointer[fmt.Stringer]
 }
 
 // body is the coroutine's function. It yields false when its task parks
@@ -243,6 +267,10 @@ func (co *coro) body(yield func(bool) bool) {
 	if co.mark {
 		defer markTask()()
 	}
+	co.goid.Store(curGoid())
+	if co.labels != nil {
+		pprof.SetGoroutineLabels(co.labels)
+	}
 	for {
 		t := co.task
 		execute(t)
@@ -253,8 +281,8 @@ func (co *coro) body(yield func(bool) bool) {
 }
 
 func (c *Carrier) newCoro() *coro {
-	co := &coro{mark: c.g.opts.Float}
-	if c.handoff { // created unlocked, so that any owner may resume it (handoff.go)
+	co := &coro{mark: c.g.opts.Float, labels: c.labels}
+	if c.handoff && c.bound() { // created unlocked, so that any owner may resume it (handoff.go)
 		runtime.UnlockOSThread()
 		defer runtime.LockOSThread()
 	}

@@ -95,22 +95,40 @@ func TestNoLostWakeup(t *testing.T) {
 	}
 }
 
-func TestSleepAndYieldStayOnThread(t *testing.T) {
-	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 2})
-	inTask(t, g, func(tk *Task) {
-		tid := unix.Gettid()
-		start := time.Now()
-		tk.Sleep(20 * time.Millisecond)
-		if d := time.Since(start); d < 20*time.Millisecond {
-			t.Errorf("Sleep(20ms) returned after %v", d)
-		}
-		tk.Yield()
-		tk.Offload(func() { time.Sleep(time.Millisecond) })
-		if got := unix.Gettid(); got != tid {
-			t.Errorf("task moved from thread %d to %d", tid, got)
-		}
-	})
+// TestSleepAndYieldStayOnCarrier: after each park a task runs on its
+// carrier's thread. That thread can change: a carrier that hands off runs
+// its tasks with its thread unlocked, and when a run ends on another
+// thread (the scheduler moved a briefly blocked or preempted goroutine),
+// the carrier moves there (handoff.go); without the hand-off it is the
+// thread the task began on.
+func TestSleepAndYieldStayOnCarrier(t *testing.T) {
+	for _, threshold := range []time.Duration{0, -1} {
+		t.Run(fmt.Sprintf("handoff threshold %v", threshold), func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, Options{Carriers: 2, HandoffThreshold: threshold})
+			inTask(t, g, func(tk *Task) {
+				c, tid := tk.Carrier(), unix.Gettid()
+				onCarrier := func(after string) {
+					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.handoff && got != tid {
+						t.Errorf("after %s the task runs on thread %d; its carrier's is %d (it began on %d)", after, got, want, tid)
+					}
+					if tk.Carrier() != c {
+						t.Errorf("after %s the task is on carrier %d, not %d", after, tk.Carrier().ID(), c.ID())
+					}
+				}
+				start := time.Now()
+				tk.Sleep(20 * time.Millisecond)
+				onCarrier("Sleep")
+				if d := time.Since(start); d < 20*time.Millisecond {
+					t.Errorf("Sleep(20ms) returned after %v", d)
+				}
+				tk.Yield()
+				onCarrier("Yield")
+				tk.Offload(func() { time.Sleep(time.Millisecond) })
+				onCarrier("Offload")
+			})
+		})
+	}
 }
 
 func TestOffload(t *testing.T) {

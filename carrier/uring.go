@@ -143,8 +143,8 @@ type uringPoller struct {
 	s         *stats
 }
 
-func newURingPoller(efd int, float, rw bool, s *stats) (*uringPoller, error) {
-	r, err := setupRing(float)
+func newURingPoller(efd int, moves, rw bool, s *stats) (*uringPoller, error) {
+	r, err := setupRing(moves)
 	if err != nil {
 		return nil, err
 	}
@@ -172,12 +172,15 @@ func uringPollerOn(r *unix.Ring, efd int, s *stats) (*uringPoller, error) {
 // carrier locked to its thread asks for SINGLE_ISSUER with DEFER_TASKRUN
 // (completion work runs only when the carrier enters the kernel to reap:
 // no interrupts while it runs tasks), else COOP_TASKRUN (no IPI for
-// completion work; it runs at the thread's next system call). A floating
-// carrier moves between threads, so it gets neither (completion work then
-// goes to the thread that submitted, by a signal-like notification). The
-// ring starts disabled: start enables it on the carrier's own thread,
-// which SINGLE_ISSUER then binds it to.
-func setupRing(float bool) (*unix.Ring, error) {
+// completion work; it runs at the thread's next system call). A carrier
+// that moves between threads (it floats, or hands off: a new owner submits
+// from another thread) gets neither: SINGLE_ISSUER would refuse the new
+// thread's submissions, and COOP_TASKRUN would leave completion work
+// queued to a thread that submitted and then went to sleep; without them
+// it goes to the thread that submitted, by a signal-like notification that
+// wakes it. The ring starts disabled: start enables it on the carrier's
+// own thread, which SINGLE_ISSUER then binds it to.
+func setupRing(moves bool) (*unix.Ring, error) {
 	const base = unix.IORING_SETUP_R_DISABLED | unix.IORING_SETUP_CLAMP
 	tries := []uint32{
 		base | unix.IORING_SETUP_SUBMIT_ALL | unix.IORING_SETUP_SINGLE_ISSUER | unix.IORING_SETUP_DEFER_TASKRUN | unix.IORING_SETUP_TASKRUN_FLAG,
@@ -185,7 +188,7 @@ func setupRing(float bool) (*unix.Ring, error) {
 		base | unix.IORING_SETUP_SUBMIT_ALL,
 		base,
 	}
-	if float {
+	if moves {
 		tries = tries[2:]
 	}
 	var err error

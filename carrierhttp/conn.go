@@ -74,6 +74,29 @@ type conn struct {
 	vals []string
 	w    response
 	body body
+	// line is the request being served, for the carrier's report of a
+	// hand-off of the handler's run (the task's note, read by the group's
+	// monitor): swapped only when a request differs from the one before.
+	line atomic.Pointer[requestLine]
+}
+
+// requestLine is what a hand-off report says about a connection's request.
+type requestLine struct{ method, uri string }
+
+// String is the connection's note (carrier.Task.SetNote): its current
+// request and client.
+func (c *conn) String() string {
+	if l := c.line.Load(); l != nil {
+		return l.method + " " + l.uri + " from " + c.remote
+	}
+	return "a connection from " + c.remote
+}
+
+// noteRequest makes c.req the note's request.
+func (c *conn) noteRequest() {
+	if l := c.line.Load(); l == nil || l.method != c.req.Method || l.uri != c.req.RequestURI {
+		c.line.Store(&requestLine{c.req.Method, c.req.RequestURI})
+	}
 }
 
 func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
@@ -118,6 +141,7 @@ func (c *conn) serve() {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
 	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	c.t.SetNote(c)
 	h := s.handler()
 	for first := true; ; first = false {
 		if err := c.next(first); err != nil {
@@ -548,6 +572,7 @@ func (c *conn) handle(h http.Handler) bool {
 	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
 		h = generalOptions
 	}
+	c.noteRequest()
 	pinned, handed := c.t.Pinned(), c.t.Handoffs()
 	p := c.call(h, w, req)
 	c.watchdog(pinned, handed)

@@ -16,8 +16,14 @@ import (
 // startOne serves h on a group of one carrier.
 func startOne(t *testing.T, h http.Handler, logTo io.Writer) (*Server, *carrier.Group, string) {
 	t.Helper()
+	return startOneWith(t, carrier.Options{Carriers: 1}, h, logTo)
+}
+
+// startOneWith serves h on a group of options o.
+func startOneWith(t *testing.T, o carrier.Options, h http.Handler, logTo io.Writer) (*Server, *carrier.Group, string) {
+	t.Helper()
 	leakcheck.Register(t, 5*time.Second)
-	g, err := carrier.New(carrier.Options{Carriers: 1})
+	g, err := carrier.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,26 +41,41 @@ func sleeper(d time.Duration) http.Handler {
 	})
 }
 
+// TestWatchdog: a handler that blocks the Go way past the watchdog's
+// threshold is counted and logged once, naming its request and saying
+// what its carrier did: went on without it (the hand-off) or waited for
+// it (no hand-off).
 func TestWatchdog(t *testing.T) {
-	var logs syncbuf.Buffer
-	mux := http.NewServeMux()
-	mux.Handle("/blocks", sleeper(60*time.Millisecond))
-	mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })
-	s, g, addr := startOne(t, mux, &logs)
-	for _, path := range []string{"/quick", "/blocks?x=1", "/quick"} {
-		got := exchange(t, addr, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 100*time.Millisecond)
-		if len(got.Responses) != 1 {
-			t.Fatalf("%s: %s", path, got)
-		}
-	}
-	if n := s.Pinned(); n != 1 {
-		t.Errorf("Server.Pinned = %d, want 1 (the one blocking handler)", n)
-	}
-	if n := g.Snapshot()[0].Pinned; n < 1 {
-		t.Errorf("carrier telemetry Pinned = %d, want at least 1", n)
-	}
-	if l := logs.String(); strings.Count(l, "ran over 20ms without parking") != 1 || !strings.Contains(l, "GET /blocks?x=1") || !strings.Contains(l, "it held its carrier") {
-		t.Errorf("log %q: want one line naming GET /blocks?x=1", l)
+	for _, tc := range []struct {
+		name      string
+		threshold time.Duration
+		what      string
+	}{
+		{"hand-off", 0, "its carrier handed the run off and went on without it"},
+		{"no hand-off", -1, "it held its carrier"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncbuf.Buffer
+			mux := http.NewServeMux()
+			mux.Handle("/blocks", sleeper(60*time.Millisecond))
+			mux.HandleFunc("/quick", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "quick") })
+			s, g, addr := startOneWith(t, carrier.Options{Carriers: 1, HandoffThreshold: tc.threshold}, mux, &logs)
+			for _, path := range []string{"/quick", "/blocks?x=1", "/quick"} {
+				got := exchange(t, addr, "GET "+path+" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 100*time.Millisecond)
+				if len(got.Responses) != 1 {
+					t.Fatalf("%s: %s", path, got)
+				}
+			}
+			if n := s.Pinned(); n != 1 {
+				t.Errorf("Server.Pinned = %d, want 1 (the one blocking handler)", n)
+			}
+			if n := g.Snapshot()[0].Pinned; n < 1 {
+				t.Errorf("carrier telemetry Pinned = %d, want at least 1", n)
+			}
+			if l := logs.String(); strings.Count(l, "ran over 20ms without parking") != 1 || !strings.Contains(l, "GET /blocks?x=1") || !strings.Contains(l, tc.what) {
+				t.Errorf("log %q: want one line naming GET /blocks?x=1 and saying %q", l, tc.what)
+			}
+		})
 	}
 }
 

@@ -65,7 +65,7 @@ type Group struct {
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
-	SubmitP50, SubmitP99, Steals, Moved                                   Stat
+	SubmitP50, SubmitP99, Steals, Moved, Handoffs                         Stat
 	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
 	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
@@ -241,6 +241,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.SubmitP99 = car(func(c *CarrierFigures) float64 { return float64(c.SubmitToRunP99Us) })
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
 	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
+	g.Handoffs = car(func(c *CarrierFigures) float64 { return float64(c.HandoffsPer10s) })
 	ring := func(f func(c *CarrierFigures) Num) Stat {
 		return car(func(c *CarrierFigures) float64 {
 			if c.RingEntersPer10s == 0 { // a result written before ring figures existed

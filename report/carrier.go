@@ -22,7 +22,7 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 	}
 	return CarrierFigures{
 		Carriers:         len(ts),
-		IOCyclesPer10s:   Num(float64(tot.IOCycles) * (10 * time.Second).Seconds() / window.Seconds()),
+		IOCyclesPer10s:   Num(per10s(tot.IOCycles)),
 		EventsPerCycle:   Num(tot.IOEventsPerCycle()),
 		TasksPerDrain:    Num(tot.TasksPerDrain()),
 		QueueDepthAvg:    Num(tot.QueueDepth.Mean()),
@@ -32,6 +32,7 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 		Steals:           tot.StealsIn,
 		Migrations:       tot.MigrationsIn,
 		SpunCPUs:         Num(float64(tot.SpunNs) / float64(window)),
+		HandoffsPer10s:   Num(per10s(tot.Handoffs)),
 
 		RingEntersPer10s:    Num(ringEnters),
 		SubmissionsPerEnter: Num(tot.SubmissionsPerEnter()),

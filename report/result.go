@@ -207,6 +207,11 @@ type CarrierFigures struct {
 	// used without work (ServerBusy subtracts it). Absent, read as 0, in
 	// results written before it existed.
 	SpunCPUs Num `json:"spun_cpus"`
+	// HandoffsPer10s is task runs handed off per 10 seconds, all
+	// carriers: runs that held their carrier past the hand-off threshold
+	// (they blocked the Go way or computed), which went on without them.
+	// Absent, read as NaN (n/a), in results written before it existed.
+	HandoffsPer10s Num `json:"handoffs_per_10s"`
 	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
 	// carriers; SubmissionsPerEnter the SQEs each submitted; and
 	// CompletionsPerPass the CQEs reaped per pass that found any. Only
@@ -215,6 +220,18 @@ type CarrierFigures struct {
 	RingEntersPer10s    Num `json:"ring_enters_per_10s"`
 	SubmissionsPerEnter Num `json:"submissions_per_enter"`
 	CompletionsPerPass  Num `json:"completions_per_pass"`
+}
+
+// UnmarshalJSON reads carrier figures; a figure that a result written
+// before it existed lacks is NaN (n/a), not 0.
+func (c *CarrierFigures) UnmarshalJSON(b []byte) error {
+	type plain CarrierFigures // without this method
+	p := plain{HandoffsPer10s: Num(math.NaN())}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = CarrierFigures(p)
+	return nil
 }
 
 // Result is one result directory.
