@@ -1,6 +1,8 @@
 package carrierhttp
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -8,15 +10,25 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 )
 
-// OffloadHandler runs h on a plain goroutine (carrier.Task.Offload), where
-// it may block the Go way (channels, mutexes, time.Sleep, database/sql,
-// net.Conn) without holding its carrier: the design of spindle's handoff
-// mode. The task parks meanwhile and the carrier serves others.
+// OffloadHandler runs h on a plain goroutine, where it may block the Go way
+// (channels, mutexes, time.Sleep, database/sql, net.Conn) without holding
+// its carrier: the design of spindle's handoff mode. The task parks
+// meanwhile (carrier.Task.Offload) and the carrier serves others.
 //
 // The goroutine cannot do the connection's I/O, which belongs to the task,
 // so the request body is read in full before h runs (bounded by the
-// server's MaxBodyBytes, if set), and h's answer is held until it returns
-// (Flush sends nothing early). Outside a carrier task it calls h directly.
+// server's MaxBodyBytes, if set) and h's answer is held for the task to
+// send: at h's end, in one write, when h never flushes; at each Flush
+// (http.Flusher, or http.ResponseController's) otherwise, which hands the
+// head and the body written so far to the task and waits until it sent
+// them, so that a streaming handler (server-sent events) streams here too
+// and FlushError reports the write's error. As in net/http, header changes
+// after the first Flush are ignored but for trailers, and once a Flush
+// failed (the client left, the carrier stopped) Write and Flush return its
+// error while h runs on to its end. A panic in h is re-raised in the task:
+// the server answers 500, or drops the connection when h had flushed.
+// Hijack, the deadlines and full duplex are not supported
+// (http.ErrNotSupported). Outside a carrier task it calls h directly.
 func OffloadHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := carrier.TaskFromContext(r.Context())
@@ -37,10 +49,24 @@ func OffloadHandler(h http.Handler) http.Handler {
 		if body == nil {
 			r2.Body = http.NoBody
 		}
-		ow := &heldResponse{header: http.Header{}}
-		t.Offload(func() { h.ServeHTTP(ow, &r2) })
-		maps.Copy(w.Header(), ow.header)
-		if ow.status != 0 {
+		ow := &heldResponse{header: http.Header{}, next: make(chan struct{}), ack: make(chan error, 1)}
+		// Closing ack tells h the task is gone (it unwinds: the carrier
+		// stopped), so that a Flush in h never waits for it forever.
+		defer close(ow.ack)
+		go ow.run(h, &r2)
+		var rc *http.ResponseController // set at the first flush: the head is sent
+		for wait := ow.wait; ; {
+			t.Offload(wait)
+			if ow.done {
+				break
+			}
+			ow.ack <- ow.send(w, &rc) // h waits in FlushError until this
+		}
+		if p := ow.panicked; p != nil {
+			panic(p) // conn.handle answers 500 or, after a flush, drops the connection
+		}
+		maps.Copy(w.Header(), ow.header) // after a flush, for the trailers only
+		if rc == nil && ow.status != 0 {
 			w.WriteHeader(ow.status)
 		}
 		w.Write(ow.body)
@@ -59,29 +85,145 @@ func (s *sliceReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// errTaskGone is what Flush returns once the connection's task stopped
+// waiting for the handler (its carrier stopped).
+var errTaskGone = errors.New("carrierhttp: the connection's task is gone (its carrier stopped)")
+
 // heldResponse is the ResponseWriter of an offloaded handler: it holds the
-// status, header and body for the task to send.
+// status, header and body for the task to send, at the handler's end or
+// when it flushes.
+//
+// The handler's goroutine owns the fields, except while it waits in
+// FlushError for ack and after it closed next: then the task reads them.
+// The task waits (in an Offload) for a value on next, a flush, or its
+// closing, the handler's end; it answers each flush on ack, with the
+// write's error.
 type heldResponse struct {
 	header http.Header
 	status int
 	body   []byte
+	sent   bool  // the head went to the task
+	err    error // the first failed flush's: Write and Flush return it since
+
+	next     chan struct{} // unbuffered: a flush is handed to the task's waiter
+	ack      chan error    // one buffered: the task never blocks on it
+	done     bool          // next was closed (set by the waiter, read by the task)
+	panicked any           // what the handler panicked with
 }
 
-func (h *heldResponse) Header() http.Header { return h.header }
+// run serves r with h on the handler's goroutine.
+func (o *heldResponse) run(h http.Handler, r *http.Request) {
+	defer func() {
+		o.panicked = recover() // before the close: the task reads it after
+		close(o.next)
+	}()
+	h.ServeHTTP(o, r)
+}
 
-func (h *heldResponse) WriteHeader(code int) {
-	if h.status == 0 && (code < 100 || code > 199) {
-		h.status = code
+// wait is the task's Offloaded function: it returns at the handler's next
+// flush or its end. A flush that finds the task gone (ack closed: it was
+// unwound while parked here) is not returned for: the wait goes on to the
+// handler's end, so that Group.Close, which waits for Offloaded functions,
+// waits for the handler too. (A task unwound after wait returned, before it
+// ran again, leaves the handler to end unwaited for: Flush then returns
+// errTaskGone at once.)
+func (o *heldResponse) wait() {
+	for range o.next {
+		select {
+		case _, ok := <-o.ack: // empty while the task lives: h took the last answer before flushing
+			if !ok {
+				continue
+			}
+		default:
+		}
+		return
+	}
+	o.done = true
+}
+
+// send writes what the handler flushed to w, in the task: the head the
+// first time, the body held since, then w's flush. ErrNotSupported from a
+// w that cannot flush is no failure: the bytes go when w sends them.
+func (o *heldResponse) send(w http.ResponseWriter, rc **http.ResponseController) error {
+	if *rc == nil {
+		maps.Copy(w.Header(), o.header)
+		w.WriteHeader(o.status)
+		*rc = http.NewResponseController(w)
+	}
+	if len(o.body) > 0 {
+		if _, err := w.Write(o.body); err != nil {
+			return err
+		}
+	}
+	if err := (*rc).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+func (o *heldResponse) Header() http.Header { return o.header }
+
+// WriteHeader records the first final status; like net/http's it panics
+// on a code outside 100-999 (here, where the handler's stack shows it).
+// Informational codes are not sent.
+func (o *heldResponse) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if o.status == 0 && code > 199 {
+		o.status = code
 	}
 }
 
-func (h *heldResponse) Write(p []byte) (int, error) {
-	if h.status == 0 {
-		h.status = http.StatusOK
+func (o *heldResponse) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
 	}
-	h.body = append(h.body, p...)
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	o.body = append(o.body, p...)
 	return len(p), nil
 }
 
-// Flush does nothing: the answer is sent when the handler returns.
-func (h *heldResponse) Flush() {}
+// WriteString is Write without the string's conversion.
+func (o *heldResponse) WriteString(s string) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	o.body = append(o.body, s...)
+	return len(s), nil
+}
+
+// Flush sends the head and what was written so far (http.Flusher).
+func (o *heldResponse) Flush() { o.FlushError() }
+
+// FlushError hands the head (the first time) and the body held to the task
+// and waits until it wrote them, returning the write's error
+// (http.ResponseController). With nothing new to send it returns at once.
+func (o *heldResponse) FlushError() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.sent && len(o.body) == 0 {
+		return nil
+	}
+	if o.status == 0 {
+		o.status = http.StatusOK
+	}
+	o.sent = true
+	// A waiter takes this: the task's, or, when the task unwound while
+	// parked in wait, that wait still going on. A task unwound elsewhere
+	// closed ack while h waited on it, and o.err keeps h from coming here.
+	o.next <- struct{}{}
+	err, ok := <-o.ack
+	if !ok {
+		err = errTaskGone
+	}
+	o.body = o.body[:0] // the task copied it out
+	o.err = err
+	return err
+}
