@@ -2,6 +2,7 @@ package carrierhttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
@@ -149,40 +151,59 @@ func blockingHandlers(backend string, rt http.RoundTripper) map[string]http.Hand
 }
 
 // TestBlockingHandlers serves each handler of the corpus under net/http
-// and on carriers (one and two carriers, unpinned and pinned), eight
+// and on carriers (one and two, unpinned, pinned and floating, epoll and io_uring), eight
 // concurrent requests each (for longpoll and cond one of them the sender),
-// and wants the same answers from both within a time bound.
+// and wants the same answers from both within a time bound. The corpus's
+// "sqlite" case (sqlite_test.go) is database/sql on a SQLite file with the
+// pure-Go driver, each server with a pool of its own, smaller than the
+// requests, shared by them.
 func TestBlockingHandlers(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(100 * time.Millisecond)
 		io.WriteString(w, "backend")
 	}))
 	t.Cleanup(slow.Close)
-	names := []string{"singleflight", "waitgroup", "mutex", "longpoll", "cond", "sleep", "errgroup", "compute"}
+	names := []string{"singleflight", "waitgroup", "mutex", "longpoll", "cond", "sleep", "errgroup", "compute", "sqlite"}
+	dbPath := newSQLiteDB(t)
+	// handler returns the corpus's handler called name, for a server of
+	// its own: the sqlite one gets a fresh *sql.DB (a pool of its own) on
+	// the one file, closed when t ends.
+	handler := func(t *testing.T, name string, rt http.RoundTripper) http.Handler {
+		if name == "sqlite" {
+			return sqliteHandler(openSQLite(t, dbPath), sqliteReport)
+		}
+		return blockingHandlers(slow.URL, rt)[name]
+	}
 	type setup struct {
 		name string
 		opts carrier.Options
 	}
 	setups := []setup{
-		{"1 carrier", carrier.Options{Carriers: 1, HandoffThreshold: carrier.DefaultHandoffThreshold}},
-		{"2 carriers", carrier.Options{Carriers: 2, HandoffThreshold: carrier.DefaultHandoffThreshold}},
-		{"2 carriers pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU, HandoffThreshold: carrier.DefaultHandoffThreshold}},
+		{"1 carrier", carrier.Options{Carriers: 1}},
+		{"2 carriers", carrier.Options{Carriers: 2}},
+		{"2 carriers pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU}},
+		{"2 carriers floating", carrier.Options{Carriers: 2, Float: true}},
+		{"1 carrier io_uring", carrier.Options{Carriers: 1, Poller: carrier.PollerURing}},
+		{"2 carriers io_uring pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU, Poller: carrier.PollerURing}},
 	}
 	for _, name := range names {
-		want := serveAll(t, name, netHTTP(t, blockingHandlers(slow.URL, http.DefaultTransport)[name]))
+		want := serveAll(t, name, netHTTP(t, handler(t, name, http.DefaultTransport)))
 		for _, su := range setups {
 			t.Run(name+"/"+su.name, func(t *testing.T) {
 				leakcheck.Register(t, 5*time.Second)
 				g, err := carrier.New(su.opts)
+				if errors.Is(err, wait.ErrNotSupported) {
+					t.Skipf("%s: %v", su.name, err) // io_uring unavailable here
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !handsOff(g) {
 					g.Close()
-					t.Skip("these carriers do not hand off a blocked run (io_uring, or an architecture without getm)")
+					t.Skip("these carriers do not hand off a blocked run (an architecture without getm)")
 				}
 				tr := &Transport{}
-				s := &Server{Handler: blockingHandlers(slow.URL, tr)[name], ErrorLog: log.New(io.Discard, "", 0)}
+				s := &Server{Handler: handler(t, name, tr), ErrorLog: log.New(io.Discard, "", 0)}
 				got := serveAll(t, name, "http://"+listenOn(t, g, s, tr.CloseIdleConnections))
 				if got != want {
 					t.Errorf("answers on carriers %q, under net/http %q", got, want)
