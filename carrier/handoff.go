@@ -72,6 +72,7 @@ const (
 	phaseUser     uint32 = iota // running its own code, or not started
 	phaseCarrier                // inside a carrier operation (parked included)
 	phaseDetached               // handed off while in user code: rejoins at its next carrier operation
+	phaseStopped                // its rejoin found the carrier stopped: every carrier operation unwinds it
 )
 
 // taskRejoining is the state of a detached task that yielded to rejoin its
@@ -110,8 +111,11 @@ func (t *Task) enter() bool {
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}
-	if t.co.phase.Load() == phaseCarrier {
+	switch t.co.phase.Load() {
+	case phaseCarrier:
 		return false
+	case phaseStopped: // the task unwinds (its deferred Close of a conn, say): the carrier is gone
+		panic(errStopped)
 	}
 	if !t.rejoin() {
 		panic(errStopped)
@@ -124,8 +128,14 @@ func (t *Task) enter() bool {
 // carrier stopped meanwhile (the coroutine then just ends).
 func (t *Task) end() bool {
 	c := t.home
-	if c == nil || !c.handoff || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) || t.co.phase.Load() == phaseCarrier {
+	if c == nil || !c.handoff || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
+	}
+	switch t.co.phase.Load() {
+	case phaseCarrier:
+		return true
+	case phaseStopped:
+		return false
 	}
 	return t.rejoin()
 }
@@ -140,13 +150,19 @@ func (t *Task) leave(outer bool) {
 // rejoin yields a detached task to the goroutine that resumed it last, an
 // owner that has lost the carrier: it queues t for the new owner, whose run
 // of t returns here. It reports false when the carrier stopped instead
-// (its caller unwinds t with errStopped).
+// (its caller unwinds t with errStopped); the task's phase is then
+// stopped, so that no carrier operation of its unwinding touches the
+// stopped carrier (which, shut down, no longer orders them).
 func (t *Task) rejoin() bool {
 	t.state = taskRejoining
 	ok := t.co.yield(false)
+	if !ok {
+		t.co.phase.Store(phaseStopped)
+		return false
+	}
 	t.co.phase.Store(phaseCarrier)
 	t.state = taskRunning
-	return ok
+	return true
 }
 
 // runOwned resumes t as c's owner when c hands off (see the protocol

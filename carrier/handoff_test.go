@@ -164,7 +164,7 @@ func TestHandoffIsolation(t *testing.T) {
 // Go way, handed off already or not yet (Close then waits for the monitor
 // to hand it off: the monitor watches until every carrier is done); Close
 // returns, and the task, once it wakes, is unwound (its deferred function
-// runs) without touching the stopped carrier.
+// runs, the conn it holds is dropped) without touching the stopped carrier.
 func TestHandoffCloseWhileBlocked(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -183,11 +183,22 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 				g.Close()
 				t.Skip("carriers do not hand off here")
 			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
 			release := make(chan struct{})
 			blocked := make(chan struct{})
 			unwound := make(chan struct{})
 			g.Go(func(tk *Task) {
 				defer close(unwound)
+				// A conn it holds: the unwinding closes it, which must not
+				// touch the stopped carrier (before, it re-panicked out of
+				// the coroutine and crashed the process).
+				if _, err := tk.Dial(ln.Addr().String(), time.Second); err != nil {
+					t.Error(err)
+				}
 				close(blocked)
 				<-release
 				tk.Yield() // rejoins a stopped carrier: unwinds
@@ -328,4 +339,32 @@ func TestStackOf(t *testing.T) {
 func goroutineStackDump() []byte {
 	buf := make([]byte, 1<<20)
 	return buf[:runtime.Stack(buf, true)]
+}
+
+// TestEndedTaskLeavesConns: a conn a task dials and leaves open when it
+// ends (a client conn kept in a pool) is no one's afterwards, so that its
+// later Close does not touch whatever task reuses the pooled Task.
+func TestEndedTaskLeavesConns(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conns := make(chan *Conn, 1)
+	inTask(t, g, func(tk *Task) {
+		cn, err := tk.Dial(ln.Addr().String(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns <- cn
+	})
+	cn := <-conns
+	inTask(t, g, func(tk *Task) {
+		if cn.owner != nil {
+			t.Errorf("the conn of an ended task is still held (by %p)", cn.owner)
+		}
+		cn.Close()
+	})
 }

@@ -70,6 +70,12 @@ func (t *Task) release() {
 	if t.afd >= 0 { // dropped before it started: nobody else will close it
 		unix.Close(t.afd)
 	}
+	// A conn the task leaves open (a client conn kept in a pool for other
+	// tasks) is no one's now: left pointing at t, it would send a later
+	// Close to whatever task reuses t from the pool, on any carrier.
+	for _, cn := range t.owned {
+		cn.owner = nil
+	}
 	clear(t.owned)
 	*t = Task{hidx: -1, afd: -1, owned: t.owned[:0]}
 	taskPool.Put(t)
@@ -310,6 +316,27 @@ const (
 	minIdleCoros = 64
 )
 
+// closeUnwinding closes cn, held by t, as t ends. A task handed off that
+// ends after its carrier stopped cannot rejoin it: its Close unwinds with
+// errStopped, which ends the cleanup here (the carrier's shutdown closed
+// the fd already); the conn is dropped from t's books all the same.
+func closeUnwinding(t *Task, cn *Conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p != errStopped {
+				panic(p)
+			}
+			if cn.owner == t {
+				t.disown(cn)
+			}
+			if t.accepted == cn {
+				t.accepted = nil
+			}
+		}
+	}()
+	cn.Close()
+}
+
 // execute runs t's function in the current coroutine, recovering a panic:
 // the panic is counted and the conns the task holds are closed.
 func execute(t *Task) {
@@ -319,11 +346,11 @@ func execute(t *Task) {
 				add(&t.home.stats.panics, 1) // t.home: a floating task may have moved since it started
 			}
 			for len(t.owned) > 0 {
-				t.owned[len(t.owned)-1].Close()
+				closeUnwinding(t, t.owned[len(t.owned)-1])
 			}
 		}
 		if t.accepted != nil {
-			t.accepted.Close()
+			closeUnwinding(t, t.accepted)
 		}
 	}()
 	t.fn(t)
