@@ -126,12 +126,16 @@ func (m *metrics) handledIn(t *carrier.Task, code int, d time.Duration) {
 }
 
 // handledCtx is handledIn for a net/http handler: in nethttp-carrier mode
-// the request's context carries its task (nethttp has no per-carrier parts,
-// and looks for none).
+// the request's context carries its task, which is brought back onto its
+// carrier first (nethttp has no per-carrier parts, and looks for none).
 func (m *metrics) handledCtx(ctx context.Context, code int, d time.Duration) {
 	var t *carrier.Task
 	if m.perCarrier != nil {
 		t = carrier.TaskFromContext(ctx)
+		// A handler that blocked the Go way (/block) may have left its
+		// task handed off, running off its carrier's thread, until its next
+		// carrier operation: the carrier's part is written on its thread.
+		rejoin(t)
 	}
 	m.handledIn(t, code, d)
 }
@@ -186,6 +190,7 @@ type carrierCollector struct {
 	gauges   []carrierGauge
 	queue    *prometheus.Desc
 	submit   *prometheus.Desc
+	detached *prometheus.Desc
 	cpu      *prometheus.Desc
 }
 
@@ -221,7 +226,6 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("watches_armed_total", "Context watches registered with context.AfterFunc (the carrier polled the others' Done channels)."), func(t carrier.Telemetry) float64 { return u(t.WatchesArmed) }},
 			{desc("handoffs_total", "Task runs that held the carrier past the hand-off threshold: the carrier went on on another thread while the task blocked or computed."), func(t carrier.Telemetry) float64 { return u(t.Handoffs) }},
 			{desc("rejoins_total", "Handed-off tasks that came back to their carrier."), func(t carrier.Telemetry) float64 { return u(t.Rejoins) }},
-			{desc("detached_seconds_total", "Time handed-off tasks spent away from their carrier (blocked or computing), until they came back."), func(t carrier.Telemetry) float64 { return u(t.DetachedFor.Sum) / 1e9 }},
 			{desc("thread_moves_total", "Runs that ended on another thread than they began (a short Go-way block): the carrier moved there."), func(t carrier.Telemetry) float64 { return u(t.ThreadMoves) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},
@@ -236,9 +240,10 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("tasks_live", "Tasks started and not finished."), func(t carrier.Telemetry) float64 { return float64(t.TasksLive) }},
 			{desc("detached", "Tasks handed off and not back on their carrier yet (blocked or computing now)."), func(t carrier.Telemetry) float64 { return float64(t.Detached) }},
 		},
-		queue:  desc("queue_depth", "Runnable tasks at the start of a drain pass (the telemetry's log2 buckets: le 0, 1, 3, 7, ...)."),
-		submit: desc("submit_to_run_seconds", "Time from submission to a task's first run (the telemetry's log2 buckets of ns: le (2^i-1) ns)."),
-		cpu:    desc("cpu", "The CPU a pinned carrier runs on (absent for carriers not pinned)."),
+		queue:    desc("queue_depth", "Runnable tasks at the start of a drain pass (the telemetry's log2 buckets: le 0, 1, 3, 7, ...)."),
+		submit:   desc("submit_to_run_seconds", "Time from submission to a task's first run (the telemetry's log2 buckets of ns: le (2^i-1) ns)."),
+		detached: desc("detached_seconds", "Time a handed-off task spent away from its carrier (blocked or computing), from the hand-off until it came back (log2 buckets of ns: le (2^i-1) ns)."),
+		cpu:      desc("cpu", "The CPU a pinned carrier runs on (absent for carriers not pinned)."),
 	}
 }
 
@@ -253,6 +258,7 @@ func (c *carrierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.waits
 	ch <- c.queue
 	ch <- c.submit
+	ch <- c.detached
 	ch <- c.cpu
 }
 
@@ -260,10 +266,13 @@ func (c *carrierCollector) Describe(ch chan<- *prometheus.Desc) {
 // telemetry's log2 buckets (bucket i holds [2^(i-1), 2^i), bucket 0 the
 // value 0). Queue depths: le 0 up to 2^17-1 (131071 tasks, far past any
 // queue seen); submit-to-run: le 2^7-1 ns (127 ns, under one coroutine
-// switch) up to 2^36-1 ns (about 69 s). Counts beyond the last go to +Inf.
+// switch) up to 2^36-1 ns (about 69 s); time away after a hand-off: le
+// 2^17-1 ns (131 µs, shorter than any threshold) up to 2^38-1 ns (about
+// 4.6 minutes). Counts beyond the last go to +Inf.
 const (
-	queueFirstBucket, queueLastBucket   = 0, 17
-	submitFirstBucket, submitLastBucket = 7, 36
+	queueFirstBucket, queueLastBucket       = 0, 17
+	submitFirstBucket, submitLastBucket     = 7, 36
+	detachedFirstBucket, detachedLastBucket = 17, 38
 )
 
 // Collect implements prometheus.Collector.
@@ -284,6 +293,7 @@ func (c *carrierCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- histogram(c.queue, t.QueueDepth, queueFirstBucket, queueLastBucket, 1, labels)
 		ch <- histogram(c.submit, t.SubmitToRun, submitFirstBucket, submitLastBucket, 1e-9, labels)
+		ch <- histogram(c.detached, t.DetachedFor, detachedFirstBucket, detachedLastBucket, 1e-9, labels)
 	}
 }
 

@@ -73,7 +73,11 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	var last int64
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		start := max(t.Now(), last)
-		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(routeFor(req.Method, req.Target), fetch)
+		r := routeFor(req.Method, req.Target)
+		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, blockQuery(r, req.Target), fetch)
+		if r == routeBlock {
+			rejoin(t) // it blocked the Go way: maybe handed off
+		}
 		last = wait.Now()
 		s.m.handledIn(t, rep.Status, time.Duration(last-start))
 	}, s.m.request)
@@ -92,9 +96,10 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
+		q := blockQuery(r, req.Target)
 		start := wait.Now()
 		t.Offload(func() {
-			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, func() ([]byte, error) { return b.get(context.Background()) })
+			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, q, func() ([]byte, error) { return b.get(context.Background()) })
 		})
 		s.m.handledIn(t, rep.Status, time.Duration(wait.Now()-start))
 	}, s.m.request)

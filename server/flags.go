@@ -54,6 +54,12 @@ type Flags struct {
 	AdminHost string
 	// Conn are the connection limit and timeouts.
 	Conn cliflag.Conn
+	// BlockingEndpoint serves /block (Options.BlockingEndpoint).
+	BlockingEndpoint bool
+	// HandoffThreshold is carrier.Options.HandoffThreshold: how long a
+	// run may hold its carrier before the carrier goes on without it;
+	// negative: no hand-off.
+	HandoffThreshold time.Duration
 }
 
 // DefaultFlags are the flags' defaults: those of "spindle serve" alone.
@@ -81,6 +87,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.Within(&f.AdminPort, 0, cliflag.MaxPort).Var(fs, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
 	fs.StringVar(&f.AdminHost, "admin-host", cliflag.DefaultHost, "address the admin port listens on (\"\": every address)")
 	f.Conn.Register(fs)
+	cliflag.Any(&f.HandoffThreshold).Var(fs, "handoff-threshold", carrier.DefaultHandoffThreshold, "how long a handler's run may hold its carrier (blocked the Go way or computing) before the carrier hands itself to another thread and goes on without it (docs/carrier.md, \"Hand-off\"); negative, e.g. -1ns: no hand-off (such a handler then stalls its carrier)")
+	fs.BoolVar(&f.BlockingEndpoint, "blocking-endpoint", false, "also serve GET /block?kind=sleep|mutex|singleflight&d=DURATION: a handler that blocks the Go way, to measure how the mode isolates the other requests from it (docs/server.md)")
 }
 
 // Args is the inverse of Register: the arguments of "spindle serve" that

@@ -26,6 +26,12 @@ func TestFlagsRoundTrip(t *testing.T) {
 		{"every address, empty words", func(f *Flags) {
 			f.Host, f.AdminHost, f.Backend, f.Topology = "", "", "", ""
 		}, []string{"--admin-host", "", "--backend", "", "--host", "", "--topology", ""}},
+		{"blocking endpoint", func(f *Flags) {
+			f.Mode, f.BlockingEndpoint = "nethttp-carrier", true
+		}, []string{"--blocking-endpoint", "--mode", "nethttp-carrier"}},
+		{"no hand-off", func(f *Flags) {
+			f.HandoffThreshold = -time.Nanosecond
+		}, []string{"--handoff-threshold", "-1ns"}},
 		{"timeouts", func(f *Flags) {
 			f.BackendTimeout, f.Conn.HTTP.WriteTimeout, f.Conn.MaxConns = 250*time.Millisecond, 9*time.Second, 3
 		}, nil},

@@ -182,7 +182,15 @@ func (s *Server) serveNetHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := wait.Now()
 	b := r.Context().Value(backendKey{}).(*netBackend)
-	status, ctype, body, closeConn := s.answer(routeFor(r.Method, r.RequestURI), func() ([]byte, error) { return b.get(r.Context()) })
+	rt := routeFor(r.Method, r.RequestURI)
+	ctx := r.Context()
+	if rt == routeBlock {
+		// A singleflight leader's exchange serves its followers too: its
+		// own client going away must not cancel it (the context keeps its
+		// values: in nethttp-carrier mode, the task).
+		ctx = context.WithoutCancel(ctx)
+	}
+	status, ctype, body, closeConn := s.answer(rt, blockQuery(rt, r.RequestURI), func() ([]byte, error) { return b.get(ctx) })
 	s.write(w, status, ctype, body, closeConn)
 	s.m.handledCtx(r.Context(), status, time.Duration(wait.Now()-start))
 }

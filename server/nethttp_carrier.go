@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -50,6 +51,9 @@ func (s *Server) startNetHTTPCarrier() error {
 		WriteTimeout:   o.WriteTimeout + s.o.BackendTimeout,
 		IdleTimeout:    o.IdleTimeout,
 		MaxHeaderBytes: max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
+		// Its watchdog's reports (and panics) at most once a second, as
+		// the carriers' hand-off reports: not a line per /block request.
+		ErrorLog: log.New(newSparseLog(log.Writer()), "", log.LstdFlags),
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, backendKey{}, b)
 		},

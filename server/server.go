@@ -25,6 +25,10 @@
 // something unusable, 504 when it is slower than the backend timeout, and
 // reconnects on the next request. The /fruits body is byte-identical in
 // every mode.
+//
+// With Options.BlockingEndpoint, /block runs a handler that blocks the Go
+// way (a sleep, a mutex, a singleflight follower's wait; block.go), for
+// measuring how each mode keeps the other requests from waiting behind it.
 package server
 
 import (
@@ -41,6 +45,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrierhttp"
@@ -92,6 +98,12 @@ type Options struct {
 	// beyond it is accepted and closed at once, and counted in
 	// spindle_server_rejected_connections_total. 0: no bound.
 	MaxConns int
+	// BlockingEndpoint serves GET /block?kind=K&d=D (block.go,
+	// docs/server.md "Blocking endpoint"): handlers that block the Go way
+	// (time.Sleep, a mutex, a singleflight follower's wait) beside the
+	// study's, to measure how each mode keeps its other requests from
+	// waiting behind them. false: /block is 404 like any unknown path.
+	BlockingEndpoint bool
 }
 
 // Server is a running server.
@@ -110,6 +122,9 @@ type Server struct {
 	admin         *http.Server
 	adminLn       net.Listener
 	m             *metrics
+	// blockMu and flights are /block's mutex and singleflight calls.
+	blockMu sync.Mutex
+	flights singleflight.Group
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -281,6 +296,7 @@ const (
 	routeFruits
 	routeOptions // OPTIONS *: 200, no body
 	routeConnect // CONNECT: 405, close (not a proxy)
+	routeBlock   // /block: with Options.BlockingEndpoint (block.go), else 404
 )
 
 // routeOf maps a raw path (the request target before any '?') to its route.
@@ -290,6 +306,8 @@ func routeOf[T string | []byte](path T) route {
 		return routeHealth
 	case "/fruits":
 		return routeFruits
+	case "/block":
+		return routeBlock
 	}
 	return routeNotFound
 }
@@ -357,9 +375,10 @@ func (s *Server) fruits(body []byte, err error) (status int, ctype string, out [
 	return 200, appJSON, out
 }
 
-// answer decides the response to a request for r; fetch performs the
-// backend GET. Unknown paths close the connection.
-func (s *Server) answer(r route, fetch func() ([]byte, error)) (status int, ctype string, body []byte, closeConn bool) {
+// answer decides the response to a request for r; query is the target's
+// query for /block (blockQuery), fetch performs the backend GET. Unknown
+// paths close the connection.
+func (s *Server) answer(r route, query string, fetch func() ([]byte, error)) (status int, ctype string, body []byte, closeConn bool) {
 	switch r {
 	case routeHealth:
 		return 200, textPlain, healthBody, false
@@ -370,6 +389,11 @@ func (s *Server) answer(r route, fetch func() ([]byte, error)) (status int, ctyp
 		return 200, "", nil, false
 	case routeConnect:
 		return 405, textPlain, methodNotAllowedBody, true
+	case routeBlock:
+		if s.o.BlockingEndpoint {
+			status, ctype, body = s.block(query, fetch)
+			return status, ctype, body, false
+		}
 	}
 	return 404, textPlain, notFoundBody, true
 }

@@ -84,6 +84,22 @@ func setup(t *testing.T, mode Mode, mo mock.Options, down bool, so Options) *env
 	return e
 }
 
+// startOn starts a server in mode in front of backend (a /fruits URL),
+// with one carrier in the carrier modes unless so names more; closing it
+// is the caller's.
+func startOn(t *testing.T, mode Mode, so Options, backend string) *env {
+	t.Helper()
+	so.Mode, so.Addr, so.Backend = mode, "127.0.0.1:0", backend
+	if mode != ModeNetHTTP && so.Threads == 0 {
+		so.Threads = 1
+	}
+	s, err := Start(context.Background(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, srv: s, addr: s.Addr().String()}
+}
+
 func (e *env) close() {
 	if e.srv != nil {
 		if err := e.srv.Close(); err != nil {
@@ -537,15 +553,7 @@ func TestBackendBodyLimit(t *testing.T) {
 		status int
 	}{{"/at", 200}, {"/over", 502}} {
 		forModes(t, func(t *testing.T, mode Mode) {
-			so := Options{Mode: mode, Addr: "127.0.0.1:0", Backend: "http://" + ln.Addr().String() + tc.path}
-			if mode != ModeNetHTTP {
-				so.Threads = 1
-			}
-			s, err := Start(context.Background(), so)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := &env{t: t, srv: s, addr: s.Addr().String()}
+			e := startOn(t, mode, Options{}, "http://"+ln.Addr().String()+tc.path)
 			defer e.close()
 			c := e.dial()
 			defer c.Close()
@@ -652,6 +660,9 @@ func TestMetricsSeries(t *testing.T) {
 				`spindle_carrier_queue_depth_bucket{carrier="0",le="131071"}`,
 				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="1.27e-07"}`,
 				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="+Inf"}`,
+				`spindle_carrier_detached_seconds_bucket{carrier="0",le="0.000131071`, /* 2^17-1 ns, as a float64 of seconds */
+				`spindle_carrier_handoffs_total{carrier="0"}`,
+				`spindle_carrier_detached{carrier="0"}`,
 				`spindle_carrier_waits_total{carrier="0",kind="spin"}`,
 				`spindle_carrier_open_connections{carrier="0"}`,
 			)

@@ -24,11 +24,14 @@ func serveFlags() (*flagSet, *server.Flags) {
 	a := &server.Flags{}
 	fs := newFlagSet("serve", "", "Serves GET /health (\"OK\") and GET /fruits (the backend's fruits, decoded and re-encoded\n"+
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
+		"With --blocking-endpoint also GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler\n"+
+		"that blocks the Go way.\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
 	a.Register(fs.FlagSet)
 	fs.example(
 		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
 		`spindle serve --mode nethttp --threads 2`,
+		`spindle serve --mode nethttp-carrier --blocking-endpoint`,
 	)
 	return fs, a
 }
@@ -79,9 +82,14 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		ReusePort:      a.ReusePort,
 		HTTP:           a.Conn.HTTP,
 		MaxConns:       a.Conn.MaxConns,
+		// BlockingEndpoint takes any mode: where carriers do not hand off
+		// (--handoff-threshold negative) its blocking stalls a carrier,
+		// which is a figure to measure too (docs/server.md, "Blocking
+		// endpoint").
+		BlockingEndpoint: a.BlockingEndpoint,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float,
-			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap,
+			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: a.HandoffThreshold,
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {

@@ -49,6 +49,8 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "extra"},
 		{"serve", "--admin-host", "localhost", "--admin-port", "9090"},
 		{"serve", "--max-conns", "-1"},
+		{"serve", "--blocking-endpoint=maybe"},
+		{"serve", "--blocking-endpoint", "yes"}, // a bool flag takes no separate word: "yes" is an argument
 		{"serve", "--read-timeout", "0s"},
 		{"serve", "--write-timeout", "-1s"},
 		{"serve", "--read-header-timeout", "0s"},
@@ -186,6 +188,38 @@ func TestPollerUnavailable(t *testing.T) {
 		err := run(context.Background(), args, io.Discard, io.Discard)
 		if !errors.Is(err, errBadInput) || !strings.Contains(err.Error(), "io_uring") {
 			t.Errorf("run(%q) = %v, want bad input naming io_uring", args, err)
+		}
+	}
+}
+
+// TestServeBlockingEndpoint: --blocking-endpoint serves /block, whose bad
+// queries are 400 with the reason; without it /block is 404.
+func TestServeBlockingEndpoint(t *testing.T) {
+	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
+	backend := "http://" + mockAddr + "/fruits"
+	on := startCommand(t, "serve", "--mode", "nethttp-carrier", "--port", "0", "--threads", "1", "--backend", backend, "--blocking-endpoint")
+	off := startCommand(t, "serve", "--mode", "nethttp-carrier", "--port", "0", "--threads", "1", "--backend", backend)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	for _, tc := range []struct {
+		addr, target string
+		status       int
+		body         string
+	}{
+		{on, "/block?kind=sleep&d=5ms", 200, "OK"},
+		{on, "/block?kind=singleflight", 200, ""},
+		{on, "/block?kind=sleep&d=5", 400, `bad /block query: d "5": want a duration with its unit, such as 20ms`},
+		{on, "/health", 200, "OK"},
+		{off, "/block?kind=sleep&d=5ms", 404, "Not Found"},
+	} {
+		resp, err := (&http.Client{Transport: tr}).Get("http://" + tc.addr + tc.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || tc.body != "" && string(b) != tc.body {
+			t.Errorf("%s%s: %d %q, want %d %q", tc.addr, tc.target, resp.StatusCode, b, tc.status, tc.body)
 		}
 	}
 }
