@@ -368,3 +368,22 @@ func TestEndedTaskLeavesConns(t *testing.T) {
 		cn.Close()
 	})
 }
+
+// BenchmarkHandoffCost is what the hand-off's machinery costs when nothing
+// blocks: a 64-byte echo round trip with the client and server tasks on
+// one carrier (two runs per round trip, each with its thread unlocked and
+// relocked, its run number swapped and its thread looked up), with the
+// hand-off on (the default) and off. Run the two in alternation to compare
+// them on a noisy machine (docs/PERFORMANCE.md).
+func BenchmarkHandoffCost(b *testing.B) {
+	for _, tc := range []struct {
+		name      string
+		threshold time.Duration
+	}{{"on", 0}, {"off", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			g, l := echoGroup(b, Options{Carriers: 1, HandoffThreshold: tc.threshold}, ListenOptions{})
+			b.ReportAllocs()
+			benchDial(b, g.Carrier(0), l, 0, func(_ *Task, c *Conn) error { return benchLoop(b, c, c) })
+		})
+	}
+}
