@@ -58,8 +58,24 @@ type Flags struct {
 	BlockingEndpoint bool
 	// HandoffThreshold is carrier.Options.HandoffThreshold: how long a
 	// run may hold its carrier before the carrier goes on without it;
-	// negative: no hand-off.
+	// negative: no hand-off; 0: the mode's (HandoffFor).
 	HandoffThreshold time.Duration
+}
+
+// HandoffFor is the carriers' hand-off threshold for mode given the
+// --handoff-threshold flag (threshold) and --blocking-endpoint: a
+// threshold set is kept; 0 is carrier.DefaultHandoffThreshold where
+// handlers may block the Go way (nethttp-carrier, whose net/http code is
+// anyone's, and any mode serving /block) and no hand-off where they never
+// do (carrier and handoff: their handlers park on carrier conns or
+// offload), since a hand-off there can only be a run preempted past the
+// threshold, which costs a thread and a few system calls and adds noise to
+// the study's figures.
+func HandoffFor(mode Mode, threshold time.Duration, blocking bool) time.Duration {
+	if threshold != 0 || blocking || mode == ModeNetHTTPCarrier {
+		return threshold
+	}
+	return -1
 }
 
 // DefaultFlags are the flags' defaults: those of "spindle serve" alone.
@@ -87,7 +103,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.Within(&f.AdminPort, 0, cliflag.MaxPort).Var(fs, "admin-port", 0, "port of /metrics, /debug/pprof/ and /debug/carrier on --admin-host; 0: off")
 	fs.StringVar(&f.AdminHost, "admin-host", cliflag.DefaultHost, "address the admin port listens on (\"\": every address)")
 	f.Conn.Register(fs)
-	cliflag.Any(&f.HandoffThreshold).Var(fs, "handoff-threshold", carrier.DefaultHandoffThreshold, "how long a handler's run may hold its carrier (blocked the Go way or computing) before the carrier hands itself to another thread and goes on without it (docs/carrier.md, \"Hand-off\"); negative, e.g. -1ns: no hand-off (such a handler then stalls its carrier)")
+	cliflag.Any(&f.HandoffThreshold).Var(fs, "handoff-threshold", 0, "how long a handler's run may hold its carrier (blocked the Go way or computing) before the carrier hands itself to another thread and goes on without it (docs/carrier.md, \"Hand-off\"); negative, e.g. -1ns: no hand-off (such a handler then stalls its carrier); 0: 1ms in nethttp-carrier mode and with --blocking-endpoint, none in carrier and handoff modes, whose handlers never block the Go way")
 	fs.BoolVar(&f.BlockingEndpoint, "blocking-endpoint", false, "also serve GET /block?kind=sleep|mutex|singleflight&d=DURATION: a handler that blocks the Go way, to measure how the mode isolates the other requests from it (docs/server.md)")
 }
 

@@ -61,3 +61,25 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 		cliflagtest.RoundTrip(t, "fuzz", fl, (*Flags).Register, nil)
 	})
 }
+
+// TestHandoffFor: the modes whose handlers never block the Go way do not
+// hand off unless asked; nethttp-carrier and the blocking endpoint do.
+func TestHandoffFor(t *testing.T) {
+	for _, tc := range []struct {
+		mode      Mode
+		threshold time.Duration
+		blocking  bool
+		want      time.Duration
+	}{
+		{ModeNetHTTPCarrier, 0, false, 0}, // the carrier package's default, 1 ms
+		{ModeCarrier, 0, false, -1},
+		{ModeHandoff, 0, false, -1},
+		{ModeCarrier, 0, true, 0},
+		{ModeCarrier, 5 * time.Millisecond, false, 5 * time.Millisecond},
+		{ModeNetHTTPCarrier, -1, false, -1},
+	} {
+		if got := HandoffFor(tc.mode, tc.threshold, tc.blocking); got != tc.want {
+			t.Errorf("HandoffFor(%s, %v, blocking %v) = %v, want %v", tc.mode, tc.threshold, tc.blocking, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"net"
 	"os"
@@ -86,7 +87,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--server-port", "0", "--mock-port", "0", "--admin-port", "0", "--output-dir", dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("spindle bench: %v\n%s", err, out)
+		t.Fatalf("spindle bench: %v\n%s\n%s", err, out, resultTails(dir))
 	}
 	res, err := report.Load(dir)
 	if err != nil {
@@ -590,4 +591,32 @@ func FuzzParseRates(f *testing.F) {
 			}
 		}
 	})
+}
+
+// resultTails lists a result directory's files with their sizes and the
+// end of each log, for the message of a run that failed or hung.
+func resultTails(dir string) string {
+	var b strings.Builder
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Sprintf("(result directory: %v)", err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %d bytes\n", e.Name(), info.Size())
+	}
+	for _, name := range []string{"server.log", "mock.log", "load.txt"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if len(data) > 4000 {
+			data = data[len(data)-4000:]
+		}
+		fmt.Fprintf(&b, "--- end of %s:\n%s\n", name, data)
+	}
+	return b.String()
 }

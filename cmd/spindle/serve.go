@@ -89,7 +89,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		BlockingEndpoint: a.BlockingEndpoint,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float,
-			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: a.HandoffThreshold,
+			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
