@@ -238,7 +238,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.home.Load().Submit(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
+		c.home.Load().SubmitLocal(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
 	}
 	return nil
 }

@@ -283,7 +283,7 @@ func (tr *Transport) CloseIdleConnections() {
 	tr.idle = nil
 	tr.mu.Unlock()
 	for key, l := range idle {
-		key.c.Submit(func(*carrier.Task) {
+		key.c.SubmitLocal(func(*carrier.Task) { // local: a thief would close them from its own carrier
 			for _, cc := range l {
 				cc.cn.Close()
 			}
