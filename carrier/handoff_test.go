@@ -1,6 +1,8 @@
 package carrier
 
 import (
+	"context"
+	"io"
 	"net"
 	"runtime"
 	"slices"
@@ -384,6 +386,128 @@ func BenchmarkHandoffCost(b *testing.B) {
 			g, l := echoGroup(b, Options{Carriers: 1, HandoffThreshold: tc.threshold}, ListenOptions{})
 			b.ReportAllocs()
 			benchDial(b, g.Carrier(0), l, 0, func(_ *Task, c *Conn) error { return benchLoop(b, c, c) })
+		})
+	}
+}
+
+// TestHandoffCarrierState is the ownership protocol's table: a carrier in
+// each state is handed off (a task blocks the Go way on it for 100 ms),
+// and what the state holds must go on under the new owner: a timer fires,
+// queued tasks run, the listener accepts, a parked read gets its data, a
+// pending cancellation runs its function, and the group closes (with the
+// blocked task still away).
+func TestHandoffCarrierState(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// before sets the state up on g (its listener l) before the
+		// hand-off; it returns what to do once the carrier was handed off
+		// and a channel closed when the state did its part.
+		before func(t *testing.T, g *Group, l *Listener) (after func(), done <-chan struct{})
+	}{
+		{"timer", func(t *testing.T, g *Group, _ *Listener) (func(), <-chan struct{}) {
+			done := make(chan struct{})
+			g.Go(func(tk *Task) { tk.Sleep(30 * time.Millisecond); close(done) })
+			return func() {}, done
+		}},
+		{"queued tasks", func(t *testing.T, g *Group, _ *Listener) (func(), <-chan struct{}) {
+			done := make(chan struct{})
+			var n atomic.Int32
+			return func() {
+				for range 100 {
+					g.Go(func(*Task) {
+						if n.Add(1) == 100 {
+							close(done)
+						}
+					})
+				}
+			}, done
+		}},
+		{"listener", func(t *testing.T, g *Group, l *Listener) (func(), <-chan struct{}) {
+			done := make(chan struct{})
+			return func() {
+				go func() {
+					c, err := net.Dial("tcp", l.Addr().String())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer c.Close()
+					buf := make([]byte, 4)
+					c.Write([]byte("ping"))
+					if _, err := io.ReadFull(c, buf); err == nil && string(buf) == "ping" {
+						close(done)
+					}
+				}()
+			}, done
+		}},
+		{"parked read", func(t *testing.T, g *Group, _ *Listener) (func(), <-chan struct{}) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			peer := make(chan net.Conn, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err == nil {
+					peer <- c
+				}
+			}()
+			done := make(chan struct{})
+			g.Go(func(tk *Task) {
+				cn, err := tk.Dial(ln.Addr().String(), time.Second)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer cn.Close()
+				buf := make([]byte, 4)
+				if _, err := io.ReadFull(cn, buf); err == nil && string(buf) == "data" {
+					close(done)
+				}
+			})
+			p := <-peer
+			t.Cleanup(func() { p.Close() })
+			return func() { p.Write([]byte("data")) }, done
+		}},
+		{"pending cancellation", func(t *testing.T, g *Group, _ *Listener) (func(), <-chan struct{}) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			started := make(chan struct{})
+			g.Go(func(tk *Task) {
+				var w ContextWatch
+				w.Start(tk, ctx, func() { close(done) })
+				close(started)
+				tk.Sleep(time.Second) // parked, its watch pending
+				w.Stop()
+			})
+			<-started
+			return cancel, done
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			g, l := handoffGroup(t, Options{Carriers: 1})
+			after, done := tc.before(t, g, l)
+			blocked := make(chan struct{})
+			g.Go(func(tk *Task) {
+				close(blocked)
+				time.Sleep(100 * time.Millisecond) // blocks the Go way: handed off
+				tk.Yield()
+			})
+			<-blocked
+			deadline := time.Now().Add(5 * time.Second)
+			for g.Snapshot()[0].Handoffs == 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Microsecond)
+			}
+			if g.Snapshot()[0].Handoffs == 0 {
+				t.Fatal("the carrier was not handed off")
+			}
+			after()
+			within(t, done, 5*time.Second, tc.name+" after a hand-off")
+			closed := make(chan struct{})
+			go func() { g.Close(); close(closed) }()
+			within(t, closed, 5*time.Second, "Close after a hand-off")
 		})
 	}
 }
