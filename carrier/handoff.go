@@ -86,12 +86,16 @@ var errLost = errors.New("carrier: handed off")
 // handoffOn says whether c's runs may be handed off: a positive threshold
 // and a working getm. An io_uring carrier that hands off gets a ring
 // without SINGLE_ISSUER (setupRing), which would refuse a new owner's
-// thread. Floating carriers do not hand off for now: with it, their long
+// thread. The readiness-only io_uring poller does not hand off: its poll
+// completions need task work, which without DEFER_TASKRUN made an echo
+// round trip 5-13 times slower (BenchmarkHandoffCost), where the RECV/SEND
+// poller's cost stayed within noise. Floating carriers do not hand off for now: with it, their long
 // runs were handed off instead of migrated (TestFloatMigratesStartedTasks),
 // and carrierhttp.Server.Close can close a moved conn from the wrong
 // carrier; the code for them (bound) is kept.
 func (c *Carrier) handoffOn() bool {
-	return c.g.opts.HandoffThreshold > 0 && !c.g.opts.Float && mOK()
+	o := &c.g.opts
+	return o.HandoffThreshold > 0 && !o.Float && o.Poller != PollerURingPoll && mOK()
 }
 
 // bound says whether c's owner is locked to its thread (the carrier does
