@@ -18,3 +18,10 @@ func getg() uintptr
 // Go way may be resumed by the scheduler on another) without a gettid
 // system call. mOK says whether it passed its start-up check.
 func getm() uintptr
+
+// gstatus returns the runtime status of goroutine gp (a getg value), its
+// scan bit included: what the hand-off monitor reads to tell a run that
+// blocks the Go way (waiting, or in a system call) from one that computes
+// or was preempted. Descriptors are never freed, so a stale gp is safe to
+// read. statusOK says whether it passed its start-up check.
+func gstatus(gp uintptr) uint32

@@ -14,3 +14,13 @@ TEXT ·getm(SB), NOSPLIT, $0-8
 	MOVQ 48(AX), AX
 	MOVQ AX, ret+0(FP)
 	RET
+
+// func gstatus(gp uintptr) uint32: goroutine gp's runtime status
+// (runtime.g.atomicstatus, at offset 144: after m, sched (a gobuf, 48),
+// syscallsp, syscallpc, syscallbp, stktopsp and param), an aligned 32-bit
+// load, atomic on amd64. Checked at start-up (statusOK).
+TEXT ·gstatus(SB), NOSPLIT, $0-12
+	MOVQ gp+0(FP), AX
+	MOVL 144(AX), AX
+	MOVL AX, ret+8(FP)
+	RET

@@ -12,3 +12,12 @@ TEXT ·getm(SB), NOSPLIT, $0-8
 	MOVD 48(g), R0
 	MOVD R0, ret+0(FP)
 	RET
+
+// func gstatus(gp uintptr) uint32: goroutine gp's runtime status
+// (runtime.g.atomicstatus, at offset 144; see getg_amd64.s), a load-acquire.
+TEXT ·gstatus(SB), NOSPLIT, $0-12
+	MOVD gp+0(FP), R0
+	ADD $144, R0
+	LDARW (R0), R1
+	MOVW R1, ret+8(FP)
+	RET

@@ -9,3 +9,5 @@ const haveGetg = false
 func getg() uintptr { return 0 }
 
 func getm() uintptr { return 0 }
+
+func gstatus(uintptr) uint32 { return 0 }

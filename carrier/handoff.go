@@ -275,7 +275,13 @@ func (c *Carrier) check(now, threshold int64) {
 		return
 	}
 	co := c.runCo.Load()
-	if co == nil || !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
+	if co == nil {
+		return
+	}
+	if now-start < computeFactor*threshold && statusOK() && !blockedGoWay(co.g.Load()) {
+		return // it computes, or was preempted: give it Go's time slice first
+	}
+	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
 		return // in carrier code (about to park or yield), or already gone
 	}
 	if !c.runSeq.CompareAndSwap(seq, seq+1) {

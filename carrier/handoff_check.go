@@ -41,3 +41,62 @@ var mOK = sync.OnceValue(func() bool {
 	hold.Done()
 	return okA && okB && a != b
 })
+
+// Goroutine statuses (runtime/runtime2.go), as gstatus reads them less
+// the scan bit.
+const (
+	gRunning   = 2
+	gSyscall   = 3
+	gWaiting   = 4
+	gScanBit   = 0x1000
+	gStatusSet = 0xff // the values the checks below may see
+)
+
+// statusOK reports whether gstatus passed its check: it reads running for
+// the caller and waiting for a goroutine blocked on a channel. Where it
+// fails (a runtime whose g moved atomicstatus) the monitor cannot tell a
+// blocked run from a computing one and hands off every run past the
+// threshold (handoffDue).
+var statusOK = sync.OnceValue(func() bool {
+	if !mOK() {
+		return false
+	}
+	if gstatus(getg())&^gScanBit != gRunning {
+		return false
+	}
+	gs := make(chan uintptr)
+	release := make(chan struct{})
+	go func() {
+		gs <- getg()
+		<-release
+	}()
+	g := <-gs
+	defer close(release)
+	for range 1000 { // until it blocks on release: a few scheduler rounds
+		if st := gstatus(g) &^ gScanBit; st == gWaiting {
+			return true
+		} else if st > gStatusSet {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return false
+})
+
+// blockedGoWay reports whether goroutine g waits the Go way (parked on a
+// channel, a mutex, a timer) or is in a system call: a run of it that held
+// its carrier past the threshold is handed off then. A goroutine running or
+// runnable (preempted) gets computeFactor thresholds first: a GC stack scan
+// or a CPU shared with another process preempts runs for a moment, and a
+// hand-off for each would cost a thread, a few system calls and, on the
+// carrier's CPU, a second runnable thread.
+func blockedGoWay(g uintptr) bool {
+	st := gstatus(g) &^ gScanBit
+	return st == gWaiting || st == gSyscall
+}
+
+// computeFactor is how many hand-off thresholds a run that computes (or
+// was preempted) may hold its carrier before it is handed off: 10 ms at
+// the default threshold, Go's own time slice before it preempts a
+// goroutine (forcePreemptNS).
+const computeFactor = 10

@@ -511,3 +511,43 @@ func TestHandoffCarrierState(t *testing.T) {
 		})
 	}
 }
+
+// TestGstatus: gstatus passed its start-up check where getm did, and a
+// goroutine blocked on a mutex reads as blocked the Go way while a
+// spinning one does not.
+func TestGstatus(t *testing.T) {
+	if !mOK() {
+		t.Skip("no getm here: the monitor does not hand off")
+	}
+	if !statusOK() {
+		t.Fatal("gstatus failed its start-up check: the runtime's g no longer has atomicstatus at offset 144")
+	}
+	var mu sync.Mutex
+	mu.Lock()
+	lockers, spinners := make(chan uintptr, 1), make(chan uintptr, 1)
+	stop := make(chan struct{})
+	go func() { lockers <- getg(); mu.Lock(); mu.Unlock() }()
+	go func() {
+		spinners <- getg()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	locker, spinner := <-lockers, <-spinners
+	defer close(stop)
+	deadline := time.Now().Add(5 * time.Second)
+	for !blockedGoWay(locker) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !blockedGoWay(locker) {
+		t.Errorf("a goroutine waiting on a mutex reads %d, not waiting", gstatus(locker))
+	}
+	if blockedGoWay(spinner) {
+		t.Errorf("a spinning goroutine reads %d, as blocked", gstatus(spinner))
+	}
+	mu.Unlock()
+}

@@ -204,7 +204,9 @@ type Options struct {
 	// Go way (a mutex, a channel, a WaitGroup, time.Sleep, database/sql) or
 	// computes for long delays only itself: the task goes on where it is
 	// and rejoins its carrier at its next carrier operation (handoff.go,
-	// docs/carrier.md "Hand-off"). 0: DefaultHandoffThreshold; negative:
+	// docs/carrier.md "Hand-off"); a run that computes rather than waits
+	// (or was preempted) gets ten thresholds first, Go's own time slice.
+	// 0: DefaultHandoffThreshold; negative:
 	// no hand-off (a task that blocks the Go way then blocks its carrier).
 	// Only epoll carriers that are not floating hand off, on amd64 and
 	// arm64.
