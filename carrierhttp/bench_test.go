@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,24 +252,30 @@ func BenchmarkSQLiteHandler(b *testing.B) {
 }
 
 // benchClients sends b.N requests for rows of newSQLiteDB's table to addr
-// from sqliteClients goroutines, each an http.Client with a transport of
-// its own (one keep-alive connection) asking for a row of its own, and
-// reports req/s. Each client's first request, before the timer starts,
-// opens its connection and checks the answer.
+// from sqliteClients clients, each asking for a row of its own.
 func benchClients(b *testing.B, addr string) {
-	urls := make([]string, sqliteClients)
+	urls, wants := make([]string, sqliteClients), make([]string, sqliteClients)
 	for i := range urls {
-		urls[i] = fmt.Sprintf("http://%s/?arg=%d", addr, i*(sqliteRows/sqliteClients)+1)
+		id := i*(sqliteRows/sqliteClients) + 1
+		urls[i] = fmt.Sprintf("http://%s/?arg=%d", addr, id)
+		wants[i] = fmt.Sprintf("%d item-%d %d\n", id, id, id*37%1000)
 	}
-	clients := make([]*http.Client, sqliteClients)
+	driveClients(b, urls, wants)
+}
+
+// driveClients sends b.N requests from len(urls) goroutines, client i to
+// urls[i], each an http.Client with a transport of its own (one keep-alive
+// connection), and reports req/s. Each client's first request, before the
+// timer starts, opens its connection and checks the answer is wants[i]
+// ("": any 200).
+func driveClients(b *testing.B, urls, wants []string) {
+	clients := make([]*http.Client, len(urls))
 	for i := range clients {
 		tr := &http.Transport{}
 		b.Cleanup(tr.CloseIdleConnections)
 		clients[i] = &http.Client{Transport: tr, Timeout: 10 * time.Second}
-		id := i*(sqliteRows/sqliteClients) + 1
-		want := fmt.Sprintf("%d item-%d %d\n", id, id, id*37%1000)
-		if got, err := getBody(clients[i].Get(urls[i])); err != nil || got != want {
-			b.Fatalf("GET %s: %q, %v; want %q", urls[i], got, err, want)
+		if got, err := getBody(clients[i].Get(urls[i])); err != nil || wants[i] != "" && got != wants[i] {
+			b.Fatalf("GET %s: %q, %v; want %q", urls[i], got, err, wants[i])
 		}
 	}
 	var next atomic.Int64
@@ -295,4 +304,69 @@ func benchClients(b *testing.B, addr string) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// standardHandlers are the handlers that wait the Go way for less
+// than the hand-off threshold, or longer (sleep50), as commonly written:
+// backend is a URL answering at once.
+func standardHandlers(backend string) map[string]http.Handler {
+	u, _ := url.Parse(backend)
+	fast := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })
+	client := &http.Client{}
+	return map[string]http.Handler{
+		"timeout": http.TimeoutHandler(fast, time.Second, "timeout"),
+		"proxy":   httputil.NewSingleHostReverseProxy(u),
+		"errgroup": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			g, ctx := errgroup.WithContext(r.Context())
+			for range 3 {
+				g.Go(func() error {
+					req, err := http.NewRequestWithContext(ctx, http.MethodGet, backend, nil)
+					if err != nil {
+						return err
+					}
+					_, err = getBody(client.Do(req))
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+			}
+		}),
+		"sleep50": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(50 * time.Millisecond)
+			io.WriteString(w, "slept")
+		}),
+	}
+}
+
+// BenchmarkStandardHandlers serves each of standardHandlers under net/http
+// and on one carrier, 16 keep-alive clients in closed loop, req/s: the
+// issue's ratios (carrier over net/http) for handlers that wait the Go
+// way. Run the two sides alternated (docs/PERFORMANCE.md).
+func BenchmarkStandardHandlers(b *testing.B) {
+	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
+	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50"} {
+		urls := make([]string, 16)
+		wants := make([]string, 16)
+		b.Run(name+"/nethttp", func(b *testing.B) {
+			addr := startNetHTTP(b, standardHandlers("http://" + backend)[name])
+			for i := range urls {
+				urls[i] = "http://" + addr + "/"
+			}
+			driveClients(b, urls, wants)
+		})
+		b.Run(name+"/carrier", func(b *testing.B) {
+			g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := &Server{Handler: standardHandlers("http://" + backend)[name], ErrorLog: log.New(io.Discard, "", 0)}
+			addr := listenOn(b, g, s)
+			for i := range urls {
+				urls[i] = "http://" + addr + "/"
+			}
+			driveClients(b, urls, wants)
+			b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
+		})
+	}
 }
