@@ -25,3 +25,10 @@ func getm() uintptr
 // or was preempted. Descriptors are never freed, so a stale gp is safe to
 // read. statusOK says whether it passed its start-up check.
 func gstatus(gp uintptr) uint32
+
+// glockedm returns the M goroutine gp (a getg value) is locked to, 0 when
+// it is not: how a carrier notices a task that called
+// runtime.LockOSThread, which would make the runtime throw at the task's
+// next coroutine switch. lockedOK says whether it passed its start-up
+// check.
+func glockedm(gp uintptr) uintptr

@@ -24,3 +24,14 @@ TEXT ·gstatus(SB), NOSPLIT, $0-12
 	MOVL 144(AX), AX
 	MOVL AX, ret+8(FP)
 	RET
+
+// func glockedm(gp uintptr) uintptr: the M goroutine gp is locked to
+// (runtime.g.lockedm, at offset 208: after atomicstatus, stackLock, goid,
+// schedlink, waitsince, waitreason, eleven flags, raceignore,
+// nocgocallback, tracking, trackingSeq, trackingStamp and runnableTime), 0
+// when it is not locked. Checked at start-up (lockedOK).
+TEXT ·glockedm(SB), NOSPLIT, $0-16
+	MOVQ gp+0(FP), AX
+	MOVQ 208(AX), AX
+	MOVQ AX, ret+8(FP)
+	RET

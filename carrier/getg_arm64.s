@@ -21,3 +21,11 @@ TEXT ·gstatus(SB), NOSPLIT, $0-12
 	LDARW (R0), R1
 	MOVW R1, ret+8(FP)
 	RET
+
+// func glockedm(gp uintptr) uintptr: the M goroutine gp is locked to
+// (runtime.g.lockedm, at offset 208; see getg_amd64.s), 0 when unlocked.
+TEXT ·glockedm(SB), NOSPLIT, $0-16
+	MOVD gp+0(FP), R0
+	MOVD 208(R0), R0
+	MOVD R0, ret+8(FP)
+	RET

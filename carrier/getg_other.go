@@ -11,3 +11,5 @@ func getg() uintptr { return 0 }
 func getm() uintptr { return 0 }
 
 func gstatus(uintptr) uint32 { return 0 }
+
+func glockedm(uintptr) uintptr { return 0 }

@@ -112,6 +112,7 @@ func (t *Task) enter() bool {
 	if c == nil || !c.handoff {
 		return false
 	}
+	t.refuseLocked()
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 )
@@ -100,3 +101,46 @@ func blockedGoWay(g uintptr) bool {
 // the default threshold, Go's own time slice before it preempts a
 // goroutine (forcePreemptNS).
 const computeFactor = 10
+
+// lockedOK reports whether glockedm passed its check: 0 for an unlocked
+// goroutine, its own M (getm) once it calls runtime.LockOSThread.
+var lockedOK = sync.OnceValue(func() bool {
+	if !mOK() {
+		return false
+	}
+	ok := make(chan bool)
+	go func() {
+		g := getg()
+		before := glockedm(g)
+		runtime.LockOSThread()
+		locked := glockedm(g)
+		m := getm()
+		runtime.UnlockOSThread()
+		ok <- before == 0 && locked != 0 && locked == m && glockedm(g) == 0
+	}()
+	return <-ok
+})
+
+// errLockedThread is the panic of a task that called runtime.LockOSThread
+// and did not unlock before its next carrier operation.
+var errLockedThread = errors.New("carrier: a task called runtime.LockOSThread and did not call UnlockOSThread before its next carrier operation: a task runs as a coroutine that its carrier resumes from its own thread, so it cannot keep a thread to itself (use Task.Offload, whose function runs on a goroutine of its own)")
+
+// refuseLocked ends a task of a carrier that hands off whose goroutine is
+// locked to its thread before it switches back to the carrier: the runtime
+// would throw there ("coro: OS thread locking must match locking at
+// coroutine creation"), ending the process. It unlocks the goroutine (as
+// often as the task locked it) and panics with errLockedThread, which the
+// task's code, a server's handler recovery say, sees as any panic.
+func (t *Task) refuseLocked() {
+	if c := t.home; c == nil || !c.handoff || !c.bound() || !lockedOK() {
+		return
+	}
+	g := getg()
+	if glockedm(g) == 0 {
+		return
+	}
+	for i := 0; i < 1<<20 && glockedm(g) != 0; i++ {
+		runtime.UnlockOSThread()
+	}
+	panic(errLockedThread)
+}

@@ -551,3 +551,47 @@ func TestGstatus(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// TestLockOSThreadRefused: a task that calls runtime.LockOSThread and
+// keeps it panics with a clear message at its next carrier operation (or
+// as it ends), and the carrier goes on; the runtime would otherwise throw
+// at the coroutine switch and end the process.
+func TestLockOSThreadRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		task func(tk *Task)
+		want any // what the task's own recover sees: at its end the carrier's recovers it (a panic counted)
+	}{
+		{"then Yield", func(tk *Task) { runtime.LockOSThread(); tk.Yield() }, errLockedThread},
+		{"twice, then Sleep", func(tk *Task) { runtime.LockOSThread(); runtime.LockOSThread(); tk.Sleep(time.Millisecond) }, errLockedThread},
+		{"and end", func(tk *Task) { runtime.LockOSThread() }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, Options{Carriers: 1})
+			needHandoff(t, g)
+			if !lockedOK() {
+				t.Skip("glockedm failed its start-up check: such a task makes the runtime throw")
+			}
+			got := make(chan any, 1)
+			g.Go(func(tk *Task) {
+				defer func() { got <- recover() }()
+				tc.task(tk)
+			})
+			select {
+			case p := <-got:
+				if p != tc.want {
+					t.Errorf("recovered %v, want %v", p, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the task neither panicked nor ended")
+			}
+			ran := make(chan struct{})
+			g.Go(func(tk *Task) { tk.Yield(); close(ran) })
+			within(t, ran, 5*time.Second, "the carrier after a task that locked its thread")
+			if n := g.Snapshot()[0].Panics; tc.want == nil && n != 1 {
+				t.Errorf("%d panics counted, want the one of the task that ended locked", n)
+			}
+		})
+	}
+}

@@ -354,4 +354,5 @@ func execute(t *Task) {
 		}
 	}()
 	t.fn(t)
+	t.refuseLocked() // before the coroutine switches back: the runtime would throw
 }
