@@ -30,6 +30,18 @@ func TestObserveHere(t *testing.T) {
 		}
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	}
+	// Start returns once the child forked; until it has exec'd, its
+	// environment is still this process's, without the tag.
+	for _, c := range []*exec.Cmd{wrapper, role, mock} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			env, _ := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/environ")
+			if strings.Contains(string(env), remote.EnvRun+"="+tag) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	noPerf := observe.Perf{LookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
 	obs, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "server", Also: []string{"mock"},
 		Window: 300 * time.Millisecond, Threads: true, PerfStat: true, Perf: noPerf})

@@ -92,6 +92,9 @@ var statusOK = sync.OnceValue(func() bool {
 // hand-off for each would cost a thread, a few system calls and, on the
 // carrier's CPU, a second runnable thread.
 func blockedGoWay(g uintptr) bool {
+	if g == 0 {
+		return false // a coroutine not started yet, or ended: nothing waits
+	}
 	st := gstatus(g) &^ gScanBit
 	return st == gWaiting || st == gSyscall
 }
