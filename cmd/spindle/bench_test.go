@@ -231,7 +231,7 @@ func TestCompareEndToEnd(t *testing.T) {
 		"--warmup", "300ms", "--duration", "1s", "--server-port", "0", "--mock-port", "0", "--admin-port", "0",
 		"--output-dir", dir).CombinedOutput()
 	if err != nil {
-		t.Fatalf("spindle compare: %v\n%s", err, out)
+		t.Fatalf("spindle compare: %v\n%s\n%s", err, out, incompleteTails(dir))
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
@@ -356,7 +356,7 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 	out, err := exec.CommandContext(ctx, exe, "compare", "--only", "nethttp,carrier", "--rounds", "1", "--sweep", "--time-budget", "1s",
 		"--warmup", "100ms", "--duration", "400ms", "--slo-p99", "50ms", "--output-dir", dir).CombinedOutput()
 	if err != nil {
-		t.Fatalf("spindle compare --sweep: %v\n%s", err, out)
+		t.Fatalf("spindle compare --sweep: %v\n%s\n%s", err, out, incompleteTails(dir))
 	}
 	var p bench.Plan
 	if err := latency.ReadJSONFile(filepath.Join(dir, bench.PlanFile), &p); err != nil {
@@ -608,7 +608,7 @@ func resultTails(dir string) string {
 		}
 		fmt.Fprintf(&b, "%s %d bytes\n", e.Name(), info.Size())
 	}
-	for _, name := range []string{"server.log", "mock.log", "load.txt"} {
+	for _, name := range []string{"server.log", "mock.log", "load.log", "load.txt"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			continue
@@ -618,5 +618,24 @@ func resultTails(dir string) string {
 		}
 		fmt.Fprintf(&b, "--- end of %s:\n%s\n", name, data)
 	}
+	return b.String()
+}
+
+// incompleteTails is resultTails of every run under root whose summary
+// says it is incomplete (or is missing), for the message of a comparison
+// that failed.
+func incompleteTails(root string) string {
+	var b strings.Builder
+	filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "config.json" {
+			return nil
+		}
+		dir := filepath.Dir(path)
+		if res, err := report.Load(dir); err == nil && res.Summary.Complete {
+			return nil
+		}
+		fmt.Fprintf(&b, "=== %s\n%s", dir, resultTails(dir))
+		return nil
+	})
 	return b.String()
 }
