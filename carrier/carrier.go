@@ -122,6 +122,9 @@ type Carrier struct {
 	lastGave int64 // c.now at the last hand-over
 
 	rng uint64
+	// closeSeen is the group's count of CloseAsync requests the loop last
+	// acted on (closeRequested).
+	closeSeen uint64
 	// Hand-off (handoff.go). handoff is fixed at start; m is the owner's
 	// thread (getm), owner-only; runSeq and runStart describe the current
 	// run for the monitor; detachedAt holds the tasks handed off and not
@@ -377,6 +380,10 @@ func (c *Carrier) loop() {
 		}
 		if c.stopping.Load() {
 			break
+		}
+		if n := c.g.closeReqs.Load(); n != c.closeSeen { // CloseAsync asked: read after the poke, as stopping
+			c.closeSeen = n
+			c.closeRequested()
 		}
 		now := wait.Now()
 		c.now = now

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,6 +47,11 @@ type pollDesc struct {
 	// stream still waits to be read and no further edge will announce it
 	// (data and FIN arriving together make one event).
 	hup bool
+	// cn is the conn pd belongs to (nil for a listener), g its group, both
+	// fixed at creation; closeReq is set by CloseAsync, from anywhere.
+	cn       *Conn
+	g        *Group
+	closeReq atomic.Bool
 }
 
 // register adds fd to c's epoll and table. It runs on c's thread.
@@ -241,7 +247,8 @@ type Conn struct {
 
 // newConn wraps a connected non-blocking socket and registers it on c.
 func (c *Carrier) newConn(fd int, remote netip.AddrPort) (*Conn, error) {
-	cn := &Conn{pd: pollDesc{fd: fd, conn: true}, remote: remote}
+	cn := &Conn{pd: pollDesc{fd: fd, conn: true, g: c.g}, remote: remote}
+	cn.pd.cn = cn
 	if err := c.register(&cn.pd); err != nil {
 		return nil, fmt.Errorf("register conn: %w", err)
 	}
@@ -433,6 +440,45 @@ func (cn *Conn) Close() error {
 	}
 	cn.pd.shut()
 	return err
+}
+
+// CloseAsync closes the connection from any goroutine, as Close does from
+// its task: the carrier the conn is on closes it at its next loop turn
+// (the group's carriers are woken), also when a floating carrier is
+// handing it over meanwhile, and tasks parked on it resume with
+// net.ErrClosed. It does not wait, nor send what Write accepted and the
+// io_uring poller has not sent yet. Calling it again, or after Close, does
+// nothing.
+func (cn *Conn) CloseAsync() {
+	pd := &cn.pd
+	if pd.g == nil || pd.closeReq.Swap(true) {
+		return
+	}
+	pd.g.closeReqs.Add(1)
+	for _, c := range pd.g.carriers {
+		c.nudge()
+	}
+}
+
+// closeRequested closes the conns of c that CloseAsync asked to close
+// (the loop calls it when the group's count of requests moved).
+func (c *Carrier) closeRequested() {
+	for _, pd := range c.fds {
+		if pd != nil && pd.cn != nil && pd.closeReq.Load() && !pd.closed {
+			pd.cn.closeNow()
+		}
+	}
+}
+
+// closeNow closes cn on its carrier's own goroutine, outside any task.
+func (cn *Conn) closeNow() {
+	if o := cn.owner; o != nil {
+		o.disown(cn)
+		if o.accepted == cn {
+			o.accepted = nil
+		}
+	}
+	cn.pd.shut()
 }
 
 // CloseWrite shuts down the sending side of the connection (the peer reads

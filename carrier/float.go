@@ -195,4 +195,9 @@ func (c *Carrier) adoptTask(t *Task) {
 			unix.Close(pd.fd)
 		}
 	}
+	for i := len(t.owned) - 1; i >= 0; i-- { // CloseAsync while they were on their way here
+		if cn := t.owned[i]; cn.pd.closeReq.Load() && !cn.pd.closed {
+			cn.closeNow()
+		}
+	}
 }

@@ -64,6 +64,7 @@ func floatScene(t *testing.T, n int, body func(tk *Task, start *Carrier)) *Group
 // release to then.
 func imbalance(tb testing.TB, o Options, n int, body func(tk *Task, start *Carrier)) (*Group, time.Duration) {
 	tb.Helper()
+	o.HandoffThreshold = -1 // the hog holds carrier 1 by blocking it the Go way, on purpose
 	g := newGroup(tb, o)
 	hogging, release := make(chan struct{}), make(chan struct{})
 	g.Carrier(1).SubmitLocal(func(*Task) {

@@ -47,6 +47,9 @@ type Group struct {
 	// report (reportHandoff); the monitor alone uses them.
 	lastHandoffLog   time.Time
 	handoffsUnlogged int
+	// closeReqs counts CloseAsync requests: a carrier whose last look saw
+	// another count looks for its conns to close.
+	closeReqs atomic.Uint64
 }
 
 // New starts a group of carriers: each on its own locked OS thread named

@@ -89,13 +89,13 @@ var errLost = errors.New("carrier: handed off")
 // thread. The readiness-only io_uring poller does not hand off: its poll
 // completions need task work, which without DEFER_TASKRUN made an echo
 // round trip 5-13 times slower (BenchmarkHandoffCost), where the RECV/SEND
-// poller's cost stayed within noise. Floating carriers do not hand off for now: with it, their long
-// runs were handed off instead of migrated (TestFloatMigratesStartedTasks),
-// and carrierhttp.Server.Close can close a moved conn from the wrong
-// carrier; the code for them (bound) is kept.
+// poller's cost stayed within noise. A floating carrier hands off too: its
+// goroutine is not locked, but it waits for the coroutine it resumed as a
+// locked one does, and its siblings take over only runnable tasks, not the
+// ones parked on its poller that a blocked task may wait for.
 func (c *Carrier) handoffOn() bool {
 	o := &c.g.opts
-	return o.HandoffThreshold > 0 && !o.Float && o.Poller != PollerURingPoll && mOK()
+	return o.HandoffThreshold > 0 && o.Poller != PollerURingPoll && mOK()
 }
 
 // bound says whether c's owner is locked to its thread (the carrier does

@@ -2,6 +2,8 @@ package carrier
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -591,6 +593,56 @@ func TestLockOSThreadRefused(t *testing.T) {
 			within(t, ran, 5*time.Second, "the carrier after a task that locked its thread")
 			if n := g.Snapshot()[0].Panics; tc.want == nil && n != 1 {
 				t.Errorf("%d panics counted, want the one of the task that ended locked", n)
+			}
+		})
+	}
+}
+
+// TestCloseAsync: a conn closed from another goroutine by CloseAsync is
+// closed by its carrier: the task parked reading it resumes with
+// net.ErrClosed, and a second CloseAsync does nothing; on pinned and on
+// floating carriers.
+func TestCloseAsync(t *testing.T) {
+	for _, o := range []Options{{Carriers: 2}, {Carriers: 2, Float: true, Steal: true}} {
+		t.Run(fmt.Sprintf("float %v", o.Float), func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, o)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					accepted <- c
+				}
+			}()
+			conns := make(chan *Conn, 1)
+			readErr := make(chan error, 1)
+			g.Go(func(tk *Task) {
+				cn, err := tk.Dial(ln.Addr().String(), time.Second)
+				if err != nil {
+					readErr <- err
+					return
+				}
+				conns <- cn
+				_, err = cn.Read(make([]byte, 1))
+				readErr <- err
+			})
+			peer := <-accepted
+			defer peer.Close()
+			cn := <-conns
+			time.Sleep(10 * time.Millisecond) // the task parks in Read
+			cn.CloseAsync()
+			cn.CloseAsync()
+			select {
+			case err := <-readErr:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Errorf("Read after CloseAsync: %v, want net.ErrClosed", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the parked Read did not end after CloseAsync")
 			}
 		})
 	}

@@ -238,7 +238,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.home.Load().SubmitLocal(func(*carrier.Task) { c.cn.Close() }) // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; fails only when the group closed everything already
+		c.cn.CloseAsync() // the TCP conn, never TLS: its Close may wait on a lock a parked task holds; closed by whichever carrier has it now
 	}
 	return nil
 }
@@ -263,7 +263,7 @@ func (s *Server) closeIdle() bool {
 	defer s.mu.Unlock()
 	for c := range s.conns {
 		if c.idle.Load() && c.nudged.CompareAndSwap(false, true) {
-			c.home.Load().Submit(c.closeIfIdle)
+			c.home.Load().SubmitLocal(c.closeIfIdle) // local: a thief would close it from its own carrier
 		}
 	}
 	return len(s.conns) == 0

@@ -282,12 +282,10 @@ func (tr *Transport) CloseIdleConnections() {
 	idle := tr.idle
 	tr.idle = nil
 	tr.mu.Unlock()
-	for key, l := range idle {
-		key.c.SubmitLocal(func(*carrier.Task) { // local: a thief would close them from its own carrier
-			for _, cc := range l {
-				cc.cn.Close()
-			}
-		})
+	for _, l := range idle {
+		for _, cc := range l {
+			cc.cn.CloseAsync() // by the carrier the conn is on, from here
+		}
 	}
 	if ci, ok := tr.fallbackRT().(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
