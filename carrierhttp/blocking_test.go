@@ -191,24 +191,8 @@ func TestBlockingHandlers(t *testing.T) {
 		for _, su := range setups {
 			t.Run(name+"/"+su.name, func(t *testing.T) {
 				leakcheck.Register(t, 5*time.Second)
-				g, err := carrier.New(su.opts)
-				if errors.Is(err, wait.ErrNotSupported) {
-					t.Skipf("%s: %v", su.name, err) // io_uring unavailable here
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !handsOff(g) {
-					g.Close()
-					t.Skip("these carriers do not hand off a blocked run (an architecture without getm)")
-				}
-				tr := &Transport{}
-				var rt http.RoundTripper = tr
-				if su.opts.Float { // the Transport is not for floating carriers (docs/carrierhttp.md): net/http's, which blocks the Go way
-					rt = &http.Transport{}
-				}
-				s := &Server{Handler: handler(t, name, rt), ErrorLog: log.New(io.Discard, "", 0)}
-				got := serveAll(t, name, "http://"+listenOn(t, g, s, tr.CloseIdleConnections, closeIdle(rt)))
+				_, base := serveOnCarriers(t, su.opts, func(rt http.RoundTripper) http.Handler { return handler(t, name, rt) })
+				got := serveAll(t, name, base)
 				if got != want {
 					t.Errorf("answers on carriers %q, under net/http %q", got, want)
 				}
@@ -279,6 +263,34 @@ func netHTTP(t *testing.T, h http.Handler) string {
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)
 	return s.URL
+}
+
+// serveOnCarriers serves the handler h makes on a group of options o and
+// returns the group and the server's URL; h gets the RoundTripper for its
+// backend calls: this Transport, or net/http's on floating carriers, for
+// which this Transport is not (docs/carrierhttp.md), and which then
+// blocks the Go way. It skips the test where o cannot run here (no
+// io_uring) or its carriers do not hand off.
+func serveOnCarriers(t *testing.T, o carrier.Options, h func(rt http.RoundTripper) http.Handler) (*carrier.Group, string) {
+	t.Helper()
+	g, err := carrier.New(o)
+	if errors.Is(err, wait.ErrNotSupported) {
+		t.Skipf("%+v: %v", o, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !handsOff(g) {
+		g.Close()
+		t.Skip("these carriers do not hand off a blocked run (an architecture without getm)")
+	}
+	tr := &Transport{}
+	var rt http.RoundTripper = tr
+	if o.Float {
+		rt = &http.Transport{}
+	}
+	s := &Server{Handler: h(rt), ErrorLog: log.New(io.Discard, "", 0)}
+	return g, "http://" + listenOn(t, g, s, tr.CloseIdleConnections, closeIdle(rt))
 }
 
 // closeIdle is rt's CloseIdleConnections, or nothing.

@@ -1,11 +1,9 @@
 package carrierhttp
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
-	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
@@ -121,24 +118,7 @@ func TestBlockingStress(t *testing.T) {
 	} {
 		t.Run(su.name, func(t *testing.T) {
 			leakcheck.Register(t, 10*time.Second)
-			g, err := carrier.New(su.opts)
-			if errors.Is(err, wait.ErrNotSupported) {
-				t.Skipf("%s: %v", su.name, err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !handsOff(g) {
-				g.Close()
-				t.Skip("these carriers do not hand off a blocked run (an architecture without getm)")
-			}
-			tr := &Transport{}
-			var rt http.RoundTripper = tr
-			if su.opts.Float { // the Transport is not for floating carriers (docs/carrierhttp.md): net/http's, which blocks the Go way
-				rt = &http.Transport{}
-			}
-			s := &Server{Handler: stressMux(t, backend.URL, dbPath, rt), ErrorLog: log.New(io.Discard, "", 0)}
-			base := "http://" + listenOn(t, g, s, tr.CloseIdleConnections, closeIdle(rt))
+			g, base := serveOnCarriers(t, su.opts, func(rt http.RoundTripper) http.Handler { return stressMux(t, backend.URL, dbPath, rt) })
 			n := stressClients(t, base, want, seed, *stressFor)
 			var handoffs, rejoins uint64
 			var detached int64
