@@ -119,6 +119,11 @@ func (m *metrics) handledIn(t *carrier.Task, code int, d time.Duration) {
 	case m.perCarrier == nil:
 		m.handled(code, d)
 	case t != nil:
+		// A handler that blocked the Go way or computed for long may have
+		// left its task handed off, running off its carrier's thread,
+		// until its next carrier operation: Now, the cheapest, brings it
+		// back, so the carrier's part is written on its thread.
+		t.Now()
 		m.handledOn(t.Carrier().ID(), code, d)
 	default:
 		m.handledOn(-1, code, d)
@@ -132,10 +137,6 @@ func (m *metrics) handledCtx(ctx context.Context, code int, d time.Duration) {
 	var t *carrier.Task
 	if m.perCarrier != nil {
 		t = carrier.TaskFromContext(ctx)
-		// A handler that blocked the Go way (/block) may have left its
-		// task handed off, running off its carrier's thread, until its next
-		// carrier operation: the carrier's part is written on its thread.
-		rejoin(t)
 	}
 	m.handledIn(t, code, d)
 }

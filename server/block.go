@@ -182,14 +182,3 @@ func (s *Server) singleflight(d time.Duration, fetch func() ([]byte, error)) (st
 	f := v.(flight)
 	return f.status, f.ctype, f.body
 }
-
-// rejoin brings task t, which may have been handed off while its handler
-// blocked the Go way, back onto its carrier's thread before it touches what
-// only the carrier's tasks may write (the per-carrier request-duration
-// histogram's plain stores): any carrier operation rejoins, Now is the
-// cheapest. nil: no task, nothing to do.
-func rejoin(t *carrier.Task) {
-	if t != nil {
-		t.Now()
-	}
-}

@@ -75,9 +75,6 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 		start := max(t.Now(), last)
 		r := routeFor(req.Method, req.Target)
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, blockQuery(r, req.Target), fetch)
-		if r == routeBlock {
-			rejoin(t) // it blocked the Go way: maybe handed off
-		}
 		last = wait.Now()
 		s.m.handledIn(t, rep.Status, time.Duration(last-start))
 	}, s.m.request)
