@@ -339,14 +339,20 @@ func TestThreadNameAndPin(t *testing.T) {
 	if g.Carrier(0).CPU() != last || g.Carrier(0).ID() != 0 {
 		t.Errorf("carrier 0 on CPU %d id %d, want CPU %d id 0", g.Carrier(0).CPU(), g.Carrier(0).ID(), last)
 	}
-	inTask(t, g, func(*Task) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/comm", unix.Gettid()))
+	// The carrier's thread, looked up from its task: with the hand-off a
+	// task whose read of /proc took over the threshold goes on, until its
+	// next carrier operation, on the thread it was handed off on, no longer
+	// pinned; the carrier's own thread is what must be named and pinned.
+	inTask(t, g, func(tk *Task) {
+		tk.Yield() // on the carrier's thread now
+		tid := int(tk.Carrier().tid.Load())
+		b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/comm", tid))
 		if err != nil {
 			t.Error(err)
 		} else if got := strings.TrimSpace(string(b)); got != "carrier-0" {
 			t.Errorf("thread name %q, want carrier-0", got)
 		}
-		got, err := unix.SchedGetaffinity(0)
+		got, err := unix.SchedGetaffinity(tid)
 		if err != nil || !slices.Equal(got, []int{last}) {
 			t.Errorf("affinity %v (%v), want [%d]", got, err, last)
 		}
