@@ -326,13 +326,18 @@ var testSpin = func() time.Duration {
 // crypto/tls allocates one small object per record it reads (the
 // atLeastReader in Conn.readFromUntil escapes), which a net.Conn user pays
 // too; a one-record response may cost that one allocation and nothing more.
+// The "http mix" run checks the same with a request mix (each entry's
+// figures recorded besides the totals).
 func TestHotPathAllocations(t *testing.T) {
 	for _, scheme := range []string{"http", "https"} {
-		t.Run(scheme, func(t *testing.T) { testHotPathAllocations(t, scheme) })
+		t.Run(scheme, func(t *testing.T) { testHotPathAllocations(t, scheme, nil) })
 	}
+	t.Run("http mix", func(t *testing.T) {
+		testHotPathAllocations(t, "http", []MixEntry{{95, "/fruits"}, {5, "/block?kind=sleep&d=20ms"}})
+	})
 }
 
-func testHotPathAllocations(t *testing.T, scheme string) {
+func testHotPathAllocations(t *testing.T, scheme string, mix []MixEntry) {
 	if raceEnabled && scheme == "https" {
 		t.Skip("under the race detector crypto/tls allocates more per record; the bound is checked without -race")
 	}
@@ -346,7 +351,7 @@ func testHotPathAllocations(t *testing.T, scheme string) {
 		runtime.ReadMemStats(&before)
 		r, err := Run(context.Background(), Options{
 			URL: scheme + "://" + addr + "/", Threads: 1, Connections: 4, Duration: d,
-			Timeout: time.Second, Insecure: scheme == "https",
+			Timeout: time.Second, Insecure: scheme == "https", Mix: mix,
 		}, nil)
 		runtime.ReadMemStats(&after)
 		if err != nil {
@@ -354,7 +359,11 @@ func testHotPathAllocations(t *testing.T, scheme string) {
 		}
 		checkAccounting(t, r)
 		var encoding uint64
-		for _, sum := range []latency.Summary{r.Corrected, r.Uncorrected} {
+		sums := []latency.Summary{r.Corrected, r.Uncorrected}
+		for _, e := range r.Mix {
+			sums = append(sums, e.Corrected, e.Uncorrected)
+		}
+		for _, sum := range sums {
 			h, err := sum.Decode()
 			if err != nil {
 				t.Fatal(err)

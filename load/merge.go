@@ -18,7 +18,8 @@ import (
 // samples, mean, standard deviation and max exactly, the share within one
 // standard deviation as the parts' average weighted by their samples (the
 // samples themselves are not kept). --slo outcomes are not merged: check
-// the merged result again.
+// the merged result again. Request mix entries merge as the totals do;
+// every part must have run the same mix (or none).
 func Merge(parts ...*Result) (*Result, error) {
 	if len(parts) == 0 {
 		return nil, errors.New("merge load results: none given")
@@ -80,6 +81,9 @@ func Merge(parts ...*Result) (*Result, error) {
 	}
 	m.ThreadReqPerSec = poolRates(rates)
 	if m.TLS, err = mergeTLS(parts); err != nil {
+		return nil, err
+	}
+	if m.Mix, err = mergeMix(parts); err != nil {
 		return nil, err
 	}
 	if err := m.Check(); err != nil {

@@ -60,6 +60,14 @@ var (
 type Options struct {
 	// URL is the target, http://host[:port]/path[?query] or https://...
 	URL string
+	// Mix, when not empty, is the requests to send instead of the URL's
+	// path (the URL then gives the host alone: its path must be "/" or
+	// empty, without a query): entry i's target gets Weight_i of every
+	// sum(Weight) requests, in a fixed, evenly spread order (smooth
+	// weighted round-robin over the schedule's intended send order), not
+	// at random. At most MaxMixEntries entries, weights summing to at most
+	// MaxMixWeight. Result.Mix has each entry's figures.
+	Mix []MixEntry
 	// Threads is the number of load threads (event loops, OS threads).
 	Threads int
 	// Connections is the total number of connections, at least Threads.
@@ -187,6 +195,14 @@ func (o *Options) validate() (target, error) {
 	if err != nil {
 		return t, err
 	}
+	if len(o.Mix) > 0 {
+		if err := checkMix(o.Mix); err != nil {
+			return target{}, badOptions("%v", err)
+		}
+		if t.path != "/" {
+			return target{}, badOptions("%s: with a request mix the URL gives the host alone (its path and query are the mix's), got target %s", o.URL, t.path)
+		}
+	}
 	if t.tls && o.SNI != "" {
 		t.sni = o.SNI
 	}
@@ -263,7 +279,21 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// buildRequest renders the request once; every send reuses the bytes.
+// buildRequests renders the request of each mix entry (the URL's alone
+// without a mix) once; every send reuses the bytes.
+func buildRequests(o Options, t target) [][]byte {
+	if len(o.Mix) == 0 {
+		return [][]byte{buildRequest(o, t)}
+	}
+	reqs := make([][]byte, len(o.Mix))
+	for i, e := range o.Mix {
+		t.path = e.Target
+		reqs[i] = buildRequest(o, t)
+	}
+	return reqs
+}
+
+// buildRequest renders the request to t.path.
 func buildRequest(o Options, t target) []byte {
 	var b strings.Builder
 	b.WriteString(o.Method)

@@ -75,6 +75,10 @@ type Result struct {
 	SLO []slo.Outcome `json:"slo,omitempty"`
 	// TLS describes the TLS handshakes of an https run (absent for http).
 	TLS *TLSResult `json:"tls,omitempty"`
+	// Mix has each request mix entry's figures, in the order of
+	// Options.Mix (absent without a mix). Their sent, completed and failed
+	// requests add up to the totals above.
+	Mix []MixResult `json:"mix,omitempty"`
 }
 
 // TLSResult is the TLS part of an https run. Handshakes are counted over the
@@ -197,7 +201,7 @@ func (r *Result) Check() error {
 	if r.Errors.Total() != r.Failed {
 		return fmt.Errorf("accounting: error kinds sum to %d, failed %d", r.Errors.Total(), r.Failed)
 	}
-	return nil
+	return r.checkMix()
 }
 
 // ReadResult reads a Result written by spindle load --json and checks its
@@ -289,6 +293,7 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 	}
 	ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
 	ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))
+	r.writeMix(ew)
 	return ew.err
 }
 

@@ -70,7 +70,11 @@ func probe(ctx context.Context, o Options, t target) error {
 }
 
 func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Result, error) {
-	req := buildRequest(o, t)
+	reqs := buildRequests(o, t)
+	var table []uint8
+	if len(o.Mix) > 0 {
+		table = mixTable(o.Mix)
+	}
 	var tlsConf *tls.Config
 	if t.tls {
 		tlsConf = tlsConfig(o, t)
@@ -92,11 +96,15 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		// into its raw buffer.
 		sa, family := unix.SockaddrOf(t.addr)
 		workers[i] = &worker{
-			id: i, closed: o.Rate == 0, req: req, head: o.Method == "HEAD",
+			id: i, closed: o.Rate == 0, reqs: reqs, table: table, stride: int64(o.Connections), head: o.Method == "HEAD",
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
 			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1, tlsConf: tlsConf,
 		}
 		workers[i].iv.length = ivLen
+		// Closed loop each thread runs the mix's cycle on its own: the
+		// threads start it at points spread over the cycle, so that
+		// their rare entries do not all come at once.
+		workers[i].seq = int64(i * len(table) / o.Threads)
 	}
 
 	// Each worker sets up on its own thread, then waits for the common
@@ -141,6 +149,7 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		for i := range w.conns {
 			if o.Rate > 0 {
 				w.conns[i].sched = newSchedule(t0, o.Rate, connIdx, o.Connections)
+				w.conns[i].order = int64(connIdx)
 			}
 			connIdx++
 		}
@@ -265,10 +274,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		DurationS: max(0, float64(stopped-measureAt)/1e9),
 		Intended:  total.intended,
 		Completed: total.completed(),
-		ByStatus: StatusCounts{
-			C1xx: total.byClass[1], C2xx: total.byClass[2], C3xx: total.byClass[3],
-			C4xx: total.byClass[4], C5xx: total.byClass[5], Other: total.byClass[0],
-		},
+		ByStatus:  statusCounts(total.byClass),
 		Errors: ErrorCounts{
 			Connect: total.failed[failConnect], Read: total.failed[failRead],
 			Write: total.failed[failWrite], Timeout: total.failed[failTimeout],
@@ -294,6 +300,9 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 	if r.Corrected, err = latency.Summarize(corrected); err != nil {
 		return nil, err
 	}
+	if r.Mix, err = collectMix(o.Mix, workers); err != nil {
+		return nil, err
+	}
 	if r.Uncorrected, err = latency.Summarize(uncorrected); err != nil {
 		return nil, err
 	}
@@ -309,6 +318,13 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 		r.SendLag = &s
 	}
 	return r, nil
+}
+
+// statusCounts names the classes of a byClass tally (index: status/100,
+// 0 for 6xx-9xx).
+func statusCounts(byClass [6]int64) StatusCounts {
+	return StatusCounts{C1xx: byClass[1], C2xx: byClass[2], C3xx: byClass[3],
+		C4xx: byClass[4], C5xx: byClass[5], Other: byClass[0]}
 }
 
 // String describes the options in one line, for logs.

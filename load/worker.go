@@ -119,6 +119,8 @@ type conn struct {
 	hsAt     int64       // ns: when the TLS handshake began
 	sched    schedule
 	next     int64 // fixed rate: index of the next request to begin
+	order    int64 // fixed rate: the connection's index over all (its first request's rank in the intended send order)
+	entry    uint8 // the mix entry of the current request (0 without a mix)
 	intended int64 // ns: current request's intended send time
 	sentAt   int64 // ns: current request's actual send time
 	connAt   int64 // ns: when the current connect began
@@ -131,13 +133,23 @@ type conn struct {
 	// Content-Length, the rest read later).
 	lastOK       int8
 	lastMeasured bool
+	lastEntry    uint8
 }
 
 // worker is one load thread.
 type worker struct {
-	id        int
-	closed    bool // closed loop (no rate)
-	req       []byte
+	id     int
+	closed bool     // closed loop (no rate)
+	reqs   [][]byte // the request of each mix entry (one without a mix)
+	// table maps a request's rank in its sequence to its mix entry
+	// (mixTable); nil without a mix. At a fixed rate the rank is the
+	// request's in the intended send order of all connections
+	// (conn.order + k*stride for a connection's request k), closed loop
+	// the thread's own count of requests begun (seq).
+	table     []uint8
+	stride    int64
+	seq       int64
+	mix       []entryTally // the mix entries' figures; nil without a mix
 	head      bool
 	timeout   int64
 	spin      int64
@@ -214,6 +226,9 @@ func (w *worker) setup() error {
 	w.buf = make([]byte, readBufSize)
 	w.timers.Grow(len(w.conns))
 	w.corrected, w.uncorrected, w.hs.hist = latency.New(), latency.New(), latency.New()
+	if w.table != nil {
+		w.mix = newEntryTallies(len(w.reqs))
+	}
 	if !w.closed {
 		w.sendLag = latency.New()
 	}
@@ -424,6 +439,15 @@ func (w *worker) begin(c *conn, intended, now int64) {
 	} else {
 		w.c.warmup++
 	}
+	if w.table != nil {
+		n := w.seq
+		if w.closed {
+			w.seq++
+		} else {
+			n = c.order + (c.next-1)*w.stride // beginNext has moved c.next on
+		}
+		c.entry = w.table[n%int64(len(w.table))]
+	}
 	switch c.state {
 	case csIdle:
 		w.connect(c, now)
@@ -440,10 +464,13 @@ func (w *worker) send(c *conn, now int64) {
 	w.live.sent.Add(1)
 	if c.measured {
 		w.c.sent++
+		if w.mix != nil {
+			w.mix[c.entry].sent++
+		}
 	}
 	if c.tls != nil {
 		// Appended to what the session may still have to send.
-		if err := c.tls.write(w.req); err != nil {
+		if err := c.tls.write(w.reqs[c.entry]); err != nil {
 			w.fail(c, failWrite, now)
 			return
 		}
@@ -458,8 +485,9 @@ func (w *worker) write(c *conn, now int64) {
 		w.flushTLS(c, now)
 		return
 	}
-	for c.written < len(w.req) {
-		n, err := unix.WriteNB(c.fd, w.req[c.written:])
+	req := w.reqs[c.entry]
+	for c.written < len(req) {
+		n, err := unix.WriteNB(c.fd, req[c.written:])
 		if err == unix.EAGAIN || err == unix.EINTR {
 			w.setOut(c, true)
 			return
@@ -641,6 +669,12 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 		w.rateCount++
 		latency.Record(w.corrected, now-c.intended)
 		latency.Record(w.uncorrected, now-c.sentAt)
+		if w.mix != nil {
+			e := &w.mix[c.entry]
+			e.byClass[class]++
+			latency.Record(e.corrected, now-c.intended)
+			latency.Record(e.uncorrected, now-c.sentAt)
+		}
 		if w.iv.length > 0 {
 			w.iv.rotate(now)
 			latency.RecordNs(w.iv.h, now-c.intended)
@@ -648,7 +682,7 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 	}
 	if keep && c.state == csReading {
 		c.state = csReady
-		c.lastOK, c.lastMeasured = int8(c.parser.status/100)+1, c.measured
+		c.lastOK, c.lastMeasured, c.lastEntry = int8(c.parser.status/100)+1, c.measured, c.entry
 		if c.lastOK > 6 {
 			c.lastOK = 1 // class 0, as counted above
 		}
@@ -673,6 +707,10 @@ func (w *worker) lateBytes(c *conn) {
 		w.c.byClass[c.lastOK-1]--
 		w.c.failed[failParse]++
 		w.c.late++
+		if w.mix != nil {
+			w.mix[c.lastEntry].byClass[c.lastOK-1]--
+			w.mix[c.lastEntry].failed++
+		}
 	}
 	c.lastOK = 0
 }
@@ -693,6 +731,9 @@ func (w *worker) fail(c *conn, kind int, now int64) {
 	w.live.errors.Add(1)
 	if c.measured {
 		w.c.failed[kind]++
+		if w.mix != nil {
+			w.mix[c.entry].failed++
+		}
 	}
 	w.advance(c, now)
 }
@@ -732,6 +773,11 @@ func (w *worker) advance(c *conn, now int64) {
 	}
 	if t <= now {
 		w.beginNext(c, now)
+		if w.mix != nil && c.measured && c.intended < now {
+			// Due before the connection was free: it waited behind the
+			// previous response (or a connect's back-off).
+			w.mix[c.entry].queued++
+		}
 		return
 	}
 	w.push(t, idx)
