@@ -33,6 +33,9 @@ type Flags struct {
 	Headers cliflag.Strings
 	// Method and Body are the request's method and body.
 	Method, Body string
+	// Mix is the request mix (Options.Mix), checked as it is parsed;
+	// empty: the URL's path alone.
+	Mix Mix
 	// JSON is the path of the JSON result ("-": stdout); Hgrm the prefix of
 	// the .hgrm files; Hlog the path of the interval log, one interval per
 	// HlogInterval.
@@ -78,6 +81,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.DurationVar(fs, &f.Timeout, "timeout", DefaultTimeout, "per-request and connect timeout")
 	fs.StringVar(&f.Method, "method", DefaultMethod, "request method")
 	fs.StringVar(&f.Body, "body", "", "request body (sent with Content-Length)")
+	f.Mix = nil
+	fs.Var(&f.Mix, "mix", "request mix entry, repeatable: TARGET (a path and query on the URL's host) gets WEIGHT of every sum-of-weights requests; the URL then gives the host alone")
 	cliflag.DurationVar(fs, &f.Warmup, "warmup", 0, "warm-up before the measured duration: sent, not recorded")
 	fs.StringVar(&f.JSON, "json", "", "write the result as JSON to `FILE` (\"-\": stdout, the text report then goes to stderr)")
 	fs.StringVar(&f.SLO, "slo", "", "check `THRESHOLDS` at the end (\"p99<=10ms,errors<=0.1%,rps>=20000\"); exit 3 when any fails")

@@ -40,6 +40,9 @@ func TestFlagsRoundTrip(t *testing.T) {
 			f.Insecure, f.TLSResume, f.SNI, f.TLSMin, f.TLSMax = true, true, "example.com", "1.3", "1.3"
 			f.Spin, f.Timeout = 50*time.Microsecond, 250*time.Millisecond
 		}, []string{"--insecure", "--sni", "example.com", "--spin", "50µs", "--timeout", "250ms", "--tls-min", "1.3", "--tls-resume"}},
+		{"mix", func(f *Flags) {
+			f.Mix = Mix{{95, "/fruits"}, {5, "/block?kind=sleep&d=20ms"}, {1, "/a:b"}}
+		}, []string{"--mix", "95:/fruits", "--mix", "5:/block?kind=sleep&d=20ms", "--mix", "1:/a:b"}},
 		{"remote start", func(f *Flags) {
 			f.StartAt, f.SLO, f.HlogInterval, f.Body = "2026-01-02T15:04:05.5Z", "p99<=10ms,errors<=0.1%", 100*time.Millisecond, "{}"
 		}, nil},
@@ -67,6 +70,7 @@ func TestFlagsShortNames(t *testing.T) {
 func TestFlagsRefuse(t *testing.T) {
 	for _, args := range [][]string{
 		{"-t", "2.5"}, {"-c", "many"}, {"-R", "fast"}, {"-d", "10"}, {"--cpuset", "3-1"}, {"--timeout", "soon"},
+		{"--mix", "0:/"}, {"--mix", "5:fruits"}, {"--mix", "/fruits"}, {"--mix", "60000:/a", "--mix", "6000:/b"},
 	} {
 		var f Flags
 		fs := flag.NewFlagSet("load", flag.ContinueOnError)
@@ -82,6 +86,7 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 	f.Add(2, 10, 20000.0, true, int64(time.Second), "A: b", "GET", "x.json", "0-3", "1.2")
 	f.Add(-1, 1<<30, 0.0, false, int64(-5), "", "", "", "", "")
 	f.Add(0, 0, -1e-300, true, int64(0), "--rate", "-", "-", "7", "1.3")
+	f.Add(1, 1, 1.0, true, int64(time.Second), "5:/block?kind=sleep&d=20ms", "HEAD", "", "", "")
 	f.Fuzz(func(t *testing.T, threads, conns int, rate float64, given bool, dur int64, header, method, path, cpus, tls string) {
 		if math.IsNaN(rate) {
 			return // NaN equals nothing, not even itself: DeepEqual cannot compare it
@@ -100,6 +105,12 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 		}
 		if header != "" {
 			fl.Headers = cliflag.Strings{header, header}
+		}
+		if e, err := ParseMixEntry(header); err == nil {
+			fl.Mix = Mix{e, {1, "/"}} // the entry and another,
+			if e.Weight == MaxMixWeight {
+				fl.Mix = Mix{e} // unless its weight leaves no room for one
+			}
 		}
 		fl.Method, fl.JSON, fl.Hlog, fl.TLSMin = method, path, path, tls
 		if len(set) == 0 {

@@ -137,3 +137,78 @@ func TestMergeTLS(t *testing.T) {
 		t.Error("http parts merged into a TLS result")
 	}
 }
+
+// withMix splits part r (built from values) into two mix entries: the
+// first value, the 5xx, is /block's; the rest and the failures /fruits'.
+func withMix(t *testing.T, r *Result, values []int64) *Result {
+	t.Helper()
+	sum := func(vs []int64) latency.Summary {
+		h := latency.New()
+		for _, v := range vs {
+			h.RecordValue(v)
+		}
+		s, err := latency.Summarize(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	n := int64(len(values))
+	r.Mix = []MixResult{
+		{Target: "/fruits", Weight: 95, Sent: r.Sent - 1, Completed: n - 1, ByStatus: StatusCounts{C2xx: n - 1}, Failed: r.Failed,
+			Queued: 2, Corrected: sum(values[1:]), Uncorrected: sum(values[1:])},
+		{Target: "/block?d=20ms", Weight: 5, Sent: 1, Completed: 1, ByStatus: StatusCounts{C5xx: 1},
+			Corrected: sum(values[:1]), Uncorrected: sum(values[:1])},
+	}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The entries of a mix merge as the totals: counts add up, histograms
+// merge without loss; parts that ran other mixes do not merge.
+func TestMergeMix(t *testing.T) {
+	av, bv := []int64{20000, 200, 300, 4000}, []int64{21000, 250, 90000}
+	a := withMix(t, part(t, 50, time.Now(), 1, av, 2, nil), av)
+	b := withMix(t, part(t, 50, time.Now(), 1, bv, 0, nil), bv)
+	m, err := Merge(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Mix) != 2 {
+		t.Fatalf("merged mix %+v", m.Mix)
+	}
+	f, blk := m.Mix[0], m.Mix[1]
+	if f.Target != "/fruits" || f.Weight != 95 || f.Sent != a.Mix[0].Sent+b.Mix[0].Sent || f.Completed != 5 ||
+		f.ByStatus.C2xx != 5 || f.Failed != 2 || f.Queued != 4 || f.Corrected.Count != 5 || f.Corrected.MaxUs != b.Mix[0].Corrected.MaxUs {
+		t.Errorf("merged /fruits %+v", f)
+	}
+	if blk.Completed != 2 || blk.ByStatus.C5xx != 2 || blk.Sent != 2 || blk.Uncorrected.Count != 2 || blk.Corrected.MinUs != 20000 {
+		t.Errorf("merged /block %+v", blk)
+	}
+	want := latency.New()
+	want.RecordValue(20000)
+	want.RecordValue(21000)
+	if h, _ := blk.Corrected.Decode(); h.ValueAtPercentile(50) != want.ValueAtPercentile(50) || blk.Corrected.MaxUs != want.Max() {
+		t.Errorf("merged /block p50 %d, max %d; want %d, %d", h.ValueAtPercentile(50), blk.Corrected.MaxUs, want.ValueAtPercentile(50), want.Max())
+	}
+
+	plain := part(t, 50, time.Now(), 1, bv, 0, nil)
+	other := withMix(t, part(t, 50, time.Now(), 1, bv, 0, nil), bv)
+	other.Mix[1].Weight = 6
+	for name, p := range map[string]*Result{"no mix": plain, "other weights": other} {
+		if _, err := Merge(a, p); err == nil || !strings.Contains(err.Error(), "another request mix") {
+			t.Errorf("%s: %v, want refused", name, err)
+		}
+	}
+	if m, err := Merge(plain, plain); err != nil || m.Mix != nil {
+		t.Errorf("parts without a mix merged to %+v, %v", m.Mix, err)
+	}
+	broken := withMix(t, part(t, 50, time.Now(), 1, bv, 0, nil), bv)
+	broken.Mix[0].Completed--
+	broken.Mix[0].ByStatus.C2xx--
+	if err := broken.Check(); err == nil || !strings.Contains(err.Error(), "mix entries sum to") {
+		t.Errorf("entries that do not add up to the totals: %v", err)
+	}
+}

@@ -38,7 +38,7 @@ func TestWriteText(t *testing.T) {
 		{"three requests",
 			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3},
 			[]string{"    Latency     1.00ms", " 50.000%    1.00ms", "3 requests in 3.00s"},
-			[]string{latency.NoLatency, "Unfinished", "Send lag"}},
+			[]string{latency.NoLatency, "Unfinished", "Send lag", "Request mix"}},
 		{"a send lag at a fixed rate",
 			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3, SendLag: &full},
 			[]string{"3 requests in 3.00s, 0.00B read\n  Send lag: p50 1.00ms, p99 1.20ms, p99.9 1.20ms, max 1.20ms (3 scheduled sends)\n"},
@@ -47,6 +47,22 @@ func TestWriteText(t *testing.T) {
 			Result{Corrected: full, Uncorrected: full, Completed: 3, Intended: 3, DurationS: 3, SendLag: &empty},
 			[]string{"  Send lag: no scheduled send in the window\n"},
 			nil},
+		{"a mix at a fixed rate",
+			Result{Corrected: full, Uncorrected: full, Completed: 3, Sent: 4, Intended: 4, DurationS: 3, Config: Config{Rate: 10},
+				Mix: []MixResult{{Target: "/fruits", Weight: 95, Sent: 3, Completed: 3, Queued: 1, Corrected: full},
+					{Target: "/block?kind=sleep&d=20ms", Weight: 5, Sent: 1, Corrected: empty}}},
+			[]string{"Transfer/sec:       0.00B\n" +
+				"  Request mix (corrected latency):\n" +
+				"    Target                   Weight    Share  Completed       p50       p99     p99.9       Max   Queued\n" +
+				"    /fruits                      95   75.00%          3    1.00ms    1.20ms    1.20ms    1.20ms        1\n" +
+				"    /block?kind=sleep&d=20ms      5   25.00%          0         -         -         -         -        0\n"},
+			nil},
+		{"a mix closed loop",
+			Result{Corrected: full, Uncorrected: full, Completed: 3, Sent: 3, Intended: 3, DurationS: 3,
+				Mix: []MixResult{{Target: "/", Weight: 1, Sent: 3, Completed: 3, Corrected: full}}},
+			[]string{"    Target Weight    Share  Completed       p50       p99     p99.9       Max\n" +
+				"    /           1  100.00%          3    1.00ms    1.20ms    1.20ms    1.20ms\n"},
+			[]string{"Queued"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

@@ -48,6 +48,7 @@ Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 		`spindle load -t2 -c100 -d30s -R20000 --latency http://127.0.0.1:8081/fruits`,
 		`spindle load -R20k -d30s --slo 'p99<=10ms,errors<=0.1%' --json - http://127.0.0.1:8081/ > load.json`,
 		`spindle load -k --hlog load.hlog https://127.0.0.1:8443/`,
+		`spindle load -R500 -d30s --mix 95:/fruits --mix '5:/block?kind=sleep&d=20ms' http://127.0.0.1:8081/`,
 	)
 	return fs, c
 }
@@ -65,7 +66,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		return err
 	}
 	o := load.Options{URL: pos[0], Threads: c.Threads, Connections: c.Connections,
-		Duration: c.Duration, Warmup: c.Warmup, Timeout: c.Timeout, Headers: c.Headers, CPUs: c.CPUs,
+		Duration: c.Duration, Warmup: c.Warmup, Timeout: c.Timeout, Headers: c.Headers, CPUs: c.CPUs, Mix: c.Mix,
 		Method: c.Method, Body: c.Body, Spin: c.Spin, Insecure: c.Insecure, TLSResume: c.TLSResume, SNI: c.SNI}
 	if c.RateGiven {
 		o.Rate = c.Rate
