@@ -132,6 +132,8 @@ func TestFlagErrorMessages(t *testing.T) {
 		{[]string{"mock", "--seed", "-1"}, `mock: --seed "-1": want a whole number of at least 0`},
 		{[]string{"load", "-c", "1.5", "http://x/"}, `load: -c "1.5": want a whole number from 1 to 2147483647`},
 		{[]string{"load", "-R", "-5", "http://x/"}, `load: -R "-5": want a number above 0 (k, M, G suffixes allowed)`},
+		{[]string{"load", "--mix", "95/fruits", "http://x/"}, `load: --mix "95/fruits": want WEIGHT:TARGET such as 95:/fruits`},
+		{[]string{"load", "--mix", "5:/a\tb", "http://x/"}, `load: --mix "5:/a\tb": want a target without spaces or control characters ('\t' at byte 2)`},
 		{[]string{"compare", "--rounds", "99999999999999999999"}, `compare: --rounds "99999999999999999999": want a whole number of at least 1, at most 9223372036854775807`},
 		{[]string{"connmem", "--body", "2000000"}, `connmem: --body "2000000": want a whole number from 1 to 1048576`},
 		{[]string{"spectrum", "--repeats", ""}, `spectrum: --repeats "": want a whole number of at least 1`},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spindle-lab/spindle/latency"
@@ -54,6 +56,18 @@ func TestLoadBadInput(t *testing.T) {
 		{"bad header", []string{"load", "-H", "nocolon", srv.URL}, "header"},
 		{"missing CPU", []string{"load", "--cpuset", "4000", srv.URL}, "not available"},
 		{"unknown flag", []string{"load", "--bogus", srv.URL}, "bogus"},
+		{"mix weight zero", []string{"load", "--mix", "0:/fruits", srv.URL}, `--mix "0:/fruits": want WEIGHT:TARGET with a whole weight from 1 to 65536`},
+		{"mix weight not a number", []string{"load", "--mix", "x:/fruits", srv.URL}, `got weight "x"`},
+		{"mix weight fraction", []string{"load", "--mix", "1.5:/fruits", srv.URL}, "whole weight"},
+		{"mix no weight", []string{"load", "--mix", "/fruits", srv.URL}, `--mix "/fruits": want WEIGHT:TARGET such as 95:/fruits`},
+		{"mix empty", []string{"load", "--mix", "", srv.URL}, `--mix "": want WEIGHT:TARGET`},
+		{"mix empty target", []string{"load", "--mix", "5:", srv.URL}, "starts with /"},
+		{"mix relative target", []string{"load", "--mix", "5:fruits", srv.URL}, "starts with /"},
+		{"mix space", []string{"load", "--mix", "5:/a b", srv.URL}, "without spaces or control characters"},
+		{"mix control character", []string{"load", "--mix", "5:/a\x01", srv.URL}, `--mix "5:/a\x01": want a target without spaces or control characters`},
+		{"mix weights too large", []string{"load", "--mix", "60000:/a", "--mix", "6000:/b", srv.URL}, "sum to at most 65536"},
+		{"mix too many", append(append([]string{"load"}, manyMix(17)...), srv.URL), "want at most 16 mix entries"},
+		{"mix with a URL path", []string{"load", "--mix", "1:/a", srv.URL + "/fruits"}, "the URL gives the host alone"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -132,6 +146,79 @@ func TestLoadReport(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Non-2xx or 3xx responses: ") {
 		t.Errorf("404s not reported:\n%s", out.String())
+	}
+}
+
+// manyMix is n --mix flags, each of weight 1.
+func manyMix(n int) []string {
+	var a []string
+	for i := range n {
+		a = append(a, "--mix", fmt.Sprintf("1:/p%d", i))
+	}
+	return a
+}
+
+// TestLoadMix runs a mix against a server that counts each path: each
+// target gets its share, the report ends with the mix's table and the JSON
+// has each entry's figures.
+func TestLoadMix(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.RequestURI]++
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	jsonPath := filepath.Join(t.TempDir(), "load.json")
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"load", "-t2", "-c4", "-d", "500ms", "-R", "400", "--json", jsonPath,
+		"--mix", "3:/fruits", "--mix", "1:/block?kind=sleep&d=1ms", srv.URL}, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "Transfer/sec: ") || !strings.Contains(text, "  Request mix (corrected latency):\n    Target ") ||
+		!strings.Contains(text, "\n    /fruits  ") || !strings.Contains(text, "\n    /block?kind=sleep&d=1ms ") {
+		t.Errorf("report lacks the mix table:\n%s", text)
+	}
+	r, err := load.ReadResult(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Mix) != 2 || r.Mix[0].Target != "/fruits" || r.Mix[0].Weight != 3 || r.Mix[1].Weight != 1 {
+		t.Fatalf("mix in the JSON: %+v", r.Mix)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range r.Mix {
+		if e.Completed == 0 || got[e.Target] < e.Completed {
+			t.Errorf("%s: completed %d, the server received %d", e.Target, e.Completed, got[e.Target])
+		}
+	}
+	// Fixed rate the shares are exact but for the ends of the window.
+	if d := r.Mix[0].Sent - 3*r.Mix[1].Sent; d < -8 || d > 8 {
+		t.Errorf("sent %d and %d, want 3:1", r.Mix[0].Sent, r.Mix[1].Sent)
+	}
+}
+
+// A bad --mix exits 2 from the built binary with one line on stderr,
+// before any load.
+func TestLoadMixExitStatus(t *testing.T) {
+	exe := spindleBinary(t)
+	for _, mix := range []string{"0:/fruits", "5:fruits", "5:/a b"} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(exe, "load", "-d", "100ms", "--mix", mix, "http://127.0.0.1:1/")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("--mix %q: %v, want exit status 2", mix, err)
+		}
+		if stdout.Len() > 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--mix") {
+			t.Errorf("--mix %q: want one line on stderr and nothing on stdout, got %q / %q", mix, stderr.String(), stdout.String())
+		}
 	}
 }
 
