@@ -15,6 +15,16 @@ import (
 	"time"
 )
 
+// reportText is r's text report without the distributions.
+func reportText(t *testing.T, r *Result) string {
+	t.Helper()
+	var b strings.Builder
+	if err := r.WriteText(&b, false, false); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 func checkAccounting(t *testing.T, r *Result) {
 	t.Helper()
 	if err := r.Check(); err != nil {
@@ -85,19 +95,16 @@ func TestSendLag(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAccounting(t, r)
-		var text strings.Builder
-		if err := r.WriteText(&text, false, false); err != nil {
-			t.Fatal(err)
-		}
+		text := reportText(t, r)
 		switch {
-		case rate == 0 && (r.SendLag != nil || strings.Contains(text.String(), "Send lag")):
-			t.Errorf("closed loop: send lag %+v\n%s", r.SendLag, text.String())
+		case rate == 0 && (r.SendLag != nil || strings.Contains(text, "Send lag")):
+			t.Errorf("closed loop: send lag %+v\n%s", r.SendLag, text)
 		case rate > 0 && r.SendLag == nil:
 			t.Fatalf("fixed rate: no send lag")
 		case rate > 0 && (r.SendLag.Count == 0 || r.SendLag.Count > r.Sent):
 			t.Errorf("fixed rate: %d send lags for %d requests sent", r.SendLag.Count, r.Sent)
-		case rate > 0 && !strings.Contains(text.String(), r.SendLagLine()):
-			t.Errorf("fixed rate: the text lacks %q:\n%s", r.SendLagLine(), text.String())
+		case rate > 0 && !strings.Contains(text, r.SendLagLine()):
+			t.Errorf("fixed rate: the text lacks %q:\n%s", r.SendLagLine(), text)
 		}
 		if r.SendLag != nil {
 			t.Logf("rate %v: %s", rate, r.SendLagLine())

@@ -251,13 +251,9 @@ func TestMixRun(t *testing.T) {
 			if m := r.Mix[2]; m.ByStatus.C4xx != m.Completed || r.ByStatus.C4xx != m.Completed {
 				t.Errorf("/missing: %d 4xx of %d, total 4xx %d: want every 404 there", m.ByStatus.C4xx, m.Completed, r.ByStatus.C4xx)
 			}
-			var text strings.Builder
-			if err := r.WriteText(&text, false, false); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(text.String(), "  Request mix (corrected latency):\n    Target ") ||
-				!strings.Contains(text.String(), "    /b?x=1&y=2 ") {
-				t.Errorf("report lacks the mix table:\n%s", text.String())
+			if text := reportText(t, r); !strings.Contains(text, "  Request mix (corrected latency):\n    Target ") ||
+				!strings.Contains(text, "    /b?x=1&y=2 ") {
+				t.Errorf("report lacks the mix table:\n%s", text)
 			}
 		})
 	}
@@ -272,12 +268,8 @@ func TestNoMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAccounting(t, r)
-	var text strings.Builder
-	if err := r.WriteText(&text, false, false); err != nil {
-		t.Fatal(err)
-	}
-	if r.Mix != nil || strings.Contains(text.String(), "Request mix") {
-		t.Errorf("mix %+v, report:\n%s", r.Mix, text.String())
+	if text := reportText(t, r); r.Mix != nil || strings.Contains(text, "Request mix") {
+		t.Errorf("mix %+v, report:\n%s", r.Mix, text)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
