@@ -1,0 +1,160 @@
+package testsvc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// server is one running server process and its temporary directory.
+type server struct {
+	name    string         // the program's name, for messages
+	dir     string         // the temporary directory, removed by stop
+	log     string         // the file of the process's standard output and error
+	stopSig syscall.Signal // what stop sends first: the server's clean, quick shutdown
+	proc    *os.Process
+	exited  chan struct{} // closed once the process has exited
+	waitErr error         // the process's end, set before exited is closed
+}
+
+// spawn starts the program at path with args in dir, as cred's user (nil:
+// this process's), its output appended to the file log. The kernel sends
+// the process deathSig when the thread that started it ends (Pdeathsig
+// belongs to a thread, not to the process), and a Go thread ends when a
+// goroutine locked to it exits, which a carrier's does: so the process is
+// started, and waited for, by a goroutine locked to its thread for the
+// process's whole life, whose thread ends only with the process or with
+// the binary.
+func spawn(name, dir, log string, cred *syscall.Credential, stopSig, deathSig syscall.Signal, path string, args ...string) (*server, error) {
+	out, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the process has its own copy
+	s := &server{name: name, dir: dir, log: log, stopSig: stopSig, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		defer close(s.exited)
+		cmd := exec.Command(path, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "LC_ALL=C")
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: deathSig}
+		if err := cmd.Start(); err != nil {
+			s.waitErr = err
+			started <- err
+			return
+		}
+		s.proc = cmd.Process
+		started <- nil
+		s.waitErr = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// waitReady polls ready until it succeeds, the process exits, or
+// startTimeout passes.
+func (s *server) waitReady(ready func() error) error {
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%s %w (%v)%s", s.name, errExited, s.waitErr, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer within %v: %w%s", s.name, startTimeout, err, s.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// errExited is waitReady's error when the process ended before it answered.
+var errExited = errors.New("exited before answering")
+
+// stop ends the process, with stopSig and, past stopTimeout, SIGKILL,
+// and removes the directory.
+func (s *server) stop() error {
+	// stopTimeout bounds the clean shutdown: PostgreSQL's fast shutdown
+	// of a throwaway cluster takes tens of milliseconds.
+	const stopTimeout = 10 * time.Second
+	var err error
+	if sigErr := s.proc.Signal(s.stopSig); sigErr != nil && !errors.Is(sigErr, os.ErrProcessDone) {
+		err = fmt.Errorf("stop %s: %w", s.name, sigErr)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(stopTimeout):
+		s.proc.Kill()
+		<-s.exited
+		err = fmt.Errorf("stop %s: still running %v after %v, killed", s.name, s.stopSig, stopTimeout)
+	}
+	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("stop %s: %w", s.name, rmErr))
+	}
+	return err
+}
+
+// logTail is the end of the process's log, for an error message.
+func (s *server) logTail() string {
+	b, err := os.ReadFile(s.log)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	const keep = 2048 // bytes: the last lines say why a server stopped
+	if len(b) > keep {
+		b = b[len(b)-keep:]
+	}
+	return "; the end of " + filepath.Base(s.log) + ":\n" + string(bytes.TrimSpace(b))
+}
+
+// startAttempts is how many times a server is started on a fresh port
+// when its process exits before answering (errExited): the free port found
+// may have been taken by someone else before the server bound it.
+const startAttempts = 3
+
+// startOnFreePort runs start with a free loopback port until it succeeds,
+// fails otherwise than with errExited, or has failed startAttempts times,
+// and returns its server and port.
+func startOnFreePort(start func(port int) (*server, error)) (*server, int, error) {
+	var err error
+	for range startAttempts {
+		var port int
+		if port, err = freePort(); err != nil {
+			return nil, 0, err
+		}
+		var s *server
+		if s, err = start(port); err == nil {
+			return s, port, nil
+		}
+		if !errors.Is(err, errExited) {
+			break
+		}
+	}
+	return nil, 0, err
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
