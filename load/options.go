@@ -63,9 +63,10 @@ type Options struct {
 	// Mix, when not empty, is the requests to send instead of the URL's
 	// path (the URL then gives the host alone: its path must be "/" or
 	// empty, without a query): entry i's target gets Weight_i of every
-	// sum(Weight) requests, in a fixed, evenly spread order (smooth
-	// weighted round-robin over the schedule's intended send order), not
-	// at random. At most MaxMixEntries entries, weights summing to at most
+	// sum(Weight) requests, in a fixed, evenly spread order, not at random
+	// (smooth weighted round-robin over the intended send order of all
+	// connections at a fixed rate, over each thread's requests closed
+	// loop). At most MaxMixEntries entries, weights summing to at most
 	// MaxMixWeight. Result.Mix has each entry's figures.
 	Mix []MixEntry
 	// Threads is the number of load threads (event loops, OS threads).
