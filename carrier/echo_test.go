@@ -18,7 +18,7 @@ var strategies = wait.Names()
 
 // newGroupOrSkip starts a group, skipping the test when its wait strategy
 // is not available on this machine.
-func newGroupOrSkip(t *testing.T, o Options) *Group {
+func newGroupOrSkip(t testing.TB, o Options) *Group {
 	t.Helper()
 	g, err := New(o)
 	if errors.Is(err, wait.ErrNotSupported) {

@@ -43,6 +43,7 @@ type Group struct {
 	allowed     cpu.Set
 	stopMonitor chan struct{}
 	monitorDone chan struct{}
+	clock       *unix.Timer // the monitor's sleep
 	// lastHandoffLog and handoffsUnlogged pace the default hand-off
 	// report (reportHandoff); the monitor alone uses them.
 	lastHandoffLog   time.Time
@@ -96,10 +97,6 @@ func New(o Options) (*Group, error) {
 			return nil, err
 		}
 	}
-	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.handoff }) {
-		g.stopMonitor, g.monitorDone = make(chan struct{}), make(chan struct{})
-		go g.monitor(g.stopMonitor)
-	}
 	if o.NPlusOne {
 		g.reserved = p.reserved
 		if g.origMask, err = cpu.Allowed(); err == nil {
@@ -109,6 +106,14 @@ func New(o Options) (*Group, error) {
 			g.Close()
 			return nil, fmt.Errorf("carrier: n+1: %w", err)
 		}
+	}
+	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.handoff }) {
+		if g.clock, err = unix.NewTimer(); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("carrier: hand-off monitor: %w", err)
+		}
+		g.stopMonitor, g.monitorDone = make(chan struct{}), make(chan struct{})
+		go g.monitor(g.stopMonitor, nil)
 	}
 	return g, nil
 }
@@ -276,6 +281,9 @@ func (g *Group) Close() error {
 		if g.stopMonitor != nil {
 			close(g.stopMonitor)
 			<-g.monitorDone
+		}
+		if g.clock != nil {
+			g.clock.Close()
 		}
 		for _, c := range g.carriers {
 			c.closeFDs()

@@ -21,7 +21,8 @@ import (
 // one waited for one of them (a singleflight follower for its leader). So
 // a monitor goroutine per group watches each carrier's current run; one
 // that has lasted past Options.HandoffThreshold is handed off: the task is
-// marked detached, and a new owner goroutine takes the carrier (its
+// marked detached, and the monitor's goroutine becomes the carrier's new
+// owner (a fresh monitor watches on): it takes the carrier (its
 // poller, queues, timers, conns and telemetry) and goes on with its loop on
 // a thread pinned where the carrier was; the blocked thread is moved off
 // that CPU. The detached task goes on where it is, and at its next carrier
@@ -47,9 +48,9 @@ import (
 //     numbers never repeat). If the second fails the run ended meanwhile
 //     and the mark is taken back; a task that saw it in between yields to
 //     its owner, which simply runs it again.
-//   - Hand-off. The monitor then starts the new owner; everything the old
-//     owner and the task wrote before is visible to it (the swaps and the
-//     go statement order them). The old owner, once the detached task
+//   - Hand-off. The monitor then starts a fresh monitor and becomes the
+//     new owner itself; everything the old owner and the task wrote
+//     before is visible to it (the swaps order them). The old owner, once the detached task
 //     yields to it, queues the task on the carrier's local queue (an MPSC
 //     queue any goroutine may push to) and ends without touching anything
 //     else.
@@ -240,54 +241,106 @@ func (g *Group) offCarrier() cpu.Set {
 	return g.allowed
 }
 
-// monitor is the group's hand-off watch: every half threshold it looks at
-// each carrier's current run and hands off the carrier of one that has
-// lasted past the threshold. It ends when stop is closed.
-func (g *Group) monitor(stop <-chan struct{}) {
-	defer close(g.monitorDone)
+// monitor is the group's hand-off watch: it looks at each carrier's
+// current run when it could have lasted the threshold, and hands off the
+// carrier of one that has. It ends when stop is closed. report, if not
+// nil, is a hand-off to report first (see below).
+//
+// It sleeps until the next moment a look is due: a run that began at s is
+// looked at at s + threshold, so a carrier between runs needs none for a
+// threshold (a run starting later crosses it later still), and a run past
+// it that is not handed off yet (it computes) is looked at again every
+// monitorRelook. A look is at most monitorMinSleep early for the next, so
+// the monitor wakes about once a threshold when runs are short, and sees a
+// blocked run within microseconds of its threshold. It sleeps on a
+// timerfd read through Go's poller (unix.Timer), not on a runtime timer:
+// the runtime waits for timers in epoll, whose timeout is in
+// milliseconds, so a 500 µs Ticker fired every 1.1 ms here, and a run was
+// seen up to a millisecond late (1.5 ms from block to the carrier serving
+// again at the median, against 1.2 ms now; BenchmarkHandoffLatency). Nor
+// in a sleeping system call (clock_nanosleep), which kept its P until
+// sysmon took it back and so kept sysmon at its 20 µs period: seven times
+// the context switches, and an echo round trip a fifth dearer on this
+// 2-CPU machine (BenchmarkHandoffCost).
+//
+// At a hand-off the monitor's goroutine becomes the carrier's new owner
+// at once, and a fresh monitor watches on (and reports the hand-off, off
+// the carrier's path): no goroutine to schedule between the detection and
+// the carrier serving again.
+func (g *Group) monitor(stop <-chan struct{}, report func()) {
+	if report != nil {
+		report()
+	}
 	threshold := int64(g.opts.HandoffThreshold)
-	tick := time.NewTicker(max(g.opts.HandoffThreshold/2, 50*time.Microsecond))
-	defer tick.Stop()
+	relook, minSleep := monitorPeriods(threshold)
+	delay := minSleep
 	for {
 		select {
 		case <-stop:
+			close(g.monitorDone)
 			return
-		case <-tick.C:
+		default:
+		}
+		if err := g.clock.Sleep(delay); err != nil {
+			time.Sleep(time.Duration(delay)) // not expected: a coarser watch rather than none
 		}
 		now := wait.Now()
+		next := now + threshold
 		for _, c := range g.carriers {
-			if c.handoff {
-				c.check(now, threshold)
+			if !c.handoff {
+				continue
 			}
+			due, co, start := c.check(now, threshold, relook)
+			if co != nil {
+				held := time.Duration(now - start)
+				go g.monitor(stop, func() { g.reportHandoff(c, co, held) })
+				c.own(co, start, now)
+				return
+			}
+			next = min(next, due)
 		}
+		delay = max(next-now, minSleep)
 	}
 }
 
-// check hands c off when its current run began more than threshold ns
+// monitorPeriods are, for a threshold, how often the monitor looks again
+// at a run past the threshold that it did not hand off (a quarter of it),
+// and its shortest sleep (an eighth): a run is seen at most that late. Not
+// under 20 µs, sysmon's shortest.
+func monitorPeriods(threshold int64) (relook, minSleep int64) {
+	floor := int64(20 * time.Microsecond)
+	return max(threshold/4, floor), max(threshold/8, floor)
+}
+
+// check takes c's current run when it began more than threshold ns
 // before now and its task is in user code (the monitor side of the
-// protocol).
-func (c *Carrier) check(now, threshold int64) {
+// protocol): it returns the run's coroutine and start, and the caller
+// becomes the carrier's new owner (own). Otherwise it returns when c next
+// needs a look: threshold after its run began, or after now when it is
+// between runs; relook after now for a run past the threshold.
+func (c *Carrier) check(now, threshold, relook int64) (due int64, taken *coro, start int64) {
 	seq := c.runSeq.Load()
 	if seq&1 == 0 {
-		return // between runs
+		return now + threshold, nil, 0 // between runs: the next one crosses later
 	}
-	start := c.runStart.Load()
+	start = c.runStart.Load()
 	if now-start < threshold {
-		return
+		return start + threshold, nil, 0
 	}
+	due = now + relook
 	co := c.runCo.Load()
 	if co == nil {
-		return
+		return due, nil, 0
 	}
 	if now-start < computeFactor*threshold && statusOK() && !blockedGoWay(co.g.Load()) {
-		return // it computes, or was preempted: give it Go's time slice first
+		return due, nil, 0 // it computes, or was preempted: give it Go's time slice first
 	}
 	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
-		return // in carrier code (about to park or yield), or already gone
+		return due, nil, 0 // in carrier code (about to park or yield), or already gone
 	}
 	if !c.runSeq.CompareAndSwap(seq, seq+1) {
 		co.phase.CompareAndSwap(phaseDetached, phaseUser) // the run ended meanwhile: not this one's to take
-		return
+		return now, nil, 0                                // a new run may have begun: look again soon
 	}
 	add(&c.stats.handoffs, 1)
 	c.awayMu.Lock()
@@ -296,13 +349,12 @@ func (c *Carrier) check(now, threshold int64) {
 	if c.bound() && len(c.affinity) > 0 {
 		_ = cpu.PinThread(int(c.tid.Load()), c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
-	go c.own(co, start, now)
-	c.g.reportHandoff(c, co, time.Duration(now-start)) // after: the carrier goes on meanwhile
+	return 0, co, start
 }
 
-// own is a new owner's goroutine, started by a hand-off (at wait.Now at)
-// of the run on co that began at start: it binds a thread as the
-// carrier's and runs the loop.
+// own makes the calling goroutine (the monitor's) c's new owner after a
+// hand-off (at wait.Now at) of the run on co that began at start: it binds
+// its thread as the carrier's and runs the loop.
 func (c *Carrier) own(co *coro, start, at int64) {
 	defer c.ownerExit()
 	if c.bound() {

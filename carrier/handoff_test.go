@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
@@ -17,7 +18,7 @@ import (
 
 // needHandoff skips a test of the hand-off where the carriers of o do not
 // hand off (io_uring, floating, no getm), saying why.
-func needHandoff(t *testing.T, g *Group) {
+func needHandoff(t testing.TB, g *Group) {
 	t.Helper()
 	if !g.Carrier(0).handoff {
 		t.Skipf("carriers do not hand off here (poller %s, float %v, getm %v): they block as before",
@@ -390,6 +391,68 @@ func BenchmarkHandoffCost(b *testing.B) {
 			benchDial(b, g.Carrier(0), l, 0, func(_ *Task, c *Conn) error { return benchLoop(b, c, c) })
 		})
 	}
+}
+
+// BenchmarkHandoffLatency measures what a task that blocks the Go way
+// costs the other work of its carrier: a task blocks on a channel, and a
+// task queued behind it on the same carrier ends the block when it runs.
+// Reported, in µs, p50 and p99 over the iterations: stall, from the block
+// to the queued task running (the threshold, the monitor's look and the
+// hand-off), and handoff, from the monitor's detection (Handoff.Held after
+// the run began) to the queued task running: the hand-off alone.
+func BenchmarkHandoffLatency(b *testing.B) {
+	for _, cfg := range handoffConfigs {
+		b.Run(cfg.name, func(b *testing.B) {
+			held := make(chan time.Duration, 1)
+			o := cfg.o
+			o.OnHandoff = func(h Handoff) {
+				select {
+				case held <- h.Held:
+				default:
+				}
+			}
+			g := newGroupOrSkip(b, o)
+			needHandoff(b, g)
+			stalls := make([]time.Duration, 0, b.N)
+			handoffs := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				// A random pause first, so that blocks begin at random
+				// moments of the monitor's period, as requests do. It
+				// spins: a runtime timer would fire with the monitor's
+				// own (the runtime serves timers together).
+				for end := time.Now().Add(time.Duration(rand.Int64N(int64(time.Millisecond)))); time.Now().Before(end); {
+				}
+				release := make(chan struct{})
+				done := make(chan time.Duration, 1)
+				g.Carrier(0).Submit(func(tk *Task) {
+					t0 := time.Now()
+					tk.Go(func(*Task) { done <- time.Since(t0); close(release) })
+					<-release
+				})
+				stall := <-done
+				stalls = append(stalls, stall)
+				select {
+				case h := <-held:
+					handoffs = append(handoffs, stall-h)
+				case <-time.After(time.Second):
+					b.Fatal("no hand-off reported")
+				}
+			}
+			reportQuantiles(b, "stall", stalls)
+			reportQuantiles(b, "handoff", handoffs)
+		})
+	}
+}
+
+// reportQuantiles reports the p50 and p99 of ds in µs as name-p50-µs and
+// name-p99-µs.
+func reportQuantiles(b *testing.B, name string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2])/1e3, name+"-p50-µs")
+	b.ReportMetric(float64(ds[len(ds)*99/100])/1e3, name+"-p99-µs")
 }
 
 // TestHandoffCarrierState is the ownership protocol's table: a carrier in

@@ -34,8 +34,8 @@ const (
 	// (Options.HandoffThreshold 0): a millisecond, twenty drain budgets, long
 	// against a request's run here (tens of µs), short against the stall a
 	// Go-way block would otherwise impose on every task of the carrier. The
-	// monitor looks every half threshold, so a carrier stalls about 1.5 ms
-	// plus the hand-off itself.
+	// monitor looks at a run as it crosses the threshold, so a carrier
+	// stalls about 1.1 ms (BenchmarkHandoffLatency).
 	DefaultHandoffThreshold = time.Millisecond
 	// DefaultBacklog is the listen backlog when ListenOptions.Backlog is 0
 	// (the kernel caps it at net.core.somaxconn).
@@ -208,11 +208,11 @@ type Options struct {
 	// (or was preempted) gets ten thresholds first, Go's own time slice.
 	// 0: DefaultHandoffThreshold; negative:
 	// no hand-off (a task that blocks the Go way then blocks its carrier).
-	// Only epoll carriers that are not floating hand off, on amd64 and
-	// arm64.
+	// Carriers on epoll and io_uring (RECV/SEND), floating or not, hand
+	// off, on amd64 and arm64; io_uring_poll carriers do not.
 	HandoffThreshold time.Duration
 	// OnHandoff, if set, is called for every hand-off, on the group's
-	// monitor goroutine once the carrier has gone on without the run: it
+	// (fresh) monitor goroutine once the carrier has gone on without the run: it
 	// must return soon (Handoff.Stack stops the world for a moment). nil:
 	// each hand-off is logged with the standard logger, with the task's
 	// note and its goroutine's stack, at most one a second per group.

@@ -1,6 +1,8 @@
 package unix
 
 import (
+	"fmt"
+	"os"
 	"unsafe"
 
 	xunix "golang.org/x/sys/unix"
@@ -31,3 +33,40 @@ func Nanosleep(ns int64) error {
 	}
 	return wrap("clock_nanosleep", errno)
 }
+
+// Timer is a CLOCK_MONOTONIC timerfd read through Go's network poller: a
+// goroutine waiting on it is parked (its P serves other goroutines) and is
+// woken the moment the timer fires, where a runtime timer (time.Sleep, a
+// Ticker) is rounded up to the next millisecond while the runtime waits
+// for it in epoll, and a sleeping system call keeps its P until sysmon
+// takes it back (which keeps sysmon at its 20 µs period). One goroutine at
+// a time may Sleep on a Timer.
+type Timer struct {
+	f   *os.File
+	fd  int
+	buf [8]byte
+}
+
+// NewTimer makes a timer; Close releases it.
+func NewTimer() (*Timer, error) {
+	fd, err := xunix.TimerfdCreate(xunix.CLOCK_MONOTONIC, xunix.TFD_NONBLOCK|xunix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, wrap("timerfd_create", err)
+	}
+	return &Timer{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}, nil
+}
+
+// Sleep waits ns nanoseconds (at least 1).
+func (t *Timer) Sleep(ns int64) error {
+	spec := xunix.ItimerSpec{Value: xunix.NsecToTimespec(max(ns, 1))}
+	if err := xunix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
+		return wrap("timerfd_settime", err)
+	}
+	if _, err := t.f.Read(t.buf[:]); err != nil {
+		return fmt.Errorf("timerfd read: %w", err)
+	}
+	return nil
+}
+
+// Close releases the timer; a Sleep under way returns an error.
+func (t *Timer) Close() error { return t.f.Close() }

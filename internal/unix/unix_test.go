@@ -118,3 +118,27 @@ func TestListenConnectAccept(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestTimer: a Timer's Sleep lasts at least what it was asked, one after
+// the other on the same timer, and fails once the timer is closed.
+func TestTimer(t *testing.T) {
+	tm, err := NewTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{0, 50 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		if err := tm.Sleep(int64(d)); err != nil {
+			t.Fatalf("Sleep(%v): %v", d, err)
+		}
+		if got := time.Since(start); got < d {
+			t.Errorf("Sleep(%v) returned after %v", d, got)
+		}
+	}
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Sleep(int64(time.Millisecond)); err == nil {
+		t.Error("Sleep on a closed timer: no error")
+	}
+}
