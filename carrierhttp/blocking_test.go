@@ -156,7 +156,10 @@ func blockingHandlers(backend string, rt http.RoundTripper) map[string]http.Hand
 // and wants the same answers from both within a time bound. The corpus's
 // "sqlite" case (sqlite_test.go) is database/sql on a SQLite file with the
 // pure-Go driver, each server with a pool of its own, smaller than the
-// requests, shared by them.
+// requests, shared by them. The "redis" and "pgxpool" cases
+// (drivers_test.go) are go-redis and pgxpool against a real Redis and
+// PostgreSQL: a barrier of BLPOPs woken by the last request, and the
+// sqlite case's query on a pool of two.
 func TestBlockingHandlers(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(100 * time.Millisecond)
@@ -165,12 +168,18 @@ func TestBlockingHandlers(t *testing.T) {
 	t.Cleanup(slow.Close)
 	names := []string{"singleflight", "waitgroup", "mutex", "longpoll", "cond", "sleep", "errgroup", "compute", "sqlite"}
 	dbPath := newSQLiteDB(t)
+	driverNames, driverHandler := driverCorpus(t) // "redis", "pgxpool" where their servers start
+	names = append(names, driverNames...)
 	// handler returns the corpus's handler called name, for a server of
 	// its own: the sqlite one gets a fresh *sql.DB (a pool of its own) on
-	// the one file, closed when t ends.
+	// the one file, closed when t ends; the drivers' a client or pool of
+	// their own.
 	handler := func(t *testing.T, name string, rt http.RoundTripper) http.Handler {
 		if name == "sqlite" {
 			return sqliteHandler(openSQLite(t, dbPath), sqliteReport)
+		}
+		if h := driverHandler(t, name); h != nil {
+			return h
 		}
 		return blockingHandlers(slow.URL, rt)[name]
 	}
