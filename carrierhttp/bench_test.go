@@ -19,6 +19,7 @@ import (
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/testsvc"
 )
 
 // fixedBody is the trivial handler of the benchmarks: a fixed body, its
@@ -308,7 +309,7 @@ func driveClients(b *testing.B, urls, wants []string) {
 
 // standardHandlers are the handlers that wait the Go way for less
 // than the hand-off threshold, or longer (sleep50), as commonly written:
-// backend is a URL answering at once.
+// backend is a URL answering at once. standardHandler adds the drivers'.
 func standardHandlers(backend string) map[string]http.Handler {
 	u, _ := url.Parse(backend)
 	fast := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })
@@ -336,36 +337,75 @@ func standardHandlers(backend string) map[string]http.Handler {
 			time.Sleep(50 * time.Millisecond)
 			io.WriteString(w, "slept")
 		}),
+		// Gathers its collectors on goroutines of its own and waits.
+		"promhttp": promHandler(),
 	}
 }
 
-// BenchmarkStandardHandlers serves each of standardHandlers under net/http
-// and on one carrier, 16 keep-alive clients in closed loop, req/s: the
-// issue's ratios (carrier over net/http) for handlers that wait the Go
-// way. Run the two sides alternated (docs/PERFORMANCE.md).
+// benchRedisKey is the key the redis handler GETs; benchRedisValue its
+// value, the answer.
+const benchRedisKey, benchRedisValue = "bench:greeting", "hello"
+
+// standardHandler is the handler called name for one server side, made
+// afresh: standardHandlers', or a driver's, with a client or pool of its
+// own (closed when b ends) of the binary's Redis or PostgreSQL
+// (internal/testsvc; b skips where it cannot start): "redis" GETs
+// benchRedisKey through go-redis (its default pool, 20 connections on 2
+// CPUs), "pgxpool" looks up the row ?arg (pgLookup) on a pgxpool.Pool of
+// sqlitePool connections, as BenchmarkSQLiteHandler's does on SQLite.
+func standardHandler(b *testing.B, backend, name string) http.Handler {
+	b.Helper()
+	switch name {
+	case "redis":
+		c := newRedisClient(b, testsvc.Redis(b), 0)
+		if err := c.Set(context.Background(), benchRedisKey, benchRedisValue, 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+		return redisGetHandler(c, benchRedisKey)
+	case "pgxpool":
+		return pgxHandler(openPgxPool(b, pgItems(b), sqlitePool), pgLookup)
+	}
+	return standardHandlers(backend)[name]
+}
+
+// driveStandard drives the standard handler called name at addr from
+// sqliteClients (16) keep-alive clients: pgxpool's each asking for a row of
+// its own (benchClients), the others for "/", redis's wanting
+// benchRedisValue.
+func driveStandard(b *testing.B, name, addr string) {
+	if name == "pgxpool" {
+		benchClients(b, addr)
+		return
+	}
+	urls, wants := make([]string, sqliteClients), make([]string, sqliteClients)
+	for i := range urls {
+		urls[i] = "http://" + addr + "/"
+		if name == "redis" {
+			wants[i] = benchRedisValue
+		}
+	}
+	driveClients(b, urls, wants)
+}
+
+// BenchmarkStandardHandlers serves each of standardHandler's handlers
+// under net/http and on one carrier, 16 keep-alive clients in closed loop,
+// req/s: the ratios (carrier over net/http) for handlers that wait
+// the Go way. Each side makes its handler, clients and pools afresh. Run
+// the two sides alternated (docs/PERFORMANCE.md).
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
-	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50"} {
-		urls := make([]string, 16)
-		wants := make([]string, 16)
+	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50", "promhttp", "redis", "pgxpool"} {
 		b.Run(name+"/nethttp", func(b *testing.B) {
-			addr := startNetHTTP(b, standardHandlers("http://" + backend)[name])
-			for i := range urls {
-				urls[i] = "http://" + addr + "/"
-			}
-			driveClients(b, urls, wants)
+			driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name)))
 		})
 		b.Run(name+"/carrier", func(b *testing.B) {
+			h := standardHandler(b, "http://"+backend, name) // first: it may skip
 			g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := &Server{Handler: standardHandlers("http://" + backend)[name], ErrorLog: log.New(io.Discard, "", 0)}
-			addr := listenOn(b, g, s)
-			for i := range urls {
-				urls[i] = "http://" + addr + "/"
-			}
-			driveClients(b, urls, wants)
+			s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+			driveStandard(b, name, listenOn(b, g, s))
 			b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
 		})
 	}
