@@ -1,0 +1,293 @@
+// Package tfb serves the TechEmpower Framework Benchmarks' six test types
+// (https://www.techempower.com/benchmarks/, "Test types" in the project's
+// wiki) as one ordinary net/http handler on a pgxpool.Pool, so that the same
+// code can be measured under net/http's server and on carriers
+// (carrierhttp.Server): /json, /plaintext, /db, /queries?queries=N,
+// /fortunes and /updates?queries=N, on PostgreSQL tables World (10,000
+// rows) and Fortune (the 12 standard fortunes) that Setup makes.
+//
+// It follows the published requirements as TechEmpower's verifier checks
+// them (toolset/test_types in TechEmpower/FrameworkBenchmarks):
+//
+//   - every answer carries Server, Date (set by the server, never cached),
+//     Content-Type and Content-Length;
+//   - /json answers {"message":"Hello, World!"} (application/json), an
+//     object made and serialized per request; /plaintext answers
+//     "Hello, World!" (text/plain);
+//   - /db reads one World row of a random id in 1..10000 and answers it as
+//     {"id":N,"randomNumber":M}; nothing is cached;
+//   - /queries reads N rows, each by its own query of a random id (no IN
+//     list, no join), and answers a JSON array of them, N being the
+//     queries parameter clamped to 1..500; a missing, empty or
+//     non-numeric value counts as 1;
+//   - /fortunes reads every Fortune row, adds {0, "Additional fortune added
+//     at request time."}, sorts them by message and renders them with
+//     html/template, which escapes them (text/html; charset=utf-8);
+//   - /updates reads N rows as /queries does, gives each a new random
+//     number in 1..10000, writes them back in one batch of UPDATE
+//     statements (which the rules allow) and answers the new values.
+//
+// Statements go through pgx's default statement cache (each is prepared
+// on a connection at its first use). An error of the database answers 500
+// and the server goes on serving.
+package tfb
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ServerName is the Server header of every answer.
+const ServerName = "spindle"
+
+// The tables' sizes and the queries parameter's range, TechEmpower's.
+const (
+	// WorldRows is how many rows World has: ids 1..WorldRows, and random
+	// numbers in the same range.
+	WorldRows = 10000
+	// MinQueries and MaxQueries bound the queries parameter of /queries
+	// and /updates.
+	MinQueries = 1
+	MaxQueries = 500
+)
+
+// The answers' content types.
+const (
+	contentJSON = "application/json"
+	contentText = "text/plain"
+	contentHTML = "text/html; charset=utf-8"
+)
+
+// The statements, in lower case as PostgreSQL folds the unquoted names
+// TechEmpower's schema uses.
+const (
+	selectWorld    = "SELECT id, randomnumber FROM world WHERE id = $1"
+	updateWorld    = "UPDATE world SET randomnumber = $2 WHERE id = $1"
+	selectFortunes = "SELECT id, message FROM fortune"
+)
+
+// helloWorld is the message of /json and the body of /plaintext.
+const helloWorld = "Hello, World!"
+
+// additionalFortune is the row /fortunes adds to the table's at request
+// time, with id 0.
+const additionalFortune = "Additional fortune added at request time."
+
+// World is a row of the table World, as /db, /queries and /updates answer it.
+type World struct {
+	ID           int32 `json:"id"`
+	RandomNumber int32 `json:"randomNumber"`
+}
+
+// Fortune is a row of the table Fortune.
+type Fortune struct {
+	ID      int32
+	Message string
+}
+
+// message is /json's object, made per request as the rules ask.
+type message struct {
+	Message string `json:"message"`
+}
+
+// fortunesTemplate is TechEmpower's fortunes page; html/template escapes
+// each message for its place in the page. Parsing a constant cannot fail
+// but for a mistake in it, which TestFortunes would show.
+var fortunesTemplate = template.Must(template.New("fortunes").Parse(`<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>{{range .}}<tr><td>{{.ID}}</td><td>{{.Message}}</td></tr>{{end}}</table></body></html>`))
+
+// handler answers the test types from pool.
+type handler struct{ pool *pgxpool.Pool }
+
+// New returns the handler of the six test types, reading and writing the
+// tables Setup made through pool. It is safe for concurrent use.
+func New(pool *pgxpool.Pool) http.Handler {
+	h := &handler{pool: pool}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /json", h.json)
+	mux.HandleFunc("GET /plaintext", h.plaintext)
+	mux.HandleFunc("GET /db", h.db)
+	mux.HandleFunc("GET /queries", h.queries)
+	mux.HandleFunc("GET /fortunes", h.fortunes)
+	mux.HandleFunc("GET /updates", h.updates)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", ServerName)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) json(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, message{Message: helloWorld})
+}
+
+func (h *handler) plaintext(w http.ResponseWriter, r *http.Request) {
+	write(w, contentText, []byte(helloWorld))
+}
+
+func (h *handler) db(w http.ResponseWriter, r *http.Request) {
+	var wd World
+	if err := h.pool.QueryRow(r.Context(), selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber); err != nil {
+		fail(w, fmt.Errorf("tfb: /db: %w", err))
+		return
+	}
+	writeJSON(w, wd)
+}
+
+func (h *handler) queries(w http.ResponseWriter, r *http.Request) {
+	worlds, err := h.readWorlds(r.Context(), parseQueries(r.URL.Query().Get("queries")))
+	if err != nil {
+		fail(w, fmt.Errorf("tfb: /queries: %w", err))
+		return
+	}
+	writeJSON(w, worlds)
+}
+
+func (h *handler) fortunes(w http.ResponseWriter, r *http.Request) {
+	fortunes, err := h.readFortunes(r.Context())
+	if err != nil {
+		fail(w, fmt.Errorf("tfb: /fortunes: %w", err))
+		return
+	}
+	fortunes = append(fortunes, Fortune{ID: 0, Message: additionalFortune})
+	slices.SortFunc(fortunes, func(a, b Fortune) int { return cmp.Compare(a.Message, b.Message) })
+	var b bytes.Buffer
+	if err := fortunesTemplate.Execute(&b, fortunes); err != nil {
+		fail(w, fmt.Errorf("tfb: /fortunes: render: %w", err))
+		return
+	}
+	write(w, contentHTML, b.Bytes())
+}
+
+func (h *handler) updates(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	worlds, err := h.readWorlds(ctx, parseQueries(r.URL.Query().Get("queries")))
+	if err != nil {
+		fail(w, fmt.Errorf("tfb: /updates: %w", err))
+		return
+	}
+	for i := range worlds {
+		worlds[i].RandomNumber = randomID()
+	}
+	if err := h.writeWorlds(ctx, worlds); err != nil {
+		fail(w, fmt.Errorf("tfb: /updates: %w", err))
+		return
+	}
+	writeJSON(w, worlds)
+}
+
+// readWorlds reads n rows of random ids, one query each, on one
+// connection of the pool.
+func (h *handler) readWorlds(ctx context.Context, n int) ([]World, error) {
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire a connection: %w", err)
+	}
+	defer conn.Release()
+	worlds := make([]World, n)
+	for i := range worlds {
+		if err := conn.QueryRow(ctx, selectWorld, randomID()).Scan(&worlds[i].ID, &worlds[i].RandomNumber); err != nil {
+			return nil, fmt.Errorf("read world %d of %d: %w", i+1, n, err)
+		}
+	}
+	return worlds, nil
+}
+
+// writeWorlds writes the random numbers of worlds back in one batch of
+// UPDATE statements, sent together and run in one implicit transaction.
+// The statements go in the order of the ids, so that concurrent batches
+// lock their rows in the same order and cannot deadlock. An id drawn more
+// than once in worlds is written once, with the number of its last
+// occurrence, which all its occurrences then answer: the answer shows
+// what the table holds.
+func (h *handler) writeWorlds(ctx context.Context, worlds []World) error {
+	order := make([]int, len(worlds)) // indices of worlds by id, stably
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(worlds[a].ID, worlds[b].ID) })
+	var batch pgx.Batch
+	for i := 0; i < len(order); {
+		j := i + 1 // order[i:j] share an id
+		for j < len(order) && worlds[order[j]].ID == worlds[order[i]].ID {
+			j++
+		}
+		last := worlds[order[j-1]]
+		for _, k := range order[i:j] {
+			worlds[k].RandomNumber = last.RandomNumber
+		}
+		batch.Queue(updateWorld, last.ID, last.RandomNumber)
+		i = j
+	}
+	if err := h.pool.SendBatch(ctx, &batch).Close(); err != nil {
+		return fmt.Errorf("update %d worlds: %w", batch.Len(), err)
+	}
+	return nil
+}
+
+// readFortunes reads every row of Fortune.
+func (h *handler) readFortunes(ctx context.Context) ([]Fortune, error) {
+	rows, err := h.pool.Query(ctx, selectFortunes)
+	if err != nil {
+		return nil, fmt.Errorf("query fortunes: %w", err)
+	}
+	fortunes, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Fortune, error) {
+		var f Fortune
+		err := row.Scan(&f.ID, &f.Message)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read fortunes: %w", err)
+	}
+	return fortunes, nil
+}
+
+// parseQueries is the number of rows a queries parameter asks for: its
+// decimal value clamped to MinQueries..MaxQueries; a value too large or
+// too small for an int is clamped as well, and anything that is not a
+// decimal integer (empty, "foo", "1.5", " 2") counts as MinQueries, as
+// TechEmpower's verifier expects.
+func parseQueries(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // on ErrRange n is the nearest int
+		return MinQueries
+	}
+	return min(max(n, MinQueries), MaxQueries)
+}
+
+// randomID is a random World id, and a random number for a World row:
+// uniform in 1..WorldRows.
+func randomID() int32 { return rand.Int32N(WorldRows) + 1 }
+
+// writeJSON answers v serialized (application/json).
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fail(w, fmt.Errorf("tfb: encode %T: %w", v, err))
+		return
+	}
+	write(w, contentJSON, b)
+}
+
+// write answers body with its Content-Type and Content-Length.
+func write(w http.ResponseWriter, contentType string, body []byte) {
+	hd := w.Header()
+	hd.Set("Content-Type", contentType)
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+// fail answers 500 with err's text.
+func fail(w http.ResponseWriter, err error) {
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
