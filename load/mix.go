@@ -24,8 +24,8 @@ const (
 // MixEntry is one request of a mix: Target (path and query, same host as
 // Options.URL) is sent in proportion to Weight among the entries.
 type MixEntry struct {
-	Weight int
-	Target string
+	Weight int    `json:"weight"`
+	Target string `json:"target"`
 }
 
 // String is the entry as --mix takes it, "WEIGHT:TARGET".
@@ -89,9 +89,9 @@ func checkMixTarget(t string) error {
 	return nil
 }
 
-// checkMix checks a whole mix: each entry, their number and their weights'
-// sum.
-func checkMix(mix []MixEntry) error {
+// CheckMix checks a whole mix: each entry, their number and their
+// weights' sum.
+func CheckMix(mix []MixEntry) error {
 	if len(mix) > MaxMixEntries {
 		return fmt.Errorf("want at most %d mix entries, got %d", MaxMixEntries, len(mix))
 	}
@@ -134,7 +134,7 @@ func (m *Mix) Set(s string) error {
 		return err
 	}
 	next := append(*m, e)
-	if err := checkMix(next); err != nil {
+	if err := CheckMix(next); err != nil {
 		return err
 	}
 	*m = next

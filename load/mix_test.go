@@ -82,8 +82,8 @@ func FuzzParseMixEntry(f *testing.F) {
 				t.Fatalf("%q: target %q has byte %#x", s, e.Target, c)
 			}
 		}
-		if err := checkMix([]MixEntry{e}); err != nil {
-			t.Fatalf("%q: parsed to %+v, which checkMix refuses: %v", s, e, err)
+		if err := CheckMix([]MixEntry{e}); err != nil {
+			t.Fatalf("%q: parsed to %+v, which CheckMix refuses: %v", s, e, err)
 		}
 		back, err := ParseMixEntry(e.String())
 		if err != nil || back != e {

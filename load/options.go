@@ -197,7 +197,7 @@ func (o *Options) validate() (target, error) {
 		return t, err
 	}
 	if len(o.Mix) > 0 {
-		if err := checkMix(o.Mix); err != nil {
+		if err := CheckMix(o.Mix); err != nil {
 			return target{}, badOptions("%v", err)
 		}
 		if t.path != "/" {
