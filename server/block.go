@@ -24,6 +24,19 @@ import (
 // calls it): in handoff mode it runs on the request's offloaded goroutine,
 // in the other carrier modes in the connection's task.
 
+// BlockPath is the blocking endpoint's path.
+const BlockPath = "/block"
+
+// BlockKinds are the kinds /block takes (kind=), in the order help lists
+// them.
+var BlockKinds = []string{"sleep", "mutex", "singleflight"}
+
+// BlockTarget is the request target of a /block request of kind blocking
+// for d.
+func BlockTarget(kind string, d time.Duration) string {
+	return BlockPath + "?kind=" + kind + "&d=" + d.String()
+}
+
 // blockKind is what a /block request blocks on.
 type blockKind int
 

@@ -334,3 +334,19 @@ func TestSparseLog(t *testing.T) {
 		t.Errorf("log:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// TestBlockKindsListed: BlockKinds, which users are offered, are the kinds
+// /block takes, and BlockTarget writes a query it parses.
+func TestBlockKindsListed(t *testing.T) {
+	if len(BlockKinds) != len(blockKinds) {
+		t.Errorf("BlockKinds %v, /block takes %d kinds", BlockKinds, len(blockKinds))
+	}
+	for _, k := range BlockKinds {
+		target := BlockTarget(k, 20*time.Millisecond)
+		_, query, _ := strings.Cut(target, "?")
+		b, err := parseBlock(query, time.Second)
+		if err != nil || b.kind != blockKinds[k] || b.d != 20*time.Millisecond {
+			t.Errorf("BlockTarget(%q) = %s: parsed to %+v, %v", k, target, b, err)
+		}
+	}
+}

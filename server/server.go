@@ -306,7 +306,7 @@ func routeOf[T string | []byte](path T) route {
 		return routeHealth
 	case "/fruits":
 		return routeFruits
-	case "/block":
+	case BlockPath:
 		return routeBlock
 	}
 	return routeNotFound
