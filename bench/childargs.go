@@ -21,7 +21,7 @@ func ServerArgs(c Config) []string {
 	f := server.DefaultFlags()
 	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
 	f.Backend = "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits"
-	f.Steal, f.NPlusOne, f.Float = c.WorkStealing, c.NPlus1, c.Float
+	f.Steal, f.NPlusOne, f.Float, f.BlockingEndpoint = c.WorkStealing, c.NPlus1, c.Float, c.BlockingEndpoint
 	if !c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
 		f.CPUs = c.ServerCPUs
 	}
@@ -40,7 +40,7 @@ func ServerArgs(c Config) []string {
 func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
 	f := loadFlags(c, jsonPath)
 	f.Hgrm, f.Hlog = hgrmPrefix, hlogPath
-	return append(append([]string{"load"}, f.Args()...), hostURL("127.0.0.1", c.ServerPort, "/fruits"))
+	return append(append([]string{"load"}, f.Args()...), hostURL("127.0.0.1", c.ServerPort, c.loadPath()))
 }
 
 // loadFlags are the load generator's flags of c without its files other
@@ -49,6 +49,7 @@ func loadFlags(c Config, jsonPath string) load.Flags {
 	f := load.DefaultFlags()
 	f.Threads, f.Connections, f.Duration, f.Warmup = c.LoadThreads, c.Connections, c.Duration, c.Warmup
 	f.Latency, f.JSON, f.CPUs = true, jsonPath, c.LoadCPUs
+	f.Mix = c.Mix
 	f.HlogInterval = HlogInterval(c.Duration)
 	if c.Rate > 0 {
 		f.Rate, f.RateGiven = float64(c.Rate), true

@@ -8,6 +8,7 @@ import (
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/server"
 )
 
 // LoadArgs is "load", the flags that "spindle load" parses back into the
@@ -56,6 +57,64 @@ func TestHlogInterval(t *testing.T) {
 		}
 		if n := tc.window / got; n > MaxTimelineIntervals {
 			t.Errorf("HlogInterval(%v) = %v: %d intervals, over %d", tc.window, got, n, MaxTimelineIntervals)
+		}
+	}
+}
+
+// TestMixArgs: a blocking mix reaches the load generator as its --mix
+// entries with the host alone for URL, and the server gets
+// --blocking-endpoint; neither changes without one.
+func TestMixArgs(t *testing.T) {
+	mix, err := blockingMix("sleep", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		c        Config
+		url      string
+		blocking bool
+	}{
+		{"no mix", Config{ServerPort: 18081, MockPort: 18080}, "http://127.0.0.1:18081/fruits", false},
+		{"blocking mix", Config{ServerPort: 18081, MockPort: 18080, Mix: mix, BlockingEndpoint: true}, "http://127.0.0.1:18081/", true},
+	} {
+		a := LoadArgs(tc.c, "r/load.json", "r/load", "r/load.hlog")
+		if a[len(a)-1] != tc.url {
+			t.Errorf("%s: load URL %s, want %s", tc.name, a[len(a)-1], tc.url)
+		}
+		got := cliflagtest.Parse(t, (*load.Flags).Register, a[1:len(a)-1])
+		if !reflect.DeepEqual(got.Mix, tc.c.Mix) {
+			t.Errorf("%s: load --mix %v, want %v", tc.name, got.Mix, tc.c.Mix)
+		}
+		s := ServerArgs(tc.c)
+		sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:])
+		if sf.BlockingEndpoint != tc.blocking {
+			t.Errorf("%s: server --blocking-endpoint %v, want %v (%q)", tc.name, sf.BlockingEndpoint, tc.blocking, s)
+		}
+	}
+}
+
+// TestMixConnections: at a fixed rate with a blocking mix the load opens
+// a connection per mixSpacing holds of the rate, within IOConnections and
+// never fewer than asked; otherwise the count stays.
+func TestMixConnections(t *testing.T) {
+	mix, err := blockingMix("mutex", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    Config
+		want int
+	}{
+		{"no mix", Config{Connections: 100, Rate: 5000}, 100},
+		{"closed loop", Config{Connections: 100, Mix: mix, BlockingEndpoint: true}, 100},
+		{"2800/s", Config{Connections: 100, Rate: 2800, Mix: mix, BlockingEndpoint: true}, 1120},
+		{"asked for more", Config{Connections: 5000, Rate: 2800, Mix: mix, BlockingEndpoint: true}, 5000},
+		{"capped", Config{Connections: 100, Rate: 100000, Mix: mix, BlockingEndpoint: true}, IOConnections},
+	} {
+		if got := tc.c.mixConnections(); got != tc.want {
+			t.Errorf("%s: %d connections, want %d", tc.name, got, tc.want)
 		}
 	}
 }

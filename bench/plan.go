@@ -7,6 +7,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -335,6 +337,12 @@ type Config struct {
 	Wait string `json:"wait"`
 	// NPlus1 leaves one server CPU to everything that is not a carrier.
 	NPlus1 bool `json:"nplus1"`
+	// Mix, when not empty, is the load generator's request mix (load
+	// --mix) instead of /fruits alone; BlockingEndpoint has the server
+	// serve /block (serve --blocking-endpoint), which a mix entry may send
+	// to: a handler that blocks the Go way, beside /fruits.
+	Mix              load.Mix `json:"mix,omitempty"`
+	BlockingEndpoint bool     `json:"blocking_endpoint,omitempty"`
 	// Warmup precedes the measured window Duration.
 	Warmup   time.Duration `json:"warmup_ns"`
 	Duration time.Duration `json:"duration_ns"`
@@ -388,10 +396,60 @@ func (c Config) Validate(strict bool) error {
 	case c.Profile != "" && c.Profile != ProfileCPU:
 		return fmt.Errorf("profile %q: want %s (or none)", c.Profile, ProfileCPU)
 	}
+	if err := c.checkMix(); err != nil {
+		return err
+	}
 	if strict {
 		return c.overlap()
 	}
 	return nil
+}
+
+// checkMix checks the request mix, and that one sending to /block has a
+// server that serves it.
+func (c Config) checkMix() error {
+	if len(c.Mix) == 0 {
+		return nil
+	}
+	if err := load.CheckMix(c.Mix); err != nil {
+		return fmt.Errorf("mix: %w", err)
+	}
+	for _, e := range c.Mix {
+		if !c.BlockingEndpoint && (e.Target == server.BlockPath || strings.HasPrefix(e.Target, server.BlockPath+"?")) {
+			return fmt.Errorf("mix entry %s: the server serves %s only with the blocking endpoint (--blocking-endpoint)", e, server.BlockPath)
+		}
+	}
+	return nil
+}
+
+// mixConnections is the load generator's connection count for c's fixed
+// rate with a blocking mix: enough that a connection sends once every
+// mixSpacing blocking holds, so that a fast request seldom finds its
+// connection still waiting for a blocked answer (a mix shares
+// connections: the fast request would then wait in the generator, and its
+// corrected latency hold the block). With a 5% share a fast request
+// finds its connection so busy 0.25% of the time, under the p99 the
+// report reads. At most IOConnections; c's own count when higher, or
+// without a blocking mix or a rate.
+func (c Config) mixConnections() int {
+	if !c.BlockingEndpoint || len(c.Mix) == 0 || c.Rate <= 0 {
+		return c.Connections
+	}
+	need := int(math.Ceil(float64(c.Rate) * mixSpacing * BlockingHold.Seconds()))
+	return max(c.Connections, min(need, IOConnections))
+}
+
+// mixSpacing is how many blocking holds apart a connection's requests are
+// with a blocking mix at a fixed rate (mixConnections).
+const mixSpacing = 20
+
+// loadPath is the request target of the load generator's URL: /fruits,
+// or with a mix the host alone (the mix has the targets).
+func (c Config) loadPath() string {
+	if len(c.Mix) > 0 {
+		return "/"
+	}
+	return "/fruits"
 }
 
 // overlap reports the first two of the load, server and mock CPU sets
@@ -513,6 +571,29 @@ type CompareOptions struct {
 	Sweep bool
 	// Rates adds a sweep at these fixed rates, req/s.
 	Rates []int
+	// Blocking, when not "", sends BlockingShare percent of every run's
+	// requests to the server's blocking endpoint (server.BlockTarget of
+	// this kind, for BlockingHold) and the rest to /fruits.
+	Blocking      string
+	BlockingShare int
+}
+
+// The blocking mix of "spindle compare --blocking": the issue's 5% of
+// requests blocking 20 ms the Go way.
+const (
+	DefaultBlockingShare = 5
+	BlockingHold         = 20 * time.Millisecond
+)
+
+// blockingMix is the request mix of CompareOptions.Blocking.
+func blockingMix(kind string, share int) (load.Mix, error) {
+	if !slices.Contains(server.BlockKinds, kind) {
+		return nil, fmt.Errorf("blocking kind %q: want %s", kind, strings.Join(server.BlockKinds, ", "))
+	}
+	if share < 1 || share > 50 {
+		return nil, fmt.Errorf("blocking share %d%%: want 1 to 50", share)
+	}
+	return load.Mix{{Weight: 100 - share, Target: "/fruits"}, {Weight: share, Target: server.BlockTarget(kind, BlockingHold)}}, nil
 }
 
 // SweepShares are the offered rates of a sweep as shares of the reference
@@ -551,6 +632,16 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		if !o.Full {
 			base.Warmup, base.Duration = IOWarmup, IODuration
 		}
+	}
+	if o.Blocking != "" {
+		share := o.BlockingShare
+		if share == 0 {
+			share = DefaultBlockingShare
+		}
+		if base.Mix, err = blockingMix(o.Blocking, share); err != nil {
+			return Plan{}, err
+		}
+		base.BlockingEndpoint = true
 	}
 	if o.Warmup > 0 {
 		base.Warmup = o.Warmup
@@ -624,7 +715,27 @@ func describe(l Layout, c Config, rounds int) string {
 	return fmt.Sprintf("%s; %s. Think time %v, %s, warm-up %v, window %v, %s; "+
 		"the fixed rate is %.0f%% of the lowest configuration's max throughput.",
 		s, l.Note, c.MockThinkTime, report.Count(c.Connections, "connection", "connections"), c.Warmup, c.Duration,
-		report.Count(rounds, "round", "rounds"), 100*FixedRateShare)
+		report.Count(rounds, "round", "rounds"), 100*FixedRateShare) + describeMix(c)
+}
+
+// describeMix is the request mix's sentence of describe ("" without one).
+func describeMix(c Config) string {
+	if len(c.Mix) == 0 {
+		return ""
+	}
+	total := 0
+	for _, e := range c.Mix {
+		total += e.Weight
+	}
+	parts := make([]string, len(c.Mix))
+	for i, e := range c.Mix {
+		parts[i] = fmt.Sprintf("%.4g%% %s", 100*float64(e.Weight)/float64(total), e.Target)
+	}
+	s := " Requests: " + strings.Join(parts, ", ") + "."
+	if c.BlockingEndpoint {
+		s += fmt.Sprintf(" At a fixed rate the load opens a connection per %d blocking holds of the rate (at most %d), so that a fast request seldom waits for a blocked one on its connection.", mixSpacing, IOConnections)
+	}
+	return s
 }
 
 // PlanFile is where RunPlan records the plan, fixed rate included.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/report"
 )
 
@@ -331,6 +333,11 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Float, c.NPlus1 = true, true },
 		func(c *Config) { c.Wait = "spinny" },
 		func(c *Config) { c.Profile = "heap" },
+		func(c *Config) { c.Mix = load.Mix{{Weight: 0, Target: "/fruits"}} },
+		func(c *Config) {
+			c.Mix = load.Mix{{Weight: 95, Target: "/fruits"}, {Weight: 5, Target: "/block?kind=sleep"}}
+		}, // no blocking endpoint
+		func(c *Config) { c.Mix, c.BlockingEndpoint = load.Mix{{Weight: 1, Target: "fruits"}}, true },
 	}
 	for i, f := range bad {
 		c := good
@@ -338,6 +345,39 @@ func TestValidate(t *testing.T) {
 		if err := c.Validate(false); err == nil {
 			t.Errorf("bad config %d accepted: %+v", i, c)
 		}
+	}
+}
+
+// TestComparePlanBlocking: --blocking gives every configuration of every
+// phase the blocking mix and endpoint, and refuses an unknown kind or a
+// share out of range.
+func TestComparePlanBlocking(t *testing.T) {
+	cpus := mustList(t, "0-3")
+	p, err := ComparePlan(CompareOptions{CPUs: cpus, Blocking: "singleflight"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := load.Mix{{Weight: 95, Target: "/fruits"}, {Weight: 5, Target: "/block?kind=singleflight&d=20ms"}}
+	for _, ph := range p.Phases {
+		for _, c := range ph.Configs {
+			if !c.BlockingEndpoint || !reflect.DeepEqual(c.Mix, want) {
+				t.Errorf("%s/%s: blocking endpoint %v, mix %v; want true, %v", ph.Name, c.Name, c.BlockingEndpoint, c.Mix, want)
+			}
+			if err := c.Validate(false); err != nil {
+				t.Errorf("%s/%s: %v", ph.Name, c.Name, err)
+			}
+		}
+	}
+	if !strings.Contains(p.Description, "Requests: 95% /fruits, 5% /block?kind=singleflight&d=20ms.") {
+		t.Errorf("description does not say the mix: %s", p.Description)
+	}
+	for _, o := range []CompareOptions{{CPUs: cpus, Blocking: "nap"}, {CPUs: cpus, Blocking: "sleep", BlockingShare: 51}} {
+		if _, err := ComparePlan(o); err == nil {
+			t.Errorf("ComparePlan(%+v) accepted", o)
+		}
+	}
+	if p, err := ComparePlan(CompareOptions{CPUs: cpus}); err != nil || p.Phases[0].Configs[0].Mix != nil || p.Phases[0].Configs[0].BlockingEndpoint {
+		t.Errorf("without --blocking: %v, mix %v", err, p.Phases[0].Configs[0].Mix)
 	}
 }
 

@@ -305,11 +305,11 @@ func (r *runner) run(ctx context.Context) error {
 	loadStart := time.Now()
 	if len(h.Load) == 0 {
 		args := LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile))
-		args[len(args)-1] = hostURL(serverAddr, cfg.ServerPort, "/fruits")
+		args[len(args)-1] = hostURL(serverAddr, cfg.ServerPort, cfg.loadPath())
 		if r.load, err = r.start("load", nil, args, cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
 			return err
 		}
-	} else if loadStart, err = r.startRemoteLoad(hostURL(serverAddr, cfg.ServerPort, "/fruits")); err != nil {
+	} else if loadStart, err = r.startRemoteLoad(hostURL(serverAddr, cfg.ServerPort, cfg.loadPath())); err != nil {
 		return err
 	}
 	margin := cfg.Duration * observeMarginPc / 100

@@ -68,6 +68,9 @@ type Group struct {
 	SubmitP50, SubmitP99, Steals, Moved, Handoffs                         Stat
 	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
 	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
+	// Mix has each request target's figures over the runs, when the load
+	// sent a mix (in the first run's order).
+	Mix []MixStat
 	// Hist is the corrected latency of all complete runs merged; nil if none.
 	Hist *latency.Histogram
 	// NA collects why figures are missing.
@@ -181,6 +184,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.Throughput = col(func(s Summary) float64 { return s.Throughput })
 	g.Errors = col(func(s Summary) float64 { return float64(s.Errors) })
 	g.P50, g.P90, g.P99, g.P999 = pct("50"), pct("90"), pct("99"), pct("99.9")
+	g.Mix = mixStats(ss)
 	perfRuns := 0
 	for _, s := range ss {
 		if s.Perf != nil && s.Perf.CPUsUtilized.NA == "" {
@@ -381,6 +385,65 @@ func p50(s Summary) float64 { return percentile(s, "50") }
 func p99(s Summary) float64 { return percentile(s, "99") }
 
 // latencyMs reads a run's corrected percentile p ("50", "99.9") in ms.
+// MixStat is one request target's figures over a group's runs: its share
+// of the weights, its corrected latency percentiles in ms, and the percent
+// of its requests queued behind an earlier answer on their connection
+// (MixFigures.Queued).
+type MixStat struct {
+	Target         string
+	Share          float64
+	P50, P99, P999 Stat
+	QueuedPct      Stat
+}
+
+// mixStats summarizes the runs' mix entries by target, in the first
+// run's order; nil when no run had a mix.
+func mixStats(ss []Summary) []MixStat {
+	var out []MixStat
+	for _, s := range ss {
+		if len(s.Mix) == 0 {
+			continue
+		}
+		total := 0
+		for _, m := range s.Mix {
+			total += m.Weight
+		}
+		for _, m := range s.Mix {
+			out = append(out, MixStat{Target: m.Target, Share: float64(m.Weight) / float64(total)})
+		}
+		break
+	}
+	for i := range out {
+		figure := func(f func(MixFigures) float64) Stat {
+			var vs []float64
+			for _, s := range ss {
+				for _, m := range s.Mix {
+					if m.Target == out[i].Target {
+						vs = append(vs, f(m))
+					}
+				}
+			}
+			return statOf(vs)
+		}
+		pct := func(p string) Stat {
+			return figure(func(m MixFigures) float64 {
+				if m.Latency.Count == 0 {
+					return math.NaN()
+				}
+				return float64(m.Latency.PercentilesUs[p]) / 1000
+			})
+		}
+		out[i].P50, out[i].P99, out[i].P999 = pct("50"), pct("99"), pct("99.9")
+		out[i].QueuedPct = figure(func(m MixFigures) float64 {
+			if m.Completed == 0 {
+				return math.NaN()
+			}
+			return 100 * float64(m.Queued) / float64(m.Completed)
+		})
+	}
+	return out
+}
+
 func latencyMs(p string) func(Summary) float64 {
 	return func(s Summary) float64 { return percentile(s, p) / 1000 }
 }

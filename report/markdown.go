@@ -162,6 +162,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 				g.CPUs.Format(2, g.naReason("perf-stat")), g.ContextSwitches.Format(0, g.naReason("perf-stat")),
 				g.IPC.Format(2, g.naReason("ipc")), g.OtherCPUs.Format(2, g.naReason("other-cpus")))
 		}
+		writeMix(&b, gs)
 		fmt.Fprintf(&b, "\nCPUs utilized and context switches of the server process, from %s. "+
 			"Other load is the CPU time the machine spent on anything but the run's processes (other "+
 			"tenants, the kernel, steal) in the observers' window: where it is high, figures are noisy.\n\n", sources(gs))
@@ -396,6 +397,30 @@ func (r *Report) writeCurves(b *strings.Builder, plot func(name string, draw fun
 	b.WriteString("\n")
 	b.WriteString(plot("latency-load.png", func(path string) error { return curvePlot(cs, slo, path) }))
 	b.WriteString("\n")
+}
+
+// writeMix is a phase's table of request targets, for runs whose load
+// sent a mix: a fast endpoint's latency beside a blocking one's, and the
+// carriers' hand-offs that kept them apart.
+func writeMix(b *strings.Builder, gs []*Group) {
+	if !slices.ContainsFunc(gs, func(g *Group) bool { return len(g.Mix) > 0 }) {
+		return
+	}
+	b.WriteString("\nRequest mix: each target's corrected latency (the table above is all of them together). " +
+		"Queued: the target's requests whose connection still waited for an earlier answer when they were due, " +
+		"so that they waited in the load generator too.\n\n")
+	b.WriteString("| configuration | target | share | p50 ms | p99 ms | p99.9 ms | queued % | hand-offs/10s |\n|---|---|---|---|---|---|---|---|\n")
+	for _, g := range gs {
+		handoffs := g.Handoffs.Format(1, "not recorded: an older result")
+		if g.IOCycles.N == 0 {
+			handoffs = "n/a (no carriers)"
+		}
+		for _, m := range g.Mix {
+			fmt.Fprintf(b, "| %s | %s | %.4g%% | %s | %s | %s | %s | %s |\n", g.Name, cell(m.Target), 100*m.Share,
+				m.P50.Format(2, "no latency"), m.P99.Format(2, "no latency"), m.P999.Format(2, "no latency"),
+				m.QueuedPct.Format(2, "no request"), handoffs)
+		}
+	}
 }
 
 // runLabel names a run's directory with its phase's, as a comparison lays

@@ -462,3 +462,50 @@ func TestFindingsSubstituteAndPart(t *testing.T) {
 		}
 	})
 }
+
+// TestMixTable: runs whose load sent a mix get the request mix table,
+// one row per target with its percentiles' median over the runs and the
+// hand-offs; a report without a mix has no such table.
+func TestMixTable(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	write := func() string {
+		out := t.TempDir()
+		if _, err := Write(out, rs, Options{Title: "mix"}); err != nil {
+			t.Fatal(err)
+		}
+		md, err := os.ReadFile(filepath.Join(out, File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(md)
+	}
+	if md := write(); strings.Contains(md, "Request mix") {
+		t.Fatal("a report without a mix has a request mix table")
+	}
+	named := ""
+	for i := range rs {
+		s := &rs[i].Summary
+		if s.Phase != PhaseMax || s.Carrier == nil || (named != "" && s.Name != named) {
+			continue
+		}
+		named = s.Name
+		s.Carrier.HandoffsPer10s = 42
+		fast := latency.Summary{Count: 950, PercentilesUs: map[string]int64{"50": 1000, "99": 2000 + int64(i), "99.9": 3000}}
+		slow := latency.Summary{Count: 50, PercentilesUs: map[string]int64{"50": 20000, "99": 21000, "99.9": 22000}}
+		s.Mix = []MixFigures{{Target: "/fruits", Weight: 95, Completed: 950, Queued: 19, Latency: fast}, {Target: "/block?kind=sleep&d=20ms", Weight: 5, Completed: 50, Latency: slow}}
+	}
+	if named == "" {
+		t.Fatal("the fixture has no carrier run at max throughput")
+	}
+	md := write()
+	for _, want := range []string{
+		"| configuration | target | share | p50 ms | p99 ms | p99.9 ms | queued % | hand-offs/10s |",
+		"| " + named + " | /fruits | 95% | 1.00 | 2.0",
+		"| 3.00 | 2.00 | 42.0 |",
+		"| " + named + " | /block?kind=sleep&d=20ms | 5% | 20.00 | 21.00 | 22.00 | 0.00 | 42.0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -99,9 +99,24 @@ type Summary struct {
 	// window (bench --profile cpu; TopFunctions); absent without one, with
 	// the reason in NA["profile"] when it was asked for.
 	Profile []ProfileFunc `json:"profile,omitempty"`
+	// Mix has each request target's figures when the load sent a mix
+	// (load --mix), in the mix's order; absent without one.
+	Mix []MixFigures `json:"mix,omitempty"`
 	// NA maps an observer or file ("perf-stat", "perf-sched", "threads",
 	// "carrier", "profile") to why it has no figures: "perf not installed".
 	NA map[string]string `json:"na,omitempty"`
+}
+
+// MixFigures are one request target's part of a run with a mix
+// (load.MixResult): its weight, completed requests, those sent late
+// because their connection still waited for an earlier answer (Queued),
+// and its corrected latency.
+type MixFigures struct {
+	Target    string          `json:"target"`
+	Weight    int             `json:"weight"`
+	Completed int64           `json:"completed"`
+	Queued    int64           `json:"queued"`
+	Latency   latency.Summary `json:"latency"`
 }
 
 // ThreadFigures are the server process's threads over the observers'

@@ -14,6 +14,7 @@ import (
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/cliflag"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -63,6 +64,8 @@ type benchArgs struct {
 	jsonPath                       string
 	profile                        string
 	hosts                          hostFlags
+	mix                            load.Mix
+	blockingEndpoint               bool
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -90,6 +93,8 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
+	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix)")
+	fs.BoolVar(&a.blockingEndpoint, "blocking-endpoint", false, "the server also serves GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler that blocks the Go way (for a --mix entry)")
 	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
 	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", bench.DefaultDuration, "measured window")
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
@@ -107,6 +112,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		`spindle bench --mode nethttp --duration 10s --slo 'p99<=10ms,errors<=0.1%' --json - > summary.json`,
 		`spindle bench --mode carrier --profile cpu --server-cpuset 2-3 --load-cpuset 0-1 --mock-cpuset 4`,
 		`spindle bench --server-host h1 --load-hosts h2,h3 --rate 40000 --output-dir results/3hosts`,
+		`spindle bench --mode nethttp-carrier --rate 2000 --connections 1000 --blocking-endpoint --mix 95:/fruits --mix '5:/block?kind=sleep&d=20ms'`,
 	)
 	return fs, a
 }
@@ -148,6 +154,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		WorkStealing: a.ws, Float: a.float, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
+		Mix: a.mix, BlockingEndpoint: a.blockingEndpoint,
 	}
 	if c.Name == "" {
 		c.Name = c.Mode

@@ -14,6 +14,7 @@ import (
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/report"
+	"github.com/spindle-lab/spindle/server"
 )
 
 func init() {
@@ -42,6 +43,8 @@ type compareArgs struct {
 	jsonPath         string
 	hosts            hostFlags
 	budget           time.Duration
+	blocking         string
+	blockingShare    int
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -59,6 +62,10 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.full, "full", false, fmt.Sprintf("the study's durations: %v warm-up, %v window", bench.DefaultWarmup, bench.DefaultDuration))
 	fs.BoolVar(&a.ioBound, "io-bound", false, fmt.Sprintf("the I/O-bound preset: think time %v, %d connections, %d carriers, %v warm-up, %v window",
 		bench.IOThinkTime, bench.IOConnections, bench.IOCarriers, bench.IOWarmup, bench.IODuration))
+	fs.StringVar(&a.blocking, "blocking", "", fmt.Sprintf("send --blocking-share of every run's requests to the server's blocking endpoint instead of /fruits:\n"+
+		"GET /block?kind=`KIND`&d=%v, a handler that blocks the Go way (%s); report.md then has each target's latency",
+		bench.BlockingHold, strings.Join(server.BlockKinds, ", ")))
+	cliflag.Within(&a.blockingShare, 1, 50).Var(fs.FlagSet, "blocking-share", bench.DefaultBlockingShare, "with --blocking, the percentage of requests sent to /block")
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
 	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
@@ -155,7 +162,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		only = strings.Split(a.only, ",")
 	}
 	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
-		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates})
+		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates,
+		Blocking: a.blocking, BlockingShare: a.blockingShare})
 	if err != nil {
 		return asBadInput(err)
 	}
