@@ -49,24 +49,19 @@ func startPostgres() (*server, string, error) {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
-	s, port, err := startOnFreePort(func(port int) (*server, error) {
-		s, err := spawn("postgres", dir, filepath.Join(dir, "postgres.log"), cred,
-			syscall.SIGINT,  // fast shutdown: end the sessions, stop
-			syscall.SIGQUIT, // immediate shutdown: the children are told too
-			filepath.Join(bin, "postgres"), "-D", data,
-			"-h", "127.0.0.1", "-p", strconv.Itoa(port),
-			"-k", dir, // the socket's directory: Debian's default /var/run/postgresql may not be there
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-			"-c", "shared_buffers=16MB", // of the default 128MB: the tables are small
-		)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.waitReady(func() error { return pgIsReady(bin, port) }); err != nil {
-			s.stop()
-			return nil, err
-		}
-		return s, nil
+	s, port, err := startOnFreePort(dir, program{
+		name: "postgres", cred: cred,
+		stopSig:  syscall.SIGINT,  // fast shutdown: end the sessions, stop
+		deathSig: syscall.SIGQUIT, // immediate shutdown: the children are told too
+		path:     filepath.Join(bin, "postgres"),
+		args: func(port int) []string {
+			return []string{"-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port),
+				"-k", dir, // the socket's directory: Debian's default /var/run/postgresql may not be there
+				"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+				"-c", "shared_buffers=16MB", // of the default 128MB: the tables are small
+			}
+		},
+		ready: func(port int) error { return pgIsReady(bin, port) },
 	})
 	if err != nil {
 		os.RemoveAll(dir)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -23,28 +22,26 @@ func startRedis() (*server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	s, port, err := startOnFreePort(func(port int) (*server, error) {
-		s, err := spawn("redis-server", dir, filepath.Join(dir, "redis.log"), nil,
-			syscall.SIGTERM, // saves nothing (--save ''), exits at once
-			syscall.SIGKILL, // nothing to clean up
-			path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no")
-		if err != nil {
-			return nil, err
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err := s.waitReady(func() error { return redisPing(addr) }); err != nil {
-			s.stop()
-			return nil, err
-		}
-		return s, nil
+	s, port, err := startOnFreePort(dir, program{
+		name:     "redis-server",
+		stopSig:  syscall.SIGTERM, // saves nothing (--save ''), exits at once
+		deathSig: syscall.SIGKILL, // nothing to clean up
+		path:     path,
+		args: func(port int) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
+		},
+		ready: func(port int) error { return redisPing(redisAddr(port)) },
 	})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
-	return s, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+	return s, redisAddr(port), nil
 }
+
+// redisAddr is the address of a Redis server on port of 127.0.0.1.
+func redisAddr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // redisPing sends PING to the Redis server at addr and wants its PONG.
 func redisPing(addr string) error {

@@ -87,9 +87,17 @@ func (s *server) waitReady(ready func() error) error {
 // errExited is waitReady's error when the process ended before it answered.
 var errExited = errors.New("exited before answering")
 
-// stop ends the process, with stopSig and, past stopTimeout, SIGKILL,
-// and removes the directory.
+// stop ends the process (end) and removes the directory.
 func (s *server) stop() error {
+	err := s.end()
+	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("stop %s: %w", s.name, rmErr))
+	}
+	return err
+}
+
+// end ends the process, with stopSig and, past stopTimeout, SIGKILL.
+func (s *server) end() error {
 	// stopTimeout bounds the clean shutdown: PostgreSQL's fast shutdown
 	// of a throwaway cluster takes tens of milliseconds.
 	const stopTimeout = 10 * time.Second
@@ -103,9 +111,6 @@ func (s *server) stop() error {
 		s.proc.Kill()
 		<-s.exited
 		err = fmt.Errorf("stop %s: still running %v after %v, killed", s.name, s.stopSig, stopTimeout)
-	}
-	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("stop %s: %w", s.name, rmErr))
 	}
 	return err
 }
@@ -128,10 +133,23 @@ func (s *server) logTail() string {
 // may have been taken by someone else before the server bound it.
 const startAttempts = 3
 
-// startOnFreePort runs start with a free loopback port until it succeeds,
-// fails otherwise than with errExited, or has failed startAttempts times,
-// and returns its server and port.
-func startOnFreePort(start func(port int) (*server, error)) (*server, int, error) {
+// program is a server to start on a port: its name, the user it runs as
+// (nil: this process's), its shutdown and parent-death signals (spawn),
+// its path and arguments, and how to tell that it answers.
+type program struct {
+	name              string
+	cred              *syscall.Credential
+	stopSig, deathSig syscall.Signal
+	path              string
+	args              func(port int) []string
+	ready             func(port int) error
+}
+
+// startOnFreePort starts p in dir on a free loopback port and waits until
+// it answers, trying again on another port when it exits before answering
+// (errExited), at most startAttempts times; it returns the server and its
+// port. The server's log is dir/NAME.log.
+func startOnFreePort(dir string, p program) (*server, int, error) {
 	var err error
 	for range startAttempts {
 		var port int
@@ -139,9 +157,14 @@ func startOnFreePort(start func(port int) (*server, error)) (*server, int, error
 			return nil, 0, err
 		}
 		var s *server
-		if s, err = start(port); err == nil {
+		s, err = spawn(p.name, dir, filepath.Join(dir, p.name+".log"), p.cred, p.stopSig, p.deathSig, p.path, p.args(port)...)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err = s.waitReady(func() error { return p.ready(port) }); err == nil {
 			return s, port, nil
 		}
+		s.end() // the directory stays, for the next attempt
 		if !errors.Is(err, errExited) {
 			break
 		}

@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,6 +101,28 @@ func TestTestsvcStop(t *testing.T) {
 				t.Errorf("directory %s after stop: %v", s.dir, err)
 			}
 		})
+	}
+}
+
+// TestTestsvcStartExits starts a program that exits at once, and wants
+// startOnFreePort to try startAttempts ports and fail saying so, with the
+// end of the program's log.
+func TestTestsvcStartExits(t *testing.T) {
+	dir := t.TempDir()
+	var ports []int
+	_, _, err := startOnFreePort(dir, program{
+		name: "sh", stopSig: syscall.SIGTERM, deathSig: syscall.SIGKILL, path: "/bin/sh",
+		args: func(port int) []string {
+			ports = append(ports, port)
+			return []string{"-c", "echo cannot bind port $0; exit 3", strconv.Itoa(port)}
+		},
+		ready: func(int) error { return errors.New("no answer") },
+	})
+	if !errors.Is(err, errExited) || !strings.Contains(err.Error(), "cannot bind port") {
+		t.Errorf("error %v; want %v with the log's end", err, errExited)
+	}
+	if len(ports) != startAttempts {
+		t.Errorf("tried ports %v; want %d attempts", ports, startAttempts)
 	}
 }
 
