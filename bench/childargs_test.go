@@ -94,9 +94,9 @@ func TestMixArgs(t *testing.T) {
 	}
 }
 
-// TestMixConnections: at a fixed rate with a blocking mix the load opens
-// a connection per mixSpacing holds of the rate, within IOConnections and
-// never fewer than asked; otherwise the count stays.
+// TestMixConnections: with a mix the load's connection count is rounded
+// up to a multiple of the mix's cycle (each connection then sends one
+// target); without one it stays.
 func TestMixConnections(t *testing.T) {
 	mix, err := blockingMix("mutex", 5)
 	if err != nil {
@@ -107,13 +107,12 @@ func TestMixConnections(t *testing.T) {
 		c    Config
 		want int
 	}{
-		{"no mix", Config{Connections: 100, Rate: 5000}, 100},
-		{"closed loop", Config{Connections: 100, Mix: mix, BlockingEndpoint: true}, 100},
-		{"2800/s", Config{Connections: 100, Rate: 2800, Mix: mix, BlockingEndpoint: true}, 1120},
-		{"asked for more", Config{Connections: 5000, Rate: 2800, Mix: mix, BlockingEndpoint: true}, 5000},
-		{"capped", Config{Connections: 100, Rate: 100000, Mix: mix, BlockingEndpoint: true}, IOConnections},
+		{"no mix", Config{Connections: 30, Rate: 5000}, 30},
+		{"a multiple", Config{Connections: 200, Mix: mix}, 200},
+		{"rounded up", Config{Connections: 101, Rate: 2800, Mix: mix}, 200},
+		{"fewer than a cycle", Config{Connections: 10, Mix: load.Mix{{Weight: 3, Target: "/a"}, {Weight: 1, Target: "/b"}}}, 12},
 	} {
-		if got := tc.c.mixConnections(); got != tc.want {
+		if got := tc.c.MixConnections(); got != tc.want {
 			t.Errorf("%s: %d connections, want %d", tc.name, got, tc.want)
 		}
 	}

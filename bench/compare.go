@@ -133,7 +133,6 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 		}
 		for i := range ph.Configs {
 			ph.Configs[i].Rate = rate
-			ph.Configs[i].Connections = ph.Configs[i].mixConnections()
 		}
 	}
 	if len(rest) > 0 {

@@ -150,6 +150,19 @@ func (m *Mix) Values() []string {
 	return v
 }
 
+// MixCycle is the length of mix's cycle, the sum of its weights: every
+// cycle of requests has each entry weight times. At a fixed rate, with a
+// connection count that is a multiple of it, each connection sends one
+// entry only (request k of connection i is request i + k*connections of
+// the intended send order, whose entry is the cycle's slot at that rank).
+func MixCycle(mix []MixEntry) int {
+	sum := 0
+	for _, e := range mix {
+		sum += e.Weight
+	}
+	return sum
+}
+
 // mixTable lays the entries out over a cycle of sum(weights) slots by
 // smooth weighted round-robin (nginx's): at each slot every entry's credit
 // grows by its weight and the entry with the most credit (the first on a
@@ -158,10 +171,7 @@ func (m *Mix) Values() []string {
 // any cycle it has had n*weight_i/sum slots, less than one off. Request n
 // of a sequence is sent to entry table[n % len(table)].
 func mixTable(mix []MixEntry) []uint8 {
-	sum := 0
-	for _, e := range mix {
-		sum += e.Weight
-	}
+	sum := MixCycle(mix)
 	table := make([]uint8, sum)
 	credit := make([]int, len(mix))
 	for slot := range table {

@@ -259,6 +259,47 @@ func TestMixRun(t *testing.T) {
 	}
 }
 
+// TestMixDedicatedConns: at a fixed rate with a connection count that is
+// a multiple of the mix's cycle, each connection sends one target only
+// (a fast request never waits behind a slow one on its connection), and
+// the connections of each target are its weight's share of them.
+func TestMixDedicatedConns(t *testing.T) {
+	mix := []MixEntry{{3, "/a"}, {1, "/b"}}
+	var mu sync.Mutex
+	seen := map[string]map[string]bool{} // client address -> targets
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if seen[r.RemoteAddr] == nil {
+			seen[r.RemoteAddr] = map[string]bool{}
+		}
+		seen[r.RemoteAddr][r.RequestURI] = true
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer s.Close()
+	conns := 2 * MixCycle(mix)
+	r, err := Run(context.Background(), Options{URL: s.URL, Mix: mix, Threads: 2, Connections: conns,
+		Duration: 500 * time.Millisecond, Rate: 400, Timeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	mu.Lock()
+	defer mu.Unlock()
+	per := map[string]int{}
+	for addr, targets := range seen {
+		if len(targets) != 1 {
+			t.Errorf("connection %s sent %v: want one target", addr, targets)
+		}
+		for tg := range targets {
+			per[tg]++
+		}
+	}
+	if len(seen) != conns || per["/a"] != 6 || per["/b"] != 2 {
+		t.Errorf("%d connections, targets by connection %v: want %d, /a 6, /b 2", len(seen), per, conns)
+	}
+}
+
 // Without a mix the result has no entries and the report no table.
 func TestNoMix(t *testing.T) {
 	s := startMixServer(t)

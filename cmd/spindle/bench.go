@@ -93,7 +93,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
-	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix)")
+	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix); --connections is then rounded up to a multiple of the weights' sum, so that each connection sends one target at a fixed rate")
 	fs.BoolVar(&a.blockingEndpoint, "blocking-endpoint", false, "the server also serves GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler that blocks the Go way (for a --mix entry)")
 	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
 	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", bench.DefaultDuration, "measured window")
@@ -159,6 +159,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 	if c.Name == "" {
 		c.Name = c.Mode
 	}
+	c.Connections = c.MixConnections()
 	if c.Threads == 0 {
 		c.Threads = len(c.ServerCPUs)
 	}
