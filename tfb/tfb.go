@@ -37,7 +37,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
 	"math/rand/v2"
@@ -253,13 +252,31 @@ func (h *handler) readFortunes(ctx context.Context) ([]Fortune, error) {
 }
 
 // parseQueries is the number of rows a queries parameter asks for: its
-// decimal value clamped to MinQueries..MaxQueries; a value too large or
-// too small for an int is clamped as well, and anything that is not a
-// decimal integer (empty, "foo", "1.5", " 2") counts as MinQueries, as
-// TechEmpower's verifier expects.
+// decimal value (an optional sign, then digits) clamped to
+// MinQueries..MaxQueries, however many digits it has; anything else
+// (empty, "foo", "1.5", " 2", "9A") counts as MinQueries, as
+// TechEmpower's verifier expects. (strconv.Atoi does not do: past an
+// int's range it reports ErrRange before it looks at the rest.)
 func parseQueries(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil && !errors.Is(err, strconv.ErrRange) { // on ErrRange n is the nearest int
+	digits := s
+	negative := false
+	if digits != "" && (digits[0] == '+' || digits[0] == '-') {
+		negative, digits = digits[0] == '-', digits[1:]
+	}
+	if digits == "" {
+		return MinQueries
+	}
+	n := 0
+	for i := 0; i < len(digits); i++ {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return MinQueries
+		}
+		if n <= MaxQueries { // past MaxQueries the value is clamped anyway: no overflow
+			n = n*10 + int(c-'0')
+		}
+	}
+	if negative {
 		return MinQueries
 	}
 	return min(max(n, MinQueries), MaxQueries)
