@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/unix"
 )
@@ -44,6 +45,8 @@ type Group struct {
 	stopMonitor chan struct{}
 	monitorDone chan struct{}
 	clock       *unix.Timer // the monitor's sleep
+	alert       alertState  // the monitor's threshold for waits
+	handing     int         // carriers that hand off
 	// lastHandoffLog and handoffsUnlogged pace the default hand-off
 	// report (reportHandoff); the monitor alone uses them.
 	lastHandoffLog   time.Time
@@ -112,6 +115,12 @@ func New(o Options) (*Group, error) {
 			g.Close()
 			return nil, fmt.Errorf("carrier: hand-off monitor: %w", err)
 		}
+		for _, c := range g.carriers {
+			if c.handoff {
+				g.handing++
+			}
+		}
+		g.alert.from = wait.Now()
 		g.stopMonitor, g.monitorDone = make(chan struct{}), make(chan struct{})
 		go g.monitor(g.stopMonitor, nil)
 	}

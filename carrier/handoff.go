@@ -272,8 +272,8 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 		report()
 	}
 	threshold := int64(g.opts.HandoffThreshold)
-	relook, minSleep := monitorPeriods(threshold)
-	delay := minSleep
+	a := &g.alert
+	delay := int64(0)
 	for {
 		select {
 		case <-stop:
@@ -281,17 +281,24 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 			return
 		default:
 		}
-		if err := g.clock.Sleep(delay); err != nil {
-			time.Sleep(time.Duration(delay)) // not expected: a coarser watch rather than none
+		if delay > 0 {
+			if err := g.clock.Sleep(delay); err != nil {
+				time.Sleep(time.Duration(delay)) // not expected: a coarser watch rather than none
+			}
 		}
 		now := wait.Now()
-		next := now + threshold
+		lim := a.limit(now, threshold, g.handing)
+		relook, minSleep := monitorPeriods(lim)
+		next := now + lim
 		for _, c := range g.carriers {
 			if !c.handoff {
 				continue
 			}
-			due, co, start := c.check(now, threshold, relook)
+			due, co, start, waiting := c.check(now, lim, threshold, relook)
 			if co != nil {
+				if waiting {
+					a.count++
+				}
 				held := time.Duration(now - start)
 				go g.monitor(stop, func() { g.reportHandoff(c, co, held) })
 				c.own(co, start, now)
@@ -303,6 +310,47 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 	}
 }
 
+// alertState is the monitor's choice of threshold for runs that wait the
+// Go way (Group.alert; the one monitor alive uses it). A hand-off of a
+// wait spares the carrier's other work what is left of the wait past the
+// threshold, but a shorter threshold makes the monitor look more often,
+// and on a small machine each look costs (its goroutine's wake-up, and the
+// runtime's search for work after it): at a fifth of the default, 200 µs,
+// a carrier serving /fruits on one CPU ran at half its rate, with a
+// handful of hand-offs. So the monitor shortens it only while waits are
+// handed off often enough to be worth it: when, over the last
+// alertWindow, hand-offs of waits at alertDivisor's shorter threshold
+// would have spared the carriers at least alertShare of their time. A 5%
+// mix of 20 ms sleeps then ran 35-60% faster (docs/PERFORMANCE.md).
+type alertState struct {
+	from  int64 // start of the current window (wait.Now)
+	count int   // hand-offs of waits in it
+	on    bool  // the short threshold applies (decided at the last window's end)
+}
+
+const (
+	alertWindow  = 100 * time.Millisecond
+	alertDivisor = 5
+	alertShare   = 0.05
+)
+
+// limit is the threshold of runs that wait the Go way at now: threshold,
+// or a fifth of it while on. At each window's end the window's count
+// decides on for the next: count hand-offs sparing threshold-short each
+// against alertShare of the window on carriers carriers.
+func (a *alertState) limit(now, threshold int64, carriers int) int64 {
+	short := threshold / alertDivisor
+	if now-a.from >= int64(alertWindow) {
+		spared := float64(a.count) * float64(threshold-short)
+		a.on = spared >= alertShare*float64(now-a.from)*float64(carriers)
+		a.from, a.count = now, 0
+	}
+	if a.on {
+		return short
+	}
+	return threshold
+}
+
 // monitorPeriods are, for a threshold, how often the monitor looks again
 // at a run past the threshold that it did not hand off (a quarter of it),
 // and its shortest sleep (an eighth): a run is seen at most that late. Not
@@ -312,35 +360,37 @@ func monitorPeriods(threshold int64) (relook, minSleep int64) {
 	return max(threshold/4, floor), max(threshold/8, floor)
 }
 
-// check takes c's current run when it began more than threshold ns
-// before now and its task is in user code (the monitor side of the
-// protocol): it returns the run's coroutine and start, and the caller
-// becomes the carrier's new owner (own). Otherwise it returns when c next
-// needs a look: threshold after its run began, or after now when it is
-// between runs; relook after now for a run past the threshold.
-func (c *Carrier) check(now, threshold, relook int64) (due int64, taken *coro, start int64) {
+// check takes c's current run when it began more than lim ns before now
+// and waits the Go way, or more than computeFactor thresholds before now
+// whatever it does, and its task is in user code (the monitor side of the
+// protocol): it returns the run's coroutine and start, whether it waited,
+// and the caller becomes the carrier's new owner (own). Otherwise it
+// returns when c next needs a look: lim after its run began, or after now
+// when it is between runs; relook after now for a run past lim.
+func (c *Carrier) check(now, lim, threshold, relook int64) (due int64, taken *coro, start int64, waiting bool) {
 	seq := c.runSeq.Load()
 	if seq&1 == 0 {
-		return now + threshold, nil, 0 // between runs: the next one crosses later
+		return now + lim, nil, 0, false // between runs: the next one crosses later
 	}
 	start = c.runStart.Load()
-	if now-start < threshold {
-		return start + threshold, nil, 0
+	if now-start < lim {
+		return start + lim, nil, 0, false
 	}
 	due = now + relook
 	co := c.runCo.Load()
 	if co == nil {
-		return due, nil, 0
+		return due, nil, 0, false
 	}
-	if now-start < computeFactor*threshold && statusOK() && !blockedGoWay(co.g.Load()) {
-		return due, nil, 0 // it computes, or was preempted: give it Go's time slice first
+	waiting = !statusOK() || blockedGoWay(co.g.Load())
+	if now-start < computeFactor*threshold && !waiting {
+		return due, nil, 0, false // it computes, or was preempted: give it Go's time slice first
 	}
 	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
-		return due, nil, 0 // in carrier code (about to park or yield), or already gone
+		return due, nil, 0, false // in carrier code (about to park or yield), or already gone
 	}
 	if !c.runSeq.CompareAndSwap(seq, seq+1) {
 		co.phase.CompareAndSwap(phaseDetached, phaseUser) // the run ended meanwhile: not this one's to take
-		return now, nil, 0                                // a new run may have begun: look again soon
+		return now, nil, 0, false                         // a new run may have begun: look again soon
 	}
 	add(&c.stats.handoffs, 1)
 	c.awayMu.Lock()
@@ -349,7 +399,7 @@ func (c *Carrier) check(now, threshold, relook int64) (due int64, taken *coro, s
 	if c.bound() && len(c.affinity) > 0 {
 		_ = cpu.PinThread(int(c.tid.Load()), c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
-	return 0, co, start
+	return 0, co, start, waiting
 }
 
 // own makes the calling goroutine (the monitor's) c's new owner after a

@@ -710,3 +710,44 @@ func TestCloseAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestAlertLimit: the threshold for waits is the whole threshold until a
+// window's hand-offs of waits would have spared the carriers alertShare of
+// their time at a fifth of it, then a fifth for the next window, and the
+// whole again after a quiet one.
+func TestAlertLimit(t *testing.T) {
+	const th = int64(time.Millisecond)
+	win := int64(alertWindow)
+	// Spared per hand-off: 0.8 ms; alertShare of a 100 ms window on one
+	// carrier is 5 ms: 7 hand-offs spare 5.6 ms, 6 spare 4.8 ms.
+	for _, tc := range []struct {
+		name     string
+		carriers int
+		counts   []int   // hand-offs of waits in each window
+		want     []int64 // the limit in each window (after the first)
+	}{
+		{"quiet", 1, []int{0, 0, 0}, []int64{th, th}},
+		{"just under", 1, []int{6, 6}, []int64{th}},
+		{"busy, then quiet", 1, []int{7, 50, 0, 0}, []int64{th / 5, th / 5, th}},
+		{"busy for one carrier of two", 2, []int{7, 13}, []int64{th}},
+		{"busy for two", 2, []int{13, 0}, []int64{th / 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := alertState{}
+			now := int64(0)
+			if got := a.limit(now, th, tc.carriers); got != th {
+				t.Fatalf("first window: %v", time.Duration(got))
+			}
+			for i, n := range tc.counts[:len(tc.counts)-1] {
+				a.count += n
+				now += win
+				if got := a.limit(now, th, tc.carriers); got != tc.want[i] {
+					t.Errorf("window %d after %d hand-offs: limit %v, want %v", i+1, n, time.Duration(got), time.Duration(tc.want[i]))
+				}
+				if got := a.limit(now+win/2, th, tc.carriers); got != tc.want[i] {
+					t.Errorf("window %d, midway: limit %v, want %v", i+1, time.Duration(got), time.Duration(tc.want[i]))
+				}
+			}
+		})
+	}
+}

@@ -206,6 +206,8 @@ type Options struct {
 	// and rejoins its carrier at its next carrier operation (handoff.go,
 	// docs/carrier.md "Hand-off"); a run that computes rather than waits
 	// (or was preempted) gets ten thresholds first, Go's own time slice.
+	// While waits are handed off often, a run that waits gets a fifth of
+	// the threshold (handoff.go, alertState).
 	// 0: DefaultHandoffThreshold; negative:
 	// no hand-off (a task that blocks the Go way then blocks its carrier).
 	// Carriers on epoll and io_uring (RECV/SEND), floating or not, hand
