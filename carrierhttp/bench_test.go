@@ -388,25 +388,31 @@ func driveStandard(b *testing.B, name, addr string) {
 }
 
 // BenchmarkStandardHandlers serves each of standardHandler's handlers
-// under net/http and on one carrier, 16 keep-alive clients in closed loop,
-// req/s: the ratios (carrier over net/http) for handlers that wait
-// the Go way. Each side makes its handler, clients and pools afresh. Run
-// the two sides alternated (docs/PERFORMANCE.md).
+// under net/http, on one carrier, and on one carrier wrapped in
+// OffloadHandler, 16 keep-alive clients in closed loop, req/s: the issue's
+// ratios (carrier over net/http) for handlers that wait the Go way. Each
+// side makes its handler, clients and pools afresh. Run the sides
+// alternated (docs/PERFORMANCE.md).
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
 	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50", "promhttp", "redis", "pgxpool"} {
 		b.Run(name+"/nethttp", func(b *testing.B) {
 			driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name)))
 		})
-		b.Run(name+"/carrier", func(b *testing.B) {
-			h := standardHandler(b, "http://"+backend, name) // first: it may skip
-			g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
-			driveStandard(b, name, listenOn(b, g, s))
-			b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
-		})
+		for _, side := range []string{"carrier", "offload"} {
+			b.Run(name+"/"+side, func(b *testing.B) {
+				h := standardHandler(b, "http://"+backend, name) // first: it may skip
+				if side == "offload" {
+					h = OffloadHandler(h)
+				}
+				g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+				driveStandard(b, name, listenOn(b, g, s))
+				b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
+			})
+		}
 	}
 }
