@@ -718,10 +718,7 @@ func describeMix(c Config) string {
 	if len(c.Mix) == 0 {
 		return ""
 	}
-	total := 0
-	for _, e := range c.Mix {
-		total += e.Weight
-	}
+	total := load.MixCycle(c.Mix)
 	parts := make([]string, len(c.Mix))
 	for i, e := range c.Mix {
 		parts[i] = fmt.Sprintf("%.4g%% %s", 100*float64(e.Weight)/float64(total), e.Target)

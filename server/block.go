@@ -27,8 +27,8 @@ import (
 // BlockPath is the blocking endpoint's path.
 const BlockPath = "/block"
 
-// BlockKinds are the kinds /block takes (kind=), in the order help lists
-// them.
+// BlockKinds are the kinds /block takes (kind=), in blockKind's order:
+// BlockKinds[k-1] names kind k.
 var BlockKinds = []string{"sleep", "mutex", "singleflight"}
 
 // BlockTarget is the request target of a /block request of kind blocking
@@ -53,11 +53,17 @@ const (
 	blockSingleflight
 )
 
-// blockKinds name the kinds as the query spells them.
-var blockKinds = map[string]blockKind{"sleep": blockSleep, "mutex": blockMutex, "singleflight": blockSingleflight}
+// blockKinds name the kinds as the query spells them (from BlockKinds).
+var blockKinds = func() map[string]blockKind {
+	m := make(map[string]blockKind, len(BlockKinds))
+	for i, name := range BlockKinds {
+		m[name] = blockKind(i + 1)
+	}
+	return m
+}()
 
-// blockKindHelp lists them for errors.
-const blockKindHelp = "sleep, mutex or singleflight"
+// blockKindHelp lists them for errors: "sleep, mutex or singleflight".
+var blockKindHelp = strings.Join(BlockKinds[:len(BlockKinds)-1], ", ") + " or " + BlockKinds[len(BlockKinds)-1]
 
 // blockSpec is a parsed /block query.
 type blockSpec struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -335,11 +336,12 @@ func TestSparseLog(t *testing.T) {
 	}
 }
 
-// TestBlockKindsListed: BlockKinds, which users are offered, are the kinds
-// /block takes, and BlockTarget writes a query it parses.
+// TestBlockKindsListed: BlockKinds name blockKind's kinds in order, and
+// BlockTarget writes a query that parses to the kind and hold it names.
 func TestBlockKindsListed(t *testing.T) {
-	if len(BlockKinds) != len(blockKinds) {
-		t.Errorf("BlockKinds %v, /block takes %d kinds", BlockKinds, len(blockKinds))
+	want := map[string]blockKind{"sleep": blockSleep, "mutex": blockMutex, "singleflight": blockSingleflight}
+	if !maps.Equal(blockKinds, want) {
+		t.Errorf("/block takes kinds %v, want %v", blockKinds, want)
 	}
 	for _, k := range BlockKinds {
 		target := BlockTarget(k, 20*time.Millisecond)
