@@ -363,7 +363,7 @@ func standardHandler(b *testing.B, backend, name string) http.Handler {
 		}
 		return redisGetHandler(c, benchRedisKey)
 	case "pgxpool":
-		return pgxHandler(openPgxPool(b, pgItems(b), sqlitePool), pgLookup)
+		return pgxHandler(testsvc.PgxPool(b, pgItems(b), sqlitePool), pgLookup)
 	}
 	return standardHandlers(backend)[name]
 }

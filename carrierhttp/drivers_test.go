@@ -50,7 +50,7 @@ func driverCorpus(t *testing.T) (names []string, handler func(tb testing.TB, nam
 			// theirs in BLPOP while the last one pushes.
 			return redisBarrier(tb, newRedisClient(tb, redisAddr, corpusRequests), tb.Name())
 		case "pgxpool":
-			return pgxHandler(openPgxPool(tb, pgDSN, sqlitePool), pgReport)
+			return pgxHandler(testsvc.PgxPool(tb, pgDSN, sqlitePool), pgReport)
 		}
 		return nil
 	}
@@ -146,7 +146,7 @@ func pgItems(tb testing.TB) string {
 	tb.Helper()
 	dsn := testsvc.Postgres(tb)
 	ctx := context.Background()
-	pool := openPgxPool(tb, dsn, 1)
+	pool := testsvc.PgxPool(tb, dsn, 1)
 	defer pool.Close()
 	if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS items (id integer PRIMARY KEY, name text NOT NULL, category text NOT NULL, price integer NOT NULL)"); err != nil {
 		tb.Fatal(err)
@@ -158,23 +158,6 @@ func pgItems(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return dsn
-}
-
-// openPgxPool is a pgxpool.Pool of the server at dsn of at most maxConns
-// connections, closed when tb ends.
-func openPgxPool(tb testing.TB, dsn string, maxConns int32) *pgxpool.Pool {
-	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
-	return pool
 }
 
 // pgxHandler is sqliteHandler on a pgxpool.Pool: query with the request's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/testsvc"
 )
 
 // benchClients is how many keep-alive clients BenchmarkTFB runs in closed
@@ -38,7 +39,7 @@ var benchEndpoints = []struct {
 // the hand-off threshold). Each side's server is fresh; the pool is
 // shared.
 func BenchmarkTFB(b *testing.B) {
-	pool := newPool(b, testDSN(b), benchClients)
+	pool := testsvc.PgxPool(b, testDSN(b), benchClients)
 	h := New(pool)
 	for _, ep := range benchEndpoints {
 		b.Run(ep.name, func(b *testing.B) {

@@ -65,23 +65,6 @@ func checkLeaks(tb testing.TB) string {
 	return dsn
 }
 
-// newPool is a pool of at most maxConns connections to dsn, closed when tb
-// ends.
-func newPool(tb testing.TB, dsn string, maxConns int32) *pgxpool.Pool {
-	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
-	return pool
-}
-
 // A side is a server the handler is served by: net/http's, or
 // carrierhttp's on a group of carriers.
 type side struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spindle-lab/spindle/internal/testsvc"
 )
 
 // requestTimeout bounds each request of the tests: a hang fails, never
@@ -111,7 +112,7 @@ func verifyCases() []verifyCase {
 // carrierhttp's on one and two carriers, and checks that the Date is not
 // cached.
 func TestVerify(t *testing.T) {
-	pool := newPool(t, checkLeaks(t), 4)
+	pool := testsvc.PgxPool(t, checkLeaks(t), 4)
 	h := New(pool)
 	for _, s := range sides {
 		t.Run(s.name, func(t *testing.T) {
@@ -350,7 +351,7 @@ func readTable(t *testing.T, pool *pgxpool.Pool) map[int32]int32 {
 // second Setup changes nothing, and the tables hold TechEmpower's rows.
 func TestSetup(t *testing.T) {
 	ctx := context.Background()
-	admin := newPool(t, checkLeaks(t), 1)
+	admin := testsvc.PgxPool(t, checkLeaks(t), 1)
 	const db = "tfb_setup"
 	for _, stmt := range []string{"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db} {
 		if _, err := admin.Exec(ctx, stmt); err != nil {
@@ -404,7 +405,7 @@ func TestSetup(t *testing.T) {
 // answer 500, and the server goes on serving the others on the same
 // connection.
 func TestDatabaseDown(t *testing.T) {
-	pool := newPool(t, checkLeaks(t), 1)
+	pool := testsvc.PgxPool(t, checkLeaks(t), 1)
 	pool.Close()
 	h := New(pool)
 	for _, s := range sides {
@@ -441,7 +442,7 @@ func TestConcurrentClients(t *testing.T) {
 		perClient = 50
 		loadBound = 90 * time.Second // about 5 s here under -race
 	)
-	pool := newPool(t, checkLeaks(t), 8)
+	pool := testsvc.PgxPool(t, checkLeaks(t), 8)
 	h := New(pool)
 	for _, s := range sides {
 		t.Run(s.name, func(t *testing.T) {
