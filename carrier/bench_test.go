@@ -87,7 +87,7 @@ func BenchmarkGoLocal(b *testing.B) {
 	<-done
 }
 
-// BenchmarkEchoRoundTrip sends 64-byte messages through an Echo handler
+// BenchmarkEchoRoundTrip sends 64-byte messages through an echo handler
 // and back, client and server tasks on two carriers of one group, and
 // reports allocations: the Read/Write/park path allocates nothing.
 func BenchmarkEchoRoundTrip(b *testing.B) { benchEcho(b, 2, 0) }

@@ -51,19 +51,13 @@ const eventBatch = 256
 type Carrier struct {
 	g        *Group
 	id       int
-	cpu      int      // pinned CPU or -1
-	affinity cpu.Set  // CPUs the thread is restricted to; empty: unchanged
-	poll     poller   // epoll or io_uring (Options.Poller)
-	cio      ioPoller // the poller, when it also does conns' reads and writes (PollerURing); else nil
+	cpu      int     // pinned CPU or -1
+	affinity cpu.Set // CPUs the thread is restricted to; empty: unchanged
+	poll     poller  // epoll or io_uring (Options.Poller)
+	connEng  engine  // the engine of its conns (engine.go; listeners have readiness)
 	efd      int
-	// keepEfd says the eventfd is never drained: io_uring's multishot poll
-	// posts a completion for every write to it, whatever the counter, so
-	// the read that resets it (epoll's eventfd is level-triggered) would
-	// be a system call per wake-up for nothing. The counter, one per
-	// wake-up, cannot reach its 2^64-2 limit.
-	keepEfd bool
-	strat   wait.Strategy
-	tid     atomic.Int64
+	strat    wait.Strategy
+	tid      atomic.Int64
 
 	// Run queues. lifo, fifo and timers belong to the carrier's thread.
 	lifo   *Task
@@ -72,7 +66,7 @@ type Carrier struct {
 	local  injectQ // work for this carrier only: Offload resumptions, SubmitLocal (never stolen)
 	timers timerHeap
 
-	sleeping atomic.Int32 // 1 while the carrier is (about to be) blocked in epoll
+	sleeping atomic.Int32 // 1 while the carrier is (about to be) asleep in its poller (Block)
 	poke     atomic.Int32 // 1 when someone wants the carrier's attention (stop, steal hint)
 	waiting  atomic.Int32 // 1 while the carrier is idle in its wait strategy
 	wakeSent atomic.Int64 // wait.Now just before the last eventfd wake-up (WakeSent)
@@ -81,11 +75,8 @@ type Carrier struct {
 
 	cur    atomic.Pointer[Task] // the task whose coroutine is running, nil between tasks (read by the monitor and by conn operations)
 	pinNs  int64                // Options.PinnedThreshold in ns; 0: no watchdog
-	coros  map[*coro]struct{}   // every coroutine alive, for shutdown
-	idle   []*coro              // coroutines waiting for a task
-	fds    []*pollDesc          // registered fds by slot; token = slot+1 | gen<<32
-	free   []int32              // free slots in fds
-	gen    uint32               // bumped by every registration: tokens are unique per carrier
+	pool   coroPool             // its coroutines (coropool.go)
+	fdt    fdTable              // its registered fds (fdtable.go)
 	polled bool                 // I/O was polled since the last drain
 	// polledAt is the loop's clock reading (now) at the last poll between
 	// drains: with a backlog, I/O is polled again once the round is over
@@ -95,15 +86,10 @@ type Carrier struct {
 	// sweepAt when it looks at them next.
 	watches []*ContextWatch
 	sweepAt int64
-	// idleLow is the fewest coroutines idle since the last trim, and
-	// trimAt (wait.Now ns) when the next trim is due: the ones idle for a
-	// whole period beyond minIdleCoros are stopped (trimCoros).
-	idleLow int
-	trimAt  int64
 	// quota is what is left of the current drain round: how many of the
-	// tasks that were in the FIFO, the local queue and the inject queue
-	// when the round began have still to run (see drain).
-	quota [3]int
+	// tasks that were in each of the queues a round drains when the round
+	// began have still to run (see drain).
+	quota [roundQueues]int
 	// now is the carrier thread's latest clock reading (wait.Now), taken
 	// where the loop reads the clock anyway (each turn, after a poll that
 	// returned events, after each task in a drain): tasks made runnable on
@@ -265,8 +251,10 @@ func (c *Carrier) Block(deadline int64) int {
 	return n
 }
 
-// Word returns a word that changes whenever a task is queued from outside
-// the carrier's loop (Submit, Go, an Offload finishing).
+// Word returns a word that changes whenever a task is pushed to the
+// carrier's inject or local queue (Submit, SubmitLocal, Go, a steal
+// hint's target, an Offload finishing), from any goroutine, the carrier's
+// own tasks included.
 func (c *Carrier) Word() *uint32 { return &c.word }
 
 var (
@@ -288,48 +276,17 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 	handled := 0
 	for i := range n {
 		tok, e, op := c.poll.event(i)
-		if op != nil { // a read or write completed: wake the task waiting for it
+		switch {
+		case op != nil: // a read or write the poller did completed
 			handled++
-			if !op.write {
-				if w := op.pd.rwait; w != nil {
-					c.wakeTask(w, true)
-				}
-				continue
+			op.pd.eng.completed(op)
+		case tok == 0:
+			c.poll.woken()
+		default:
+			if pd := c.fdt.lookup(tok); pd != nil {
+				handled++
+				pd.eng.ready(pd, e)
 			}
-			if w := op.pd.wwait; w != nil {
-				c.wakeTask(w, true)
-			}
-			if w := op.pd.cwait; w != nil { // a Close waiting for the write-behind buffer
-				c.wakeTask(w, true)
-			}
-			continue
-		}
-		if tok == 0 {
-			if !c.keepEfd {
-				unix.EventfdDrain(c.efd)
-			}
-			continue
-		}
-		slot := int(uint32(tok)) - 1
-		if slot >= len(c.fds) {
-			continue
-		}
-		pd := c.fds[slot]
-		if pd == nil || pd.gen != uint32(tok>>32) {
-			continue // closed since the event was queued
-		}
-		handled++
-		// A task waiting for a read or write the poller does (rop, wop
-		// pending) waits for its completion, not for readiness.
-		if e&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			pd.unread = true
-			pd.hup = pd.hup || e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
-			if pd.rwait != nil && !pd.rop.pending {
-				c.wakeTask(pd.rwait, true)
-			}
-		}
-		if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {
-			c.wakeTask(pd.wwait, true)
 		}
 	}
 	return handled
@@ -341,7 +298,7 @@ func (c *Carrier) wakeTask(t *Task, lifo bool) {
 	if t.state != taskParked {
 		return
 	}
-	t.state = taskRunnable
+	t.setState(taskRunnable)
 	t.readyAt = c.now
 	c.timers.remove(t)
 	if lifo {
@@ -387,7 +344,7 @@ func (c *Carrier) loop() {
 		}
 		now := wait.Now()
 		c.now = now
-		if now >= c.trimAt {
+		if now >= c.pool.trimAt {
 			c.trimCoros(now)
 		}
 		c.fireTimers(now)
@@ -429,15 +386,15 @@ func (c *Carrier) loop() {
 // poll. Timers are looked at before every pass.
 func (c *Carrier) pollDue(now int64) bool {
 	o := &c.g.opts
-	return c.quota == [3]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)
+	return c.quota == [roundQueues]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)
 }
 
 // wakeAt is the deadline of an idle wait: the next timer, or the next trim
 // while coroutines beyond minIdleCoros are idle (-1: none).
 func (c *Carrier) wakeAt() int64 {
 	at := c.timers.peek()
-	if len(c.idle) > minIdleCoros && (at < 0 || c.trimAt < at) {
-		at = c.trimAt
+	if c.pool.surplusIdle() && (at < 0 || c.pool.trimAt < at) {
+		at = c.pool.trimAt
 	}
 	return at
 }
@@ -446,21 +403,12 @@ func (c *Carrier) wakeAt() int64 {
 // since the last trim (their goroutine stacks, grown by the tasks they ran,
 // go back to the runtime) and schedules the next trim.
 func (c *Carrier) trimCoros(now int64) {
-	if surplus := min(c.idleLow, len(c.idle)) - minIdleCoros; surplus > 0 {
-		keep := len(c.idle) - surplus
-		for _, co := range c.idle[:surplus] { // the oldest: the bottom of the stack
-			delete(c.coros, co)
+	if gone := c.pool.trim(now); len(gone) > 0 {
+		for _, co := range gone {
 			c.stopCoro(co)
 		}
-		c.idle = append(c.idle[:0], c.idle[surplus:]...)
-		clear(c.idle[keep : keep+surplus])
-		if cap(c.idle) > 4*max(keep, minIdleCoros) {
-			c.idle = append([]*coro(nil), c.idle...) // drop the burst's backing array too
-		}
-		add(&c.stats.corosTrimmed, uint64(surplus))
+		add(&c.stats.corosTrimmed, uint64(len(gone)))
 	}
-	c.idleLow = len(c.idle)
-	c.trimAt = now + int64(coroTrimPeriod)
 }
 
 func (c *Carrier) fireTimers(now int64) {
@@ -495,9 +443,9 @@ func (c *Carrier) drain(start int64) {
 	}
 rounds:
 	for {
-		if c.quota == [3]int{} { // the last round is done: begin one with what is queued now
-			c.quota = [3]int{c.fifo.n, c.local.len(), c.inject.len()}
-			if c.lifo == nil && c.quota == [3]int{} {
+		if c.quota == [roundQueues]int{} { // the last round is done: begin one with what is queued now
+			c.quota = [roundQueues]int{roundFIFO: c.fifo.n, roundLocal: c.local.len(), roundInject: c.inject.len()}
+			if c.lifo == nil && c.quota == [roundQueues]int{} {
 				break
 			}
 		}
@@ -508,11 +456,11 @@ rounds:
 			// The LIFO slot alone does not end a pass that has round work:
 			// a task woken by I/O at every poll that overran the budget
 			// each time would otherwise keep the round from moving.
-			if spent() && c.quota == [3]int{} {
+			if spent() && c.quota == [roundQueues]int{} {
 				break
 			}
 		}
-		for q := range c.quota {
+		for q := range roundQueue(roundQueues) {
 			for c.quota[q] > 0 {
 				c.quota[q]--
 				t := c.popFrom(q)
@@ -532,13 +480,23 @@ rounds:
 	add(&c.stats.tasksRun, n)
 }
 
-// popFrom pops from the local FIFO (0), the local queue (1) or the inject
-// queue (2), the order of a drain round.
-func (c *Carrier) popFrom(q int) *Task {
+// roundQueue names the queues a drain round takes tasks from, in the
+// round's order.
+type roundQueue int
+
+const (
+	roundFIFO   roundQueue = iota // the local FIFO: woken and yielded tasks
+	roundLocal                    // the local queue: Offload resumptions, SubmitLocal
+	roundInject                   // the inject queue: submissions from anywhere (stealable)
+	roundQueues                   // how many
+)
+
+// popFrom pops a task from queue q.
+func (c *Carrier) popFrom(q roundQueue) *Task {
 	switch q {
-	case 0:
+	case roundFIFO:
 		return c.fifo.pop()
-	case 1:
+	case roundLocal:
 		return c.local.pop()
 	}
 	return c.inject.pop()
@@ -556,13 +514,8 @@ func (c *Carrier) run(t *Task) {
 		}
 	}
 	if t.co == nil {
-		var co *coro
-		if k := len(c.idle); k > 0 {
-			co = c.idle[k-1]
-			c.idle[k-1] = nil
-			c.idle = c.idle[:k-1]
-			c.idleLow = min(c.idleLow, k-1)
-		} else {
+		co := c.pool.take()
+		if co == nil {
 			co = c.newCoro()
 		}
 		co.task = t
@@ -575,7 +528,7 @@ func (c *Carrier) run(t *Task) {
 		c.rejoined(t)
 	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
-	t.state = taskRunning
+	t.setState(taskRunning)
 	c.cur.Store(t)
 	start := c.now
 	var done bool
@@ -596,7 +549,7 @@ func (c *Carrier) run(t *Task) {
 	case done:
 		c.finish(t)
 	case t.state == taskRejoining: // marked detached by a run the monitor did not take: ours still
-		t.state = taskRunnable
+		t.setState(taskRunnable)
 		c.fifo.push(t)
 		c.yielded = t
 	case t.state == taskRunnable: // it yielded
@@ -610,10 +563,7 @@ func (c *Carrier) finish(t *Task) {
 	if co.note.Load() != nil {
 		co.note.Store(nil)
 	}
-	if len(c.idle) < maxIdleCoros {
-		c.idle = append(c.idle, co)
-	} else {
-		delete(c.coros, co)
+	if !c.pool.put(co) {
 		c.stopCoro(co)
 	}
 	gauge(&c.stats.tasksLive, -1)
@@ -682,7 +632,7 @@ func (c *Carrier) shutdown() {
 			t.release()
 		}
 	}
-	for co := range c.coros {
+	for co := range c.pool.all {
 		t := co.task
 		if _, away := c.detachedAt[co]; away {
 			continue // running elsewhere: stopped by its old owner when it rejoins (lost)
@@ -693,9 +643,9 @@ func (c *Carrier) shutdown() {
 			c.timers.remove(t)
 		}
 	}
-	clear(c.coros)
-	c.idle = nil
-	for _, pd := range c.fds {
+	clear(c.pool.all)
+	c.pool.idle = nil
+	for _, pd := range c.fdt.fds {
 		if pd != nil {
 			pd.shut()
 		}

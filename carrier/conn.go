@@ -4,49 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
-// pollDesc is an fd registered on its carrier's epoll (edge-triggered, for
-// reading and writing at once), with the tasks parked on it.
+// pollDesc is an fd registered on its carrier (a conn's or a listener's),
+// with its lifecycle state (states.go), its engine (engine.go) and the
+// tasks parked on it.
 type pollDesc struct {
-	fd     int
-	c      *Carrier
-	slot   int32
-	gen    uint32
-	conn   bool  // counted in OpenConns
-	rwait  *Task // task parked until readable
-	wwait  *Task // task parked until writable
-	closed bool
+	fd    int
+	c     *Carrier
+	state descState
+	eng   engine // chosen at registration; nil before
+	slot  int32
+	gen   uint32
+	conn  bool  // counted in OpenConns
+	rwait *Task // task parked until readable (or its read done)
+	wwait *Task // task parked until writable (or its write done)
 	// unread is false once a read found the socket drained (a short read
-	// or EAGAIN) and true again when epoll reports it readable. With
-	// edge-triggered epoll every arrival after the drain queues an event,
-	// so a reader that finds unread false parks at once and saves the
-	// read that would only say EAGAIN.
+	// or EAGAIN) and true again when the poller reports it readable. With
+	// edge-triggered readiness every arrival after the drain queues an
+	// event, so a reader that finds unread false parks at once and saves
+	// the read that would only say EAGAIN.
 	unread bool
-	// rop and wop are the conn's read and write when the poller does them
-	// (PollerURing; ringIO).
-	rop, wop ioOp
-	cwait    *Task // task parked in Close until the write-behind buffer is sent
-	wb       writeBehind
-	gone     bool // shut: removed from the poller and the fd table
-	kops     int  // reads and writes the kernel holds (PollerURing): the fd stays open until 0
-	closeFd  bool // shut while kops > 0: the last completion closes the fd
-	nopoll   bool // no readiness poll (a conn with PollerURing; see register)
-	// hup is set once epoll reports the peer's end of stream (or an
+	// hup is set once the poller reports the peer's end of stream (or an
 	// error): a short read then does not mean drained, since the end of
 	// stream still waits to be read and no further edge will announce it
 	// (data and FIN arriving together make one event).
 	hup bool
+	// The ring engine's (ringconn.go): the conn's read and write when the
+	// poller does them, the task parked in Close until the write-behind
+	// buffer is sent, that buffer, and the reads and writes the kernel
+	// holds (the fd stays open until none: descDraining).
+	rop, wop ioOp
+	cwait    *Task
+	wb       writeBehind
+	kops     int
 	// cn is the conn pd belongs to (nil for a listener), g its group, both
 	// fixed at creation; closeReq is set by CloseAsync, from anywhere.
 	cn       *Conn
@@ -54,51 +53,37 @@ type pollDesc struct {
 	closeReq atomic.Bool
 }
 
-// register adds fd to c's epoll and table. It runs on c's thread.
+// register adds pd to c's fd table and poller, with c's engine for its
+// kind (conn or listener). It runs on c's thread.
 func (c *Carrier) register(pd *pollDesc) error {
-	var slot int32
-	if k := len(c.free); k > 0 {
-		slot = c.free[k-1]
-		c.free = c.free[:k-1]
-	} else {
-		slot = int32(len(c.fds))
-		c.fds = append(c.fds, nil)
-	}
-	pd.c, pd.slot = c, slot
-	c.gen++
-	pd.gen = c.gen
+	c.fdt.add(pd)
+	pd.c = c
 	pd.unread = true // unknown: try the first read
 	pd.hup = false
-	// With PollerURing a conn's reads and writes are RECV and SEND
-	// requests, which wait for the socket themselves: a readiness poll
-	// would only add a completion (and sometimes a wake-up) per arrival.
-	// Dial arms one while it connects (connectPollDone removes it).
-	pd.nopoll = pd.conn && c.cio != nil
-	if !pd.nopoll {
+	pd.eng = readinessEngine
+	if pd.conn {
+		pd.eng = c.connEng
+	}
+	if pd.eng.polled() {
 		if err := c.poll.add(pd.fd, pd.token()); err != nil {
-			c.free = append(c.free, slot)
+			c.fdt.drop(pd)
 			return err
 		}
 	}
-	c.fds[slot] = pd
+	pd.setState(descOpen)
 	if pd.conn {
 		gauge(&c.stats.openConns, 1)
 	}
 	return nil
 }
 
-// token is what the poller reports pd's events with: its slot in the fd
-// table plus one (0 is the eventfd) and, above, the carrier's registration
-// count when it was registered, so a late event for an fd closed since,
-// whose slot was reused, matches no entry (io_uring reports a poll's
-// cancellation after the fact).
+// token is what the poller reports pd's events with (fdTable).
 func (pd *pollDesc) token() uint64 { return uint64(pd.slot+1) | uint64(pd.gen)<<32 }
 
 // forget drops pd from c's fd table; the caller closes the fd or deletes
-// it from the epoll set.
+// it from the poller.
 func (c *Carrier) forget(pd *pollDesc) {
-	c.fds[pd.slot] = nil
-	c.free = append(c.free, pd.slot)
+	c.fdt.drop(pd)
 	if pd.conn {
 		gauge(&c.stats.openConns, -1)
 	}
@@ -107,20 +92,19 @@ func (c *Carrier) forget(pd *pollDesc) {
 // shut closes the fd, removes it from the poller, forgets it and wakes the
 // tasks parked on it (they see closed).
 func (pd *pollDesc) shut() {
-	if pd.gone {
+	if pd.gone() {
 		return
 	}
-	pd.closed, pd.gone = true, true
 	c := pd.c
 	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
 	pd.wb.drop()
 	if pd.kops > 0 {
 		// The kernel still has a read or write of this fd (cancelled by
-		// remove): the last completion closes it (opEnded), so that no
-		// request can meet a new file that reuses the number.
-		pd.closeFd = true
+		// remove): the last completion closes it (opEnded).
+		pd.setState(descDraining)
 	} else {
+		pd.setState(descShut)
 		unix.Close(pd.fd)
 	}
 	pd.wakeAll()
@@ -139,8 +123,8 @@ func (pd *pollDesc) wakeAll() {
 // write of pd's fd: the last one of a conn already shut closes the fd.
 func (pd *pollDesc) opEnded() {
 	pd.kops--
-	if pd.kops == 0 && pd.closeFd {
-		pd.closeFd = false
+	if pd.kops == 0 && pd.state == descDraining {
+		pd.setState(descShut)
 		unix.Close(pd.fd)
 	}
 }
@@ -260,56 +244,12 @@ func (c *Carrier) newConn(fd int, remote netip.AddrPort) (*Conn, error) {
 // at the end of the stream, os.ErrDeadlineExceeded after the read deadline
 // and net.ErrClosed once the conn is closed.
 func (cn *Conn) Read(p []byte) (int, error) {
-	pd := &cn.pd
-	t := pd.current()
+	t := cn.pd.current()
 	if t == nil {
 		return 0, ErrNotInTask
 	}
 	defer t.leave(t.enter())
-	if cio := pd.c.cio; cio != nil && len(p) > 0 {
-		if err := pd.wb.err; err != nil && !pd.closed { // a SEND of an earlier Write failed
-			return 0, err
-		}
-		n, err := cn.ringIO(t, cio, &pd.rop, p, &cn.rdl)
-		if err == nil && n == 0 {
-			return 0, io.EOF
-		}
-		return n, err
-	}
-	for {
-		if pd.closed {
-			return 0, net.ErrClosed
-		}
-		if pd.passed(cn.rdl) {
-			return 0, os.ErrDeadlineExceeded
-		}
-		if !pd.unread && len(p) > 0 {
-			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		n, err := unix.ReadNB(pd.fd, p)
-		switch {
-		case err == nil:
-			if n == 0 && len(p) > 0 {
-				return 0, io.EOF
-			}
-			if n < len(p) && !pd.hup {
-				pd.unread = false
-			}
-			t.opDone()
-			return n, nil
-		case err == unix.EAGAIN:
-			pd.unread = false
-			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
-				return 0, err
-			}
-		case err == unix.EINTR:
-		default:
-			return 0, err
-		}
-	}
+	return cn.pd.eng.read(cn, t, p)
 }
 
 // Write writes all of p, parking the task while the socket buffer is full;
@@ -319,102 +259,13 @@ func (cn *Conn) Read(p []byte) (int, error) {
 // that fails later is reported by the next Write, Read or Close
 // (writebehind.go).
 func (cn *Conn) Write(p []byte) (int, error) {
-	pd := &cn.pd
-	t := pd.current()
+	t := cn.pd.current()
 	if t == nil {
 		return 0, ErrNotInTask
 	}
 	defer t.leave(t.enter())
-	if cio := pd.c.cio; cio != nil {
-		return cn.writeBehind(t, cio, p)
-	}
-	written := 0
-	for written < len(p) {
-		if pd.closed {
-			return written, net.ErrClosed
-		}
-		if pd.passed(cn.wdl) {
-			return written, os.ErrDeadlineExceeded
-		}
-		n, err := unix.WriteNB(pd.fd, p[written:])
-		switch {
-		case err == nil:
-			written += n
-		case err == unix.EAGAIN:
-			if err := pd.await(t, &pd.wwait, cn.wdl); err != nil {
-				return written, err
-			}
-		case err == unix.EINTR:
-		default:
-			return written, err
-		}
-	}
-	t.opDone()
-	return written, nil
+	return cn.pd.eng.write(cn, t, p)
 }
-
-// ringIO has the poller read into p or write p (op says which; one
-// operation) and parks the task until it completes. A deadline (*dl, read
-// again after each wake-up, so that a setter can move it) or a close
-// cancels the operation, and the task then waits for its completion
-// without a deadline: the kernel uses p until then. An operation that
-// completed before its cancellation took effect returns its bytes.
-func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (int, error) {
-	pd := &cn.pd
-	if pd.closed {
-		return 0, net.ErrClosed
-	}
-	if pd.passed(*dl) {
-		return 0, os.ErrDeadlineExceeded
-	}
-	op.write = op == &pd.wop
-	slot := &pd.rwait
-	if op.write {
-		slot = &pd.wwait
-	}
-	op.pd, op.behind, op.done, op.pending = pd, false, false, true
-	if !cio.startIO(op, p) {
-		op.pending = false
-		return 0, errRingFull
-	}
-	cancelled := false
-	for !op.done {
-		if cancelled {
-			pd.await(t, slot, 0)
-			continue
-		}
-		// await reads the clock once and, when the deadline has passed,
-		// returns its error instead of parking: then cancel.
-		if pd.closed || pd.await(t, slot, *dl) != nil {
-			cio.cancelIO(op)
-			cancelled = true
-		}
-	}
-	op.pending = false
-	switch res := op.res; {
-	case res >= 0:
-		if !op.write { // a short read drained the socket: the next RECV polls first
-			pd.unread = int(res) == len(p)
-		}
-		t.opDone()
-		return int(res), nil
-	case pd.closed: // cancelled by the close, or failed on the closed fd
-		return 0, net.ErrClosed
-	case res == -int32(unix.ECANCELED):
-		return 0, os.ErrDeadlineExceeded
-	default:
-		call := "recv"
-		if op.write {
-			call = "send"
-		}
-		return 0, os.NewSyscallError(call, syscall.Errno(-res))
-	}
-}
-
-// errRingFull is returned when the poller had no free SQE for a read or
-// write (it hands the full queue to the kernel first, so only a kernel
-// that takes no submissions causes it).
-var errRingFull = errors.New("carrier: io_uring submission queue full")
 
 // Close closes the connection; tasks parked on it resume with
 // net.ErrClosed. Closing twice returns net.ErrClosed. With the io_uring
@@ -425,7 +276,7 @@ func (cn *Conn) Close() error {
 	if t, outer := cn.enter(); t != nil {
 		defer t.leave(outer)
 	}
-	if cn.pd.closed {
+	if cn.pd.closed() {
 		return net.ErrClosed
 	}
 	if o := cn.owner; o != nil {
@@ -435,8 +286,8 @@ func (cn *Conn) Close() error {
 		}
 	}
 	var err error
-	if cn.pd.c != nil && cn.pd.c.cio != nil {
-		err = cn.flushOnClose()
+	if e := cn.pd.eng; e != nil {
+		err = e.flush(cn, true)
 	}
 	cn.pd.shut()
 	return err
@@ -463,8 +314,8 @@ func (cn *Conn) CloseAsync() {
 // closeRequested closes the conns of c that CloseAsync asked to close
 // (the loop calls it when the group's count of requests moved).
 func (c *Carrier) closeRequested() {
-	for _, pd := range c.fds {
-		if pd != nil && pd.cn != nil && pd.closeReq.Load() && !pd.closed {
+	for _, pd := range c.fdt.fds {
+		if pd != nil && pd.cn != nil && pd.closeReq.Load() && !pd.closed() {
 			pd.cn.closeNow()
 		}
 	}
@@ -492,11 +343,11 @@ func (cn *Conn) CloseWrite() error {
 	if t, outer := cn.enter(); t != nil {
 		defer t.leave(outer)
 	}
-	if cn.pd.closed {
+	if cn.pd.closed() {
 		return net.ErrClosed
 	}
-	if cn.pd.c != nil && cn.pd.c.cio != nil {
-		if err := cn.flushWrites("close write"); err != nil {
+	if e := cn.pd.eng; e != nil {
+		if err := e.flush(cn, false); err != nil {
 			return err
 		}
 	}
@@ -636,19 +487,17 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 	}
 	t.adopt(cn)
 	if cerr != nil { // in progress: writable means connected or failed
-		if cn.pd.nopoll {
-			if err := t.home.poll.add(fd, cn.pd.token()); err != nil {
-				cn.Close()
-				return nil, opErr(err)
-			}
-			defer cn.pd.connectPollDone()
+		if err := cn.pd.eng.connecting(&cn.pd, true); err != nil {
+			cn.Close()
+			return nil, opErr(err)
 		}
+		defer cn.pd.eng.connecting(&cn.pd, false)
 		for {
 			if err := cn.pd.await(t, &cn.pd.wwait, deadline); err != nil {
 				cn.Close()
 				return nil, opErr(err)
 			}
-			if cn.pd.closed {
+			if cn.pd.closed() {
 				return nil, opErr(net.ErrClosed)
 			}
 			if err := unix.SocketError(fd); err != nil {
@@ -666,14 +515,6 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 		return nil, opErr(err)
 	}
 	return cn, nil
-}
-
-// connectPollDone removes the readiness poll Dial armed on a conn that
-// has none otherwise (nopoll), unless a close removed it already.
-func (pd *pollDesc) connectPollDone() {
-	if !pd.gone {
-		pd.c.poll.remove(pd.fd, pd.token(), false)
-	}
 }
 
 // isConnected reports whether a connecting socket has a peer (the

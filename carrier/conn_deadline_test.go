@@ -49,7 +49,7 @@ func BenchmarkConnReadWriteDeadline(b *testing.B) {
 	})
 }
 
-// benchEcho times round trips of 64-byte messages through an Echo handler
+// benchEcho times round trips of 64-byte messages through an echo handler
 // and back, with both conns' deadlines set deadline ahead (0: none). With
 // two carriers the handler runs on carrier 0 and the client on carrier 1;
 // with one, both run on carrier 0.
@@ -57,7 +57,7 @@ func benchEcho(b *testing.B, carriers int, deadline time.Duration) {
 	g := newGroup(b, Options{Carriers: carriers})
 	l, err := g.Listen("127.0.0.1:0", func(t *Task, c *Conn) {
 		setDeadline(c, deadline)
-		Echo(t, c)
+		echo(t, c)
 	}, ListenOptions{})
 	if err != nil {
 		b.Fatal(err)

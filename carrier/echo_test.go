@@ -27,7 +27,7 @@ func newGroupOrSkip(t testing.TB, o Options) *Group {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	closeAtEnd(t, g)
 	return g
 }
 
@@ -83,7 +83,7 @@ func TestEchoMatrix(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						checkLeaks(t)
 						g := newGroupOrSkip(t, Options{Carriers: carriers, Wait: w, Steal: steal, Float: mode.float})
-						l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{ReusePort: reuse})
+						l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: reuse})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -91,12 +91,22 @@ func TestEchoMatrix(t *testing.T) {
 						if err := l.Close(); err != nil {
 							t.Fatal(err)
 						}
+						// Every client closed its conn: the handlers see the
+						// end of stream and close theirs, so the open conns
+						// come down to none (the check used to be a sum < 0,
+						// which no count can make true).
 						var conns int64
-						for _, s := range g.Snapshot() {
-							conns += s.OpenConns
+						for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+							conns = 0
+							for _, s := range g.Snapshot() {
+								conns += s.OpenConns
+							}
+							if conns == 0 || time.Now().After(end) {
+								break
+							}
 						}
-						if conns < 0 {
-							t.Errorf("OpenConns sums to %d", conns)
+						if conns != 0 {
+							t.Errorf("OpenConns sums to %d after every client closed, want 0", conns)
 						}
 					})
 				}

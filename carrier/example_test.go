@@ -19,7 +19,8 @@ func Example() {
 		return
 	}
 	defer g.Close()
-	l, err := g.Listen("127.0.0.1:0", carrier.Echo, carrier.ListenOptions{})
+	echo := func(t *carrier.Task, c *carrier.Conn) { io.Copy(c, c) } // writes back what it reads
+	l, err := g.Listen("127.0.0.1:0", echo, carrier.ListenOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -145,7 +145,7 @@ func (c *Carrier) movable(t *Task) bool {
 		return false
 	}
 	for _, cn := range t.owned {
-		if cn.pd.rop.pending || cn.pd.busyWriting() { // the kernel has a read or write of it, or will (PollerURing)
+		if cn.pd.eng.busy(&cn.pd) { // the kernel has a read or write of it, or will (PollerURing)
 			return false
 		}
 		if w := cn.pd.rwait; w != nil && w != t {
@@ -163,13 +163,14 @@ func (c *Carrier) movable(t *Task) bool {
 func (c *Carrier) release(t *Task) {
 	c.timers.remove(t)
 	if t.co != nil {
-		delete(c.coros, t.co)
+		delete(c.pool.all, t.co)
 		gauge(&c.stats.tasksLive, -1)
 	}
 	for _, cn := range t.owned {
-		if !cn.pd.gone {
+		if !cn.pd.gone() {
 			c.poll.remove(cn.pd.fd, cn.pd.token(), false)
 			c.forget(&cn.pd)
+			cn.pd.setState(descMoving)
 		}
 	}
 }
@@ -183,20 +184,21 @@ func (c *Carrier) adoptTask(t *Task) {
 		return
 	}
 	t.home = c
-	c.coros[t.co] = struct{}{}
+	c.pool.all[t.co] = struct{}{}
 	gauge(&c.stats.tasksLive, 1)
 	for _, cn := range t.owned {
 		pd := &cn.pd
-		if pd.closed {
+		if pd.closed() {
 			continue
 		}
 		if err := c.register(pd); err != nil {
-			pd.c, pd.closed, pd.gone = c, true, true
+			pd.c = c
+			pd.setState(descShut)
 			unix.Close(pd.fd)
 		}
 	}
 	for i := len(t.owned) - 1; i >= 0; i-- { // CloseAsync while they were on their way here
-		if cn := t.owned[i]; cn.pd.closeReq.Load() && !cn.pd.closed {
+		if cn := t.owned[i]; cn.pd.closeReq.Load() && !cn.pd.closed() {
 			cn.closeNow()
 		}
 	}

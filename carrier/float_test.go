@@ -242,7 +242,7 @@ func TestFloatMigratesConns(t *testing.T) {
 // yet Close and Listener.Close called from a task must not deadlock.
 func TestFloatCloseFromTask(t *testing.T) {
 	g := newGroup(t, Options{Carriers: 2, Steal: true, Float: true})
-	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{})
+	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

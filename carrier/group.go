@@ -134,7 +134,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	}
 	c := &Carrier{
 		g: g, id: i, cpu: p.cpus[i], affinity: p.affinity[i], strat: strat,
-		coros:      map[*coro]struct{}{},
+		pool:       coroPool{all: map[*coro]struct{}{}},
 		rng:        uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
 		done:       make(chan struct{}),
 		startErr:   make(chan error, 1),
@@ -154,12 +154,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
 	}
-	if up, ok := c.poll.(*uringPoller); ok {
-		c.keepEfd = true
-		if up.rw {
-			c.cio = up
-		}
-	}
+	c.connEng = connEngineFor(c.poll)
 	return c, nil
 }
 

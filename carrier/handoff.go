@@ -76,10 +76,6 @@ const (
 	phaseStopped                // its rejoin found the carrier stopped: every carrier operation unwinds it
 )
 
-// taskRejoining is the state of a detached task that yielded to rejoin its
-// carrier (see Task.rejoin).
-const taskRejoining uint8 = 10
-
 // errLost unwinds the goroutine of an owner that lost its carrier to a
 // hand-off, once it has queued the detached task for the new owner.
 var errLost = errors.New("carrier: handed off")
@@ -160,14 +156,13 @@ func (t *Task) leave(outer bool) {
 // stopped, so that no carrier operation of its unwinding touches the
 // stopped carrier (which, shut down, no longer orders them).
 func (t *Task) rejoin() bool {
-	t.state = taskRejoining
+	t.setState(taskRejoining)
 	ok := t.co.yield(false)
 	if !ok {
 		t.co.phase.Store(phaseStopped)
 		return false
 	}
-	t.co.phase.Store(phaseCarrier)
-	t.state = taskRunning
+	t.co.phase.Store(phaseCarrier) // running: the owner's run set it
 	return true
 }
 

@@ -45,7 +45,7 @@ func handoffGroup(t *testing.T, o Options) (*Group, *Listener) {
 	t.Helper()
 	g := newGroupOrSkip(t, o)
 	needHandoff(t, g)
-	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{})
+	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -23,8 +24,24 @@ func newGroup(t testing.TB, o Options) *Group {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	closeAtEnd(t, g)
 	return g
+}
+
+// closeAtEnd closes g when the test ends; a test that failed says which
+// poller it ran with, since TestMain runs the suite once per poller and
+// go test's own lines name the test only.
+func closeAtEnd(t testing.TB, g *Group) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			p := g.opts.Poller
+			if p == "" {
+				p = defaultPoller
+			}
+			t.Logf("this test ran with poller %s", p)
+		}
+		g.Close()
+	})
 }
 
 // within fails the test if ch is not closed (or sent on) within d.
@@ -69,7 +86,7 @@ func netServeOne(t testing.TB, serve func(net.Conn)) net.Listener {
 func echoGroup(t testing.TB, o Options, lo ListenOptions) (*Group, *Listener) {
 	t.Helper()
 	g := newGroup(t, o)
-	l, err := g.Listen("127.0.0.1:0", Echo, lo)
+	l, err := g.Listen("127.0.0.1:0", echo, lo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +116,10 @@ func inTaskWithConn(t *testing.T, o Options, serve func(net.Conn), fn func(tk *T
 func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
+}
+
+// echo is a handler that writes back everything it reads until the peer
+// closes, with a buffer that takes what a client usually sends in one go.
+func echo(t *Task, c *Conn) {
+	io.CopyBuffer(c, c, make([]byte, 4096))
 }

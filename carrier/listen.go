@@ -2,7 +2,6 @@ package carrier
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -146,10 +145,11 @@ func (a *acceptor) stop(t *Task) {
 	a.closeFD()
 }
 
-// closeFD closes a listening socket that was never registered on epoll.
+// closeFD closes a listening socket that was never registered on its
+// carrier (descNew -> descShut).
 func (a *acceptor) closeFD() {
-	if !a.pd.closed {
-		a.pd.closed = true
+	if !a.pd.closed() {
+		a.pd.setState(descShut)
 		unix.Close(a.pd.fd)
 	}
 }
@@ -162,7 +162,7 @@ func (a *acceptor) run(t *Task) {
 	defer t.leave(t.enter()) // carrier code throughout: never handed off
 	c := t.home
 	defer close(a.done)
-	if a.l.closed.Load() || a.pd.closed {
+	if a.l.closed.Load() || a.pd.closed() {
 		a.closeFD()
 		return
 	}
@@ -172,7 +172,7 @@ func (a *acceptor) run(t *Task) {
 	}
 	a.registered = true
 	defer a.pd.shut()
-	for !a.l.closed.Load() && !a.pd.closed {
+	for !a.l.closed.Load() && !a.pd.closed() {
 		nfd, sa, err := acceptFn(a.pd.fd)
 		switch {
 		case err == nil:
@@ -220,14 +220,4 @@ func (l *Listener) serve(t *Task) {
 	t.accepted = cn
 	t.leave(outer)
 	l.handler(t, cn)
-}
-
-// echoBuffer is Echo's buffer size: one read takes what a client usually
-// sends in one go.
-const echoBuffer = 4096
-
-// Echo is a handler that writes back everything it reads until the peer
-// closes: for tests, benchmarks and smoke checks of a listener.
-func Echo(t *Task, c *Conn) {
-	io.CopyBuffer(c, c, make([]byte, echoBuffer))
 }

@@ -8,7 +8,7 @@ func TestListenCloseAtOnce(t *testing.T) {
 	checkLeaks(t)
 	g := newGroup(t, Options{Carriers: 2})
 	for i := 0; i < 50; i++ {
-		l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{ReusePort: i%2 == 0})
+		l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: i%2 == 0})
 		if err != nil {
 			t.Fatal(err)
 		}

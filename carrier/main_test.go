@@ -10,7 +10,12 @@ import (
 // over Pollers, where Options.Poller "" means the poller of the current
 // pass. A poller this machine cannot run is skipped with its reason.
 // SPINDLE_TEST_POLLER=name restricts the run to one poller.
+//
+// The state machines' transition checks (states.go) are on throughout: a
+// pass in which a transition broke its table fails, with the transition
+// and where it happened.
 func TestMain(m *testing.M) {
+	checkTransitions = true
 	code := 0
 	ran := 0
 	for _, name := range Pollers {
@@ -27,6 +32,10 @@ func TestMain(m *testing.M) {
 		if c := m.Run(); c != 0 {
 			code = c
 			fmt.Printf("carrier tests: poller %s FAILED\n", name)
+		}
+		if bad := badTransition.Swap(nil); bad != nil {
+			code = 1
+			fmt.Printf("carrier tests: poller %s: %s\n", name, *bad)
 		}
 	}
 	defaultPoller = DefaultPoller

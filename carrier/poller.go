@@ -72,6 +72,8 @@ type poller interface {
 	// of the i-th event of the last wait, or the read or write that
 	// completed (an ioPoller's; then tok and events are not used).
 	event(i int) (tok uint64, events uint32, op *ioOp)
+	// woken handles an event of the carrier's eventfd (token 0).
+	woken()
 	// quiesce runs at the end of the carrier's shutdown, on its
 	// goroutine, after every fd was removed: it leaves nothing in flight.
 	quiesce()
@@ -84,6 +86,9 @@ type poller interface {
 // start an operation, park until the poller reports it completed, and
 // return its result (ringIO, conn.go).
 type ioPoller interface {
+	// doesIO reports whether the poller does conns' reads and writes (the
+	// io_uring poller does with PollerURing, not with PollerURingPoll).
+	doesIO() bool
 	// startIO queues op's read into p or write of p, on op.pd's fd. The
 	// kernel uses p until the completion is reaped: the poller keeps it
 	// alive until then. It reports false when no SQE was free.
@@ -123,6 +128,7 @@ func newPoller(name string, efd int, moves bool, s *stats) (poller, error) {
 // epollPoller is the epoll instance of a carrier.
 type epollPoller struct {
 	ep     int
+	efd    int // the carrier's eventfd
 	events []unix.EpollEvent
 	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
 }
@@ -137,7 +143,7 @@ func newEpollPoller(efd int) (*epollPoller, error) {
 		unix.Close(ep)
 		return nil, err
 	}
-	return &epollPoller{ep: ep, events: make([]unix.EpollEvent, eventBatch)}, nil
+	return &epollPoller{ep: ep, efd: efd, events: make([]unix.EpollEvent, eventBatch)}, nil
 }
 
 func (p *epollPoller) start() error { return nil }
@@ -180,6 +186,10 @@ func (p *epollPoller) event(i int) (uint64, uint32, *ioOp) {
 	ev := &p.events[i]
 	return unix.Token(ev), ev.Events, nil
 }
+
+// woken drains the eventfd: it is level-triggered in epoll, and would
+// report itself at every poll until read.
+func (p *epollPoller) woken() { unix.EventfdDrain(p.efd) }
 
 func (p *epollPoller) quiesce() {}
 

@@ -15,14 +15,6 @@ import (
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
-// Task states. Only the home carrier's thread reads or writes them.
-const (
-	taskIdle     uint8 = iota // queued, not started
-	taskRunning               // its coroutine is executing
-	taskParked                // waiting for I/O, a timer or an offloaded function
-	taskRunnable              // in a run queue again
-)
-
 // Task is one unit of work: a closure run as a coroutine on a carrier.
 // Its methods may be called only from the task's own coroutine (the fn it
 // was started with and what fn calls); a *Task must not be kept after fn
@@ -31,7 +23,7 @@ type Task struct {
 	fn    func(*Task)
 	home  *Carrier
 	co    *coro
-	state uint8
+	state taskState
 
 	hidx int // index in the home carrier's timer heap, -1 when absent
 
@@ -100,13 +92,18 @@ func (t *Task) block() { t.suspend(taskParked) }
 
 // suspend switches back to the carrier, leaving the task in state
 // (parked, or runnable when it queued itself).
-func (t *Task) suspend(state uint8) {
-	t.state = state
+func (t *Task) suspend(state taskState) {
+	t.setState(state)
+	t.toCarrier()
+}
+
+// toCarrier switches back to the carrier, the task's state already set;
+// the carrier's run sets it running again before it resumes the task.
+func (t *Task) toCarrier() {
 	t.ops = 0
 	if !t.co.yield(false) {
 		panic(errStopped)
 	}
-	t.state = taskRunning
 }
 
 // Pinned returns how many of the task's runs so far (from a resumption to
@@ -186,7 +183,7 @@ func (t *Task) Offload(fn func()) {
 	defer t.leave(t.enter())
 	c := t.home
 	c.g.offloads.Add(1)
-	t.state = taskParked // before fn can finish and queue the resumption
+	t.setState(taskOffloaded) // before fn can finish and queue the resumption
 	go func() {
 		defer c.g.offloads.Done()
 		defer func() {
@@ -197,7 +194,7 @@ func (t *Task) Offload(fn func()) {
 		}()
 		fn()
 	}()
-	t.block()
+	t.toCarrier()
 	if p := t.panic; p != nil {
 		t.panic = nil
 		panic(p)
@@ -293,28 +290,9 @@ func (c *Carrier) newCoro() *coro {
 		defer runtime.LockOSThread()
 	}
 	co.next, co.stop = iter.Pull(co.body)
-	c.coros[co] = struct{}{}
+	c.pool.all[co] = struct{}{}
 	return co
 }
-
-// maxIdleCoros bounds the coroutine pool of one carrier: a burst of 10,000
-// connections does not keep 10,000 idle goroutine stacks after it ends.
-const maxIdleCoros = 1024
-
-// The idle pool shrinks when it is not used: every coroTrimPeriod the
-// carrier stops the coroutines that stayed idle the whole period, keeping
-// minIdleCoros. A coroutine holds its goroutine's stack (8 KiB, more once a
-// task grew it: a carrier-mode connection's holds about 12 KiB), so 1,000
-// idle ones kept ~12 MiB after a burst of connections ended (docs/carrier.md).
-// The check is one comparison per loop turn; a carrier waiting with a surplus
-// wakes once per period until it is trimmed.
-const (
-	coroTrimPeriod = time.Second
-	// minIdleCoros is what the pool keeps however long it is idle: enough
-	// for a burst of short tasks without new goroutines, 1 MiB of stacks
-	// at most.
-	minIdleCoros = 64
-)
 
 // closeUnwinding closes cn, held by t, as t ends. A task handed off that
 // ends after its carrier stopped cannot rejoin it: its Close unwinds with

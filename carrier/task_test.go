@@ -396,6 +396,9 @@ func TestDrainServesEveryQueue(t *testing.T) {
 // are stopped once the pool has gone unused for a trim period, down to
 // minIdleCoros; the carrier, blocked with nothing to do, wakes for it.
 func TestIdleCorosTrimmed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: it waits for two trim periods (seconds)")
+	}
 	g := newGroup(t, Options{Carriers: 1, Wait: "block"})
 	const burst = minIdleCoros + 136
 	var wg sync.WaitGroup

@@ -161,6 +161,9 @@ func newURingPoller(efd int, moves, rw bool, s *stats) (*uringPoller, error) {
 // tests) and queues the eventfd's poll.
 func uringPollerOn(r *unix.Ring, efd int, s *stats) (*uringPoller, error) {
 	p := &uringPoller{r: r, armed: map[uint64]int{}, ops: map[uint64]inFlightIO{}, removing: map[uint64]struct{}{}, evs: make([]pollEvent, 0, eventBatch), s: s}
+	// No feature bit announces POLL_FIRST (Linux 5.19): REG_REG_RING
+	// (6.3) stands for it, a proxy that errs on the safe side (a kernel
+	// between the two goes without the saving).
 	p.pollFirst = r.Features&unix.IORING_FEAT_REG_REG_RING != 0
 	if err := p.add(efd, 0); err != nil {
 		return nil, err
@@ -208,14 +211,17 @@ func setupRing(moves bool) (*unix.Ring, error) {
 	return nil, setupReason(err)
 }
 
-// checkFeatures refuses kernels that lack what the poller relies on.
+// checkFeatures refuses kernels that lack what the poller relies on. Two
+// of the three are told by a feature bit of their own; multishot poll has
+// none, and RSRC_TAGS, which came in the same release (5.13), stands for
+// it: a proxy, named as one in the error.
 func checkFeatures(f uint32) error {
 	var missing []string
 	if f&unix.IORING_FEAT_NODROP == 0 {
 		missing = append(missing, "NODROP (5.5)")
 	}
 	if f&unix.IORING_FEAT_RSRC_TAGS == 0 {
-		missing = append(missing, "multishot poll (5.13)")
+		missing = append(missing, "multishot poll (5.13; told by RSRC_TAGS)")
 	}
 	if f&unix.IORING_FEAT_CQE_SKIP == 0 {
 		missing = append(missing, "CQE_SKIP_SUCCESS (5.17)")
@@ -335,7 +341,7 @@ func (p *uringPoller) cancelAgain() {
 		p.cancel(tok)
 	}
 	for ud, io := range p.ops {
-		if pd := io.op.pd; pd.gone || (pd.closed && !io.op.behind) { // a closing conn's buffer is still being sent
+		if pd := io.op.pd; pd.gone() || (pd.closed() && !io.op.behind) { // a closing conn's buffer is still being sent
 			p.cancel(ud)
 		}
 	}
@@ -388,7 +394,7 @@ func (p *uringPoller) prepWrites() bool {
 	for i, pd := range p.flushq {
 		p.flushq[i] = nil
 		pd.wb.queued = false
-		if pd.gone || pd.wb.inline || pd.wop.pending || len(pd.wb.buf) == 0 || pd.wb.err != nil {
+		if pd.gone() || pd.wb.inline || pd.wop.pending || len(pd.wb.buf) == 0 || pd.wb.err != nil {
 			continue
 		}
 		sqe := p.sqe()
@@ -431,7 +437,7 @@ func (p *uringPoller) settle() {
 		pd := e.pd
 		pd.wb.inline = false
 		pd.opEnded()
-		if pd.gone {
+		if pd.gone() {
 			continue
 		}
 		switch {
@@ -607,7 +613,7 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 		}
 		// A SEND of the write-behind buffer: go on with the rest.
 		op.pending = false
-		if pd.gone {
+		if pd.gone() {
 			return
 		}
 		if res > 0 {
@@ -641,6 +647,14 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 	p.rearms++
 	p.add(fd, ud) // on failure the fd stays without a poll until it is closed
 }
+
+func (p *uringPoller) doesIO() bool { return p.rw }
+
+// woken needs nothing: the eventfd is never drained. io_uring's multishot
+// poll posts a completion for every write to it, whatever the counter, so
+// the read that resets it would be a system call per wake-up for nothing.
+// The counter, one per wake-up, cannot reach its 2^64-2 limit.
+func (p *uringPoller) woken() {}
 
 func (p *uringPoller) event(i int) (uint64, uint32, *ioOp) {
 	ev := &p.evs[i]

@@ -345,7 +345,7 @@ func TestURingCloseReapsEverything(t *testing.T) {
 	if m := leakcheck.Mappings(t, leakcheck.RingMapping); m <= m0 {
 		t.Fatalf("io_uring mappings %d -> %d with two rings open", m0, m)
 	}
-	l, err := g.Listen("127.0.0.1:0", Echo, ListenOptions{})
+	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

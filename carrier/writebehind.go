@@ -103,7 +103,7 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 	written := 0
 	for {
 		switch {
-		case pd.closed:
+		case pd.closed():
 			return written, net.ErrClosed
 		case pd.wb.err != nil:
 			return written, pd.wb.err
@@ -145,7 +145,7 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 // (flushWrites).
 func (cn *Conn) flushOnClose() error {
 	pd := &cn.pd
-	pd.closed = true
+	pd.setState(descClosing)
 	if pd.rwait != nil {
 		pd.c.wakeTask(pd.rwait, false)
 	}
@@ -190,7 +190,7 @@ func (cn *Conn) flushWrites(op string) error {
 // into the error the conn reports next, and drops the unsent bytes.
 func (pd *pollDesc) sendFailed(res int32) {
 	switch {
-	case pd.closed && res == -int32(unix.ECANCELED): // cancelled by the close
+	case pd.closed() && res == -int32(unix.ECANCELED): // cancelled by the close
 		pd.wb.err = net.ErrClosed
 	case res == 0:
 		pd.wb.err = io.ErrShortWrite

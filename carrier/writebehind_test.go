@@ -311,10 +311,10 @@ func TestShutWaitsForKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Carrier{poll: p, cio: p}
+	c := &Carrier{poll: p, connEng: ringConn{p}}
 	c.g = &Group{opts: Options{WriteBuffer: DefaultWriteBuffer}}
-	pd := &pollDesc{fd: fd, conn: true}
-	c.fds = []*pollDesc{pd}
+	pd := &pollDesc{fd: fd, conn: true, state: descOpen} // as register leaves it
+	c.fdt.fds = []*pollDesc{pd}
 	pd.c = c
 	pd.wb.add([]byte("pending"), DefaultWriteBuffer)
 	p.sendAsync(pd) // an ordinary SEND the fake kernel keeps pending
@@ -347,7 +347,7 @@ func fdOpen(fd int) bool {
 // error), and a conn never has two SENDs at once.
 func TestURingPollerWriteBehind(t *testing.T) {
 	p, k, r := fakePoller(t, 8, 16)
-	c := &Carrier{poll: p, cio: p}
+	c := &Carrier{poll: p, connEng: ringConn{p}}
 	c.g = &Group{opts: Options{WriteBuffer: DefaultWriteBuffer}}
 	newPD := func(slot int32) *pollDesc {
 		pd := &pollDesc{fd: 7 + int(slot), c: c, slot: slot, gen: 1, conn: true}
@@ -451,7 +451,7 @@ func TestMovableWithWriteBehind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		tk := &Task{}
-		cn := &Conn{}
+		cn := &Conn{pd: pollDesc{eng: ringConn{}}} // a PollerURing conn
 		tc.set(&cn.pd)
 		tk.adopt(cn)
 		if got := c.movable(tk); got != tc.movable {
@@ -465,7 +465,7 @@ func TestMovableWithWriteBehind(t *testing.T) {
 // reaped, and the bytes then go as an ordinary SEND, none lost.
 func TestInlineSendFailureOverflowed(t *testing.T) {
 	p, k, r := fakePoller(t, 8, 2)
-	c := &Carrier{poll: p, cio: p}
+	c := &Carrier{poll: p, connEng: ringConn{p}}
 	c.g = &Group{opts: Options{WriteBuffer: DefaultWriteBuffer}}
 	pd := &pollDesc{fd: 9, c: c, slot: 1, gen: 1, conn: true}
 	pd.wb.add([]byte("abc"), DefaultWriteBuffer)

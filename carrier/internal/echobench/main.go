@@ -84,7 +84,8 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
-		l, err := g.Listen("127.0.0.1:0", carrier.Echo, carrier.ListenOptions{ReusePort: *mode == "carrier-reuseport"})
+		echo := func(t *carrier.Task, c *carrier.Conn) { io.CopyBuffer(c, c, make([]byte, 4096)) }
+		l, err := g.Listen("127.0.0.1:0", echo, carrier.ListenOptions{ReusePort: *mode == "carrier-reuseport"})
 		if err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func serve(args []string) error {
 				}
 				go func() {
 					defer c.Close()
-					// A plain read/write loop, as carrier.Echo runs (hiding ReadFrom
+					// A plain read/write loop, as the carrier echo handler runs (hiding ReadFrom
 					// keeps io.Copy from splicing).
 					io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
 				}()

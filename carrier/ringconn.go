@@ -1,0 +1,148 @@
+package carrier
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/spindle-lab/spindle/internal/unix"
+)
+
+// ringConn is the engine of conns whose reads and writes the io_uring
+// poller does (PollerURing): a Read is one RECV that the task parks on
+// until it completes; a Write copies into the conn's write-behind buffer,
+// which the poller sends on its next pass (writebehind.go); Close and
+// CloseWrite first send what Write accepted. The conn has no readiness
+// poll, except while Dial connects it.
+type ringConn struct{ cio ioPoller }
+
+// polled is false: a RECV or SEND waits for the socket itself, so a
+// readiness poll would only add a completion (and sometimes a wake-up) per
+// arrival (docs/carrier.md, "Pollers").
+func (ringConn) polled() bool { return false }
+
+func (e ringConn) read(cn *Conn, t *Task, p []byte) (int, error) {
+	pd := &cn.pd
+	if len(p) == 0 { // nothing for the kernel to do: the checks of a readiness read
+		return readinessEngine.read(cn, t, p)
+	}
+	if err := pd.wb.err; err != nil && !pd.closed() { // a SEND of an earlier Write failed
+		return 0, err
+	}
+	n, err := cn.ringIO(t, e.cio, &pd.rop, p, &cn.rdl)
+	if err == nil && n == 0 {
+		return 0, io.EOF
+	}
+	return n, err
+}
+
+func (e ringConn) write(cn *Conn, t *Task, p []byte) (int, error) {
+	return cn.writeBehind(t, e.cio, p)
+}
+
+func (ringConn) flush(cn *Conn, closing bool) error {
+	if closing {
+		return cn.flushOnClose()
+	}
+	return cn.flushWrites("close write")
+}
+
+// connecting arms a readiness poll for the connect (writable means
+// connected or failed) and removes it once Dial has seen the outcome,
+// unless a close removed it already.
+func (ringConn) connecting(pd *pollDesc, on bool) error {
+	switch {
+	case on:
+		return pd.c.poll.add(pd.fd, pd.token())
+	case !pd.gone():
+		pd.c.poll.remove(pd.fd, pd.token(), false)
+	}
+	return nil
+}
+
+func (ringConn) ready(pd *pollDesc, e uint32) { pd.readyEvent(e) }
+
+// completed wakes the task waiting for op: a read's reader; a write's
+// writer, and a Close waiting for the write-behind buffer to be sent.
+func (ringConn) completed(op *ioOp) {
+	pd := op.pd
+	if !op.write {
+		if w := pd.rwait; w != nil {
+			pd.c.wakeTask(w, true)
+		}
+		return
+	}
+	if w := pd.wwait; w != nil {
+		pd.c.wakeTask(w, true)
+	}
+	if w := pd.cwait; w != nil {
+		pd.c.wakeTask(w, true)
+	}
+}
+
+func (ringConn) busy(pd *pollDesc) bool { return pd.rop.pending || pd.busyWriting() }
+
+// ringIO has the poller read into p or write p (op says which; one
+// operation) and parks the task until it completes. A deadline (*dl, read
+// again after each wake-up, so that a setter can move it) or a close
+// cancels the operation, and the task then waits for its completion
+// without a deadline: the kernel uses p until then. An operation that
+// completed before its cancellation took effect returns its bytes.
+func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (int, error) {
+	pd := &cn.pd
+	if pd.closed() {
+		return 0, net.ErrClosed
+	}
+	if pd.passed(*dl) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	op.write = op == &pd.wop
+	slot := &pd.rwait
+	if op.write {
+		slot = &pd.wwait
+	}
+	op.pd, op.behind, op.done, op.pending = pd, false, false, true
+	if !cio.startIO(op, p) {
+		op.pending = false
+		return 0, errRingFull
+	}
+	cancelled := false
+	for !op.done {
+		if cancelled {
+			pd.await(t, slot, 0)
+			continue
+		}
+		// await reads the clock once and, when the deadline has passed,
+		// returns its error instead of parking: then cancel.
+		if pd.closed() || pd.await(t, slot, *dl) != nil {
+			cio.cancelIO(op)
+			cancelled = true
+		}
+	}
+	op.pending = false
+	switch res := op.res; {
+	case res >= 0:
+		if !op.write { // a short read drained the socket: the next RECV polls first
+			pd.unread = int(res) == len(p)
+		}
+		t.opDone()
+		return int(res), nil
+	case pd.closed(): // cancelled by the close, or failed on the closed fd
+		return 0, net.ErrClosed
+	case res == -int32(unix.ECANCELED):
+		return 0, os.ErrDeadlineExceeded
+	default:
+		call := "recv"
+		if op.write {
+			call = "send"
+		}
+		return 0, os.NewSyscallError(call, syscall.Errno(-res))
+	}
+}
+
+// errRingFull is returned when the poller had no free SQE for a read or
+// write (it hands the full queue to the kernel first, so only a kernel
+// that takes no submissions causes it).
+var errRingFull = errors.New("carrier: io_uring submission queue full")
