@@ -509,7 +509,7 @@ func (c *Carrier) run(t *Task) {
 		t.handed, t.movedAt = false, c.now
 		add(&c.stats.stealsIn, 1)
 		if t.co != nil {
-			c.adoptTask(t)
+			c.rehome(t)
 			add(&c.stats.migrationsIn, 1)
 		}
 	}
@@ -623,7 +623,7 @@ func (c *Carrier) shutdown() {
 		case t.co == nil: // a SubmitLocal task that never started
 			t.release()
 		case t.handed: // a started task handed over by a sibling and not run yet
-			c.adoptTask(t) // so that its coroutine is stopped and its conns closed below
+			c.rehome(t) // so that its coroutine is stopped and its conns closed below
 		} // else a resumption: its coroutine is stopped below
 	}
 	c.lifo = nil

@@ -280,7 +280,7 @@ func (cn *Conn) Close() error {
 		return net.ErrClosed
 	}
 	if o := cn.owner; o != nil {
-		o.disown(cn)
+		o.unhold(cn)
 		if o.accepted == cn {
 			o.accepted = nil
 		}
@@ -324,7 +324,7 @@ func (c *Carrier) closeRequested() {
 // closeNow closes cn on its carrier's own goroutine, outside any task.
 func (cn *Conn) closeNow() {
 	if o := cn.owner; o != nil {
-		o.disown(cn)
+		o.unhold(cn)
 		if o.accepted == cn {
 			o.accepted = nil
 		}
@@ -485,7 +485,7 @@ func (t *Task) Dial(addr string, timeout time.Duration) (*Conn, error) {
 		unix.Close(fd)
 		return nil, opErr(err)
 	}
-	t.adopt(cn)
+	t.hold(cn)
 	if cerr != nil { // in progress: writable means connected or failed
 		if err := cn.pd.eng.connecting(&cn.pd, true); err != nil {
 			cn.Close()

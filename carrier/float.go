@@ -16,7 +16,7 @@ import "github.com/spindle-lab/spindle/internal/unix"
 //     its own goroutine: it takes half of its FIFO's movable tasks off its
 //     books (their coroutines and the conns they own: the fds leave its
 //     epoll and fd table) and queues them on the thief's local queue.
-//   - The thief adopts each one when it runs it: the conns are registered
+//   - The thief rehomes each one when it runs it: the conns are registered
 //     on its epoll (edge-triggered, so readiness at the moment of adding is
 //     reported), and the task's home, timers and telemetry are the thief's
 //     from then on.
@@ -123,11 +123,11 @@ func (c *Carrier) donate(th *Carrier) {
 			c.fifo.push(t)
 			continue
 		}
-		c.release(t)
+		c.unhome(t)
 		t.handed = true
 		if !th.local.push(t) { // th has stopped: the group is closing
 			t.handed = false
-			c.adoptTask(t) // back on c's books
+			c.rehome(t) // back on c's books
 			c.fifo.push(t)
 			continue
 		}
@@ -158,9 +158,9 @@ func (c *Carrier) movable(t *Task) bool {
 	return true
 }
 
-// release takes t off c's books: its coroutine and its conns (a runnable
+// unhome takes t off c's books: its coroutine and its conns (a runnable
 // task holds no timer; the removal is a no-op kept for safety).
-func (c *Carrier) release(t *Task) {
+func (c *Carrier) unhome(t *Task) {
 	c.timers.remove(t)
 	if t.co != nil {
 		delete(c.pool.all, t.co)
@@ -175,11 +175,11 @@ func (c *Carrier) release(t *Task) {
 	}
 }
 
-// adoptTask makes c the home of a started task that another carrier
+// rehome makes c the home of a started task that another carrier
 // released: its coroutine joins c's, its conns are registered on c's epoll.
 // A conn that cannot be registered is closed (its next operation says so).
-// For a task never started there is nothing to adopt: run starts it on c.
-func (c *Carrier) adoptTask(t *Task) {
+// For a task never started there is nothing to rehome: run starts it on c.
+func (c *Carrier) rehome(t *Task) {
 	if t.co == nil {
 		return
 	}

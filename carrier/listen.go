@@ -216,7 +216,7 @@ func (l *Listener) serve(t *Task) {
 		return
 	}
 	unix.SetNoDelay(fd)
-	t.adopt(cn)
+	t.hold(cn)
 	t.accepted = cn
 	t.leave(outer)
 	l.handler(t, cn)

@@ -104,12 +104,12 @@ type ioPoller interface {
 // ioOp is a read or a write that an ioPoller does for a conn: one per
 // direction, as a Conn has one reader and one writer at a time.
 type ioOp struct {
-	pd      *pollDesc
-	write   bool
-	behind  bool  // a SEND of the conn's write-behind buffer, which no task waits for
-	pending bool  // started and not yet returned to the task (behind: not yet completed)
-	done    bool  // completed: res is the result
-	res     int32 // bytes, or -errno
+	pd         *pollDesc
+	write      bool
+	fromBuffer bool  // a SEND of the conn's write-behind buffer, which no task waits for
+	pending    bool  // started and not yet returned to the task (fromBuffer: not yet completed)
+	done       bool  // completed: res is the result
+	res        int32 // bytes, or -errno
 }
 
 // newPoller returns the named poller for a carrier whose wake-up eventfd

@@ -103,7 +103,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 	if op.write {
 		slot = &pd.wwait
 	}
-	op.pd, op.behind, op.done, op.pending = pd, false, false, true
+	op.pd, op.fromBuffer, op.done, op.pending = pd, false, false, true
 	if !cio.startIO(op, p) {
 		op.pending = false
 		return 0, errRingFull

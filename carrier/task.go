@@ -210,13 +210,13 @@ func (t *Task) opDone() {
 	}
 }
 
-// adopt records that t holds cn, so a panic in t closes it.
-func (t *Task) adopt(cn *Conn) {
+// hold records that t holds cn, so a panic in t closes it.
+func (t *Task) hold(cn *Conn) {
 	cn.owner = t
 	t.owned = append(t.owned, cn)
 }
 
-func (t *Task) disown(cn *Conn) {
+func (t *Task) unhold(cn *Conn) {
 	for i, o := range t.owned {
 		if o == cn {
 			last := len(t.owned) - 1
@@ -305,7 +305,7 @@ func closeUnwinding(t *Task, cn *Conn) {
 				panic(p)
 			}
 			if cn.owner == t {
-				t.disown(cn)
+				t.unhold(cn)
 			}
 			if t.accepted == cn {
 				t.accepted = nil

@@ -19,7 +19,7 @@ import (
 // system calls made by the task, as with epoll. With PollerURing (rw) the
 // poller also does conns' reads and writes as RECV and SEND requests
 // (startIO; Conn.ringIO parks the task until a RECV completes; writes are
-// write-behind, sent by the next wait: prepWrites, settle and
+// write-behind, sent by the next wait: prepWrites, endInline and
 // writebehind.go), which saves the task's system calls, and conns then
 // have no poll (register): docs/carrier.md ("Pollers") has the
 // measurements that decided it.
@@ -341,7 +341,7 @@ func (p *uringPoller) cancelAgain() {
 		p.cancel(tok)
 	}
 	for ud, io := range p.ops {
-		if pd := io.op.pd; pd.gone() || (pd.closed() && !io.op.behind) { // a closing conn's buffer is still being sent
+		if pd := io.op.pd; pd.gone() || (pd.closed() && !io.op.fromBuffer) { // a closing conn's buffer is still being sent
 			p.cancel(ud)
 		}
 	}
@@ -417,12 +417,12 @@ func (p *uringPoller) prepWrites() bool {
 	return false
 }
 
-// settle ends the inline SENDs the kernel has consumed: those without a
+// endInline ends the inline SENDs the kernel has consumed: those without a
 // completion sent everything; a failed one sent its result's bytes, and
 // the rest goes as an ordinary SEND (-EAGAIN: a full socket buffer) or is
 // dropped with the error. It waits while completions overflowed (one of
 // them may be a failure not reaped yet).
-func (p *uringPoller) settle() {
+func (p *uringPoller) endInline() {
 	if len(p.inline) == 0 || p.r.SQFlags()&unix.IORING_SQ_CQ_OVERFLOW != 0 {
 		return
 	}
@@ -465,7 +465,7 @@ func (p *uringPoller) sendAsync(pd *pollDesc) {
 		return
 	}
 	op := &pd.wop
-	op.pd, op.write, op.behind, op.done, op.pending = pd, true, true, false, true
+	op.pd, op.write, op.fromBuffer, op.done, op.pending = pd, true, true, false, true
 	if !p.startIO(op, pd.wb.buf) {
 		op.pending = false
 		pd.wb.err = errRingFull
@@ -504,7 +504,7 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 			p.enter(toSubmit, 0, unix.IORING_ENTER_GETEVENTS)
 			p.reap()
 		}
-		p.settle()
+		p.endInline()
 		if len(p.evs) > 0 || timeoutNs == 0 {
 			return len(p.evs)
 		}
@@ -519,7 +519,7 @@ func (p *uringPoller) wait(timeoutNs int64) int {
 	}
 	p.enter(toSubmit, minComplete, unix.IORING_ENTER_GETEVENTS)
 	p.reap()
-	p.settle()
+	p.endInline()
 	return len(p.evs)
 }
 
@@ -589,7 +589,7 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 			p.recancel = true
 		}
 		return
-	case ud&udInline != 0: // an inline SEND failed: settle handles it
+	case ud&udInline != 0: // an inline SEND failed: endInline handles it
 		for i := range p.inline {
 			if e := &p.inline[i]; e.pd.token()|udInline == ud && !e.failed {
 				e.failed, e.res = true, res
@@ -606,7 +606,7 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 		p.inflight--
 		op, pd := io.op, io.op.pd
 		pd.opEnded()
-		if !op.behind {
+		if !op.fromBuffer {
 			op.res, op.done = res, true
 			p.evs = append(p.evs, pollEvent{tok: ud, op: op})
 			return
@@ -683,7 +683,7 @@ func (p *uringPoller) quiesce() {
 		p.evs = p.evs[:0]
 		p.enter(p.r.Flush(), 0, unix.IORING_ENTER_GETEVENTS)
 		p.reap()
-		p.settle()
+		p.endInline()
 		if (p.inflight <= 0 && len(p.inline) == 0) || time.Now().After(end) {
 			return
 		}

@@ -374,8 +374,8 @@ func TestURingPollerWriteBehind(t *testing.T) {
 	if len(a.wb.buf) != 0 || a.wb.inline || a.kops != 0 {
 		t.Errorf("a after its inline SEND: %d bytes left, inline %v, kops %d", len(a.wb.buf), a.wb.inline, a.kops)
 	}
-	if string(b.wb.buf) != "456789" || !b.wop.pending || !b.wop.behind || b.kops != 1 {
-		t.Fatalf("b after a short inline SEND: buffer %q, SEND pending %v behind %v, kops %d; want the rest in an ordinary SEND", b.wb.buf, b.wop.pending, b.wop.behind, b.kops)
+	if string(b.wb.buf) != "456789" || !b.wop.pending || !b.wop.fromBuffer || b.kops != 1 {
+		t.Fatalf("b after a short inline SEND: buffer %q, SEND pending %v behind %v, kops %d; want the rest in an ordinary SEND", b.wb.buf, b.wop.pending, b.wop.fromBuffer, b.kops)
 	}
 	b.wb.add([]byte("ab"), DefaultWriteBuffer)
 	p.queueWrite(b) // must wait for the SEND in flight
@@ -444,7 +444,7 @@ func TestMovableWithWriteBehind(t *testing.T) {
 		{"idle conn", func(*pollDesc) {}, true},
 		{"bytes buffered", func(pd *pollDesc) { pd.wb.buf = []byte("x") }, false},
 		{"inline SEND not settled", func(pd *pollDesc) { pd.wb.inline = true }, false},
-		{"SEND of the buffer in flight", func(pd *pollDesc) { pd.wop.pending, pd.wop.behind = true, true }, false},
+		{"SEND of the buffer in flight", func(pd *pollDesc) { pd.wop.pending, pd.wop.fromBuffer = true, true }, false},
 		{"the task's SEND in flight", func(pd *pollDesc) { pd.wop.pending = true }, false},
 		{"the task's SEND done, not yet seen", func(pd *pollDesc) { pd.wop.pending, pd.wop.done = true, true }, true},
 		{"RECV in flight", func(pd *pollDesc) { pd.rop.pending = true }, false},
@@ -453,7 +453,7 @@ func TestMovableWithWriteBehind(t *testing.T) {
 		tk := &Task{}
 		cn := &Conn{pd: pollDesc{eng: ringConn{}}} // a PollerURing conn
 		tc.set(&cn.pd)
-		tk.adopt(cn)
+		tk.hold(cn)
 		if got := c.movable(tk); got != tc.movable {
 			t.Errorf("%s: movable %v, want %v", tc.name, got, tc.movable)
 		}
