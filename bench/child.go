@@ -23,8 +23,9 @@ import (
 // as opposed to the remote command's own status.
 const sshFailed = 255
 
-// DefaultStopGrace is how long a child has between SIGTERM and SIGKILL.
-const DefaultStopGrace = 3 * time.Second
+// DefaultStopGrace is how long a child has between SIGTERM and SIGKILL:
+// the same on this machine as under "remote exec" on another host.
+const DefaultStopGrace = remote.DefaultGrace
 
 // child is one process of a run, leader of its own process group: a
 // spindle child on this machine, or the ssh session of a role on another

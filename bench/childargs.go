@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/spindle-lab/spindle/load"
@@ -9,18 +8,26 @@ import (
 	"github.com/spindle-lab/spindle/server"
 )
 
-// MockArgs are the arguments of the mock child.
-func MockArgs(c Config) []string {
+// MockArgs are the arguments of the mock child of c placed by h (nil:
+// every role on this machine): it listens on every address where other
+// hosts reach it.
+func MockArgs(c Config, h *Hosts) []string {
 	f := mock.DefaultFlags()
 	f.Port, f.ThinkTime, f.Threads, f.CPUs = c.MockPort, c.MockThinkTime, c.MockThreads, c.MockCPUs
+	if h.mockReached() {
+		f.Host = ""
+	}
 	return append([]string{"mock"}, f.Args()...)
 }
 
-// ServerArgs are the arguments of the server child.
-func ServerArgs(c Config) []string {
+// ServerArgs are the arguments of the server child of c placed by h (nil:
+// every role on this machine): it listens on every address where other
+// hosts reach it, its admin port too where it runs on another host (this
+// machine reads /debug/carrier), and calls the mock where h puts it.
+func ServerArgs(c Config, h *Hosts) []string {
 	f := server.DefaultFlags()
 	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
-	f.Backend = "http://127.0.0.1:" + strconv.Itoa(c.MockPort) + "/fruits"
+	f.Backend = hostURL(h.backendAddr(), c.MockPort, "/fruits")
 	f.Steal, f.NPlusOne, f.Float, f.BlockingEndpoint = c.WorkStealing, c.NPlus1, c.Float, c.BlockingEndpoint
 	if !c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
 		f.CPUs = c.ServerCPUs
@@ -30,6 +37,12 @@ func ServerArgs(c Config) []string {
 	}
 	if c.BacklogPollGap > 0 {
 		f.BacklogPollGap = c.BacklogPollGap
+	}
+	if h.serverReached() {
+		f.Host = ""
+	}
+	if h != nil && h.Server != nil {
+		f.AdminHost = ""
 	}
 	return append([]string{"serve"}, f.Args()...)
 }

@@ -6,8 +6,11 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 	"github.com/spindle-lab/spindle/load"
+	"github.com/spindle-lab/spindle/mock"
+	"github.com/spindle-lab/spindle/remote"
 	"github.com/spindle-lab/spindle/server"
 )
 
@@ -86,7 +89,7 @@ func TestMixArgs(t *testing.T) {
 		if !reflect.DeepEqual(got.Mix, tc.c.Mix) {
 			t.Errorf("%s: load --mix %v, want %v", tc.name, got.Mix, tc.c.Mix)
 		}
-		s := ServerArgs(tc.c)
+		s := ServerArgs(tc.c, nil)
 		sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:])
 		if sf.BlockingEndpoint != tc.blocking {
 			t.Errorf("%s: server --blocking-endpoint %v, want %v (%q)", tc.name, sf.BlockingEndpoint, tc.blocking, s)
@@ -114,6 +117,49 @@ func TestMixConnections(t *testing.T) {
 	} {
 		if got := tc.c.MixConnections(); got != tc.want {
 			t.Errorf("%s: %d connections, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPlacedArgs: where h puts the roles decides, in MockArgs and
+// ServerArgs alone, the addresses the mock and the server listen on and
+// the backend URL the server calls; each parses back through its role's
+// Register.
+func TestPlacedArgs(t *testing.T) {
+	a := &remote.Host{Dest: remote.Dest{Host: "a"}, Info: remote.Info{Addr: "10.0.0.1"}}
+	b := &remote.Host{Dest: remote.Dest{Host: "b"}, Info: remote.Info{Addr: "10.0.0.2"}}
+	const local = cliflag.DefaultHost
+	for _, tc := range []struct {
+		name                  string
+		h                     *Hosts
+		mockHost, serverHost  string
+		adminHost, backendURL string
+	}{
+		{"all here", nil, local, local, local, "http://127.0.0.1:18080/fruits"},
+		{"all here, no hosts", &Hosts{}, local, local, local, "http://127.0.0.1:18080/fruits"},
+		{"load elsewhere", &Hosts{Load: []*remote.Host{b}, ServerAddr: "10.0.0.9"}, local, "", local, "http://127.0.0.1:18080/fruits"},
+		{"server and mock on one host", &Hosts{Server: a, Mock: a}, "", "", "", "http://127.0.0.1:18080/fruits"},
+		{"server and mock apart", &Hosts{Server: a, Mock: b}, "", "", "", "http://10.0.0.2:18080/fruits"},
+		{"mock here, reached at an address", &Hosts{Server: a, MockAddr: "10.0.0.7"}, "", "", "", "http://10.0.0.7:18080/fruits"},
+		{"mock on IPv6", &Hosts{Server: a, MockAddr: "fd00::7"}, "", "", "", "http://[fd00::7]:18080/fruits"},
+	} {
+		c := Config{Mode: ModeCarrier, Threads: 1, Wait: "block", Topology: "off", MockThreads: 1, MockThinkTime: 5 * time.Millisecond, MockPort: 18080, ServerPort: 18081, AdminPort: 9090}
+		m := MockArgs(c, tc.h)
+		if m[0] != "mock" {
+			t.Fatalf("%s: mock args %q", tc.name, m)
+		}
+		mf := cliflagtest.Parse(t, (*mock.Flags).Register, m[1:])
+		s := ServerArgs(c, tc.h)
+		if s[0] != "serve" {
+			t.Fatalf("%s: server args %q", tc.name, s)
+		}
+		sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:])
+		if mf.Host != tc.mockHost || mf.Port != 18080 {
+			t.Errorf("%s: mock on %q port %d, want %q port 18080 (%q)", tc.name, mf.Host, mf.Port, tc.mockHost, m)
+		}
+		if sf.Host != tc.serverHost || sf.AdminHost != tc.adminHost || sf.Backend != tc.backendURL || sf.AdminPort != 9090 {
+			t.Errorf("%s: server on %q, admin on %q port %d, backend %q; want %q, %q port 9090, %q (%q)",
+				tc.name, sf.Host, sf.AdminHost, sf.AdminPort, sf.Backend, tc.serverHost, tc.adminHost, tc.backendURL, s)
 		}
 	}
 }

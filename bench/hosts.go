@@ -181,6 +181,23 @@ func addr(given string, x *remote.Host) string {
 	return "127.0.0.1"
 }
 
+// mockReached says whether other hosts reach the mock: it runs on one,
+// or is reached at an address given.
+func (h *Hosts) mockReached() bool { return h != nil && (h.Mock != nil || h.MockAddr != "") }
+
+// serverReached says whether other hosts reach the server: it runs on
+// one, or load hosts send to it.
+func (h *Hosts) serverReached() bool { return h != nil && (h.Server != nil || len(h.Load) > 0) }
+
+// backendAddr is the address the server reaches the mock at: loopback
+// where both run on the same machine, else the mock's (addr).
+func (h *Hosts) backendAddr() string {
+	if h == nil || (h.Mock != nil && h.Mock == h.Server) {
+		return "127.0.0.1"
+	}
+	return addr(h.MockAddr, h.Mock)
+}
+
 // LoadShare is one load host's part of the load.
 type LoadShare struct {
 	Connections int `json:"connections"`
@@ -231,11 +248,11 @@ func newTag() string {
 	return hex.EncodeToString(b)
 }
 
-// startRemote starts spindle args on host x under "spindle remote exec",
-// tagged with the run, on its CPU set there. The child's stdin is the
-// session's: closing it (stop) stops the remote process group.
-func startRemote(name string, x *remote.Host, tag, role string, args []string, cpus cpu.Set, grace, limit time.Duration, logPath, outPath string) (*child, error) {
-	cmd := x.Command(remote.ExecArgs(x.Exe, tag, role, cpus.String(), grace, limit, args))
+// startRemote starts spindle args on host x under "spindle remote exec"
+// with f, tagged with the run. The child's stdin is the session's:
+// closing it (stop) stops the remote process group.
+func startRemote(name string, x *remote.Host, tag string, f remote.ExecFlags, args []string, logPath, outPath string) (*child, error) {
+	cmd := x.Command(remote.ExecArgs(x.Exe, tag, f, args))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -249,15 +266,10 @@ func startRemote(name string, x *remote.Host, tag, role string, args []string, c
 	return c, nil
 }
 
-// setFlag replaces the value after flag in args, or appends both.
-func setFlag(args []string, flag, value string) []string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag {
-			args[i+1] = value
-			return args
-		}
-	}
-	return append(args, flag, value)
+// execFlags are the "remote exec" flags of a process of the run in role
+// on cpus: the run's grace, and its life bounded by remoteLimit.
+func (r *runner) execFlags(role string, cpus cpu.Set) remote.ExecFlags {
+	return remote.ExecFlags{ExecOptions: remote.ExecOptions{Grace: r.opt.StopGrace, Limit: r.remoteLimit()}, Role: role, CPUs: cpus}
 }
 
 // hostURL is http://ADDR:PORT/path.
@@ -273,7 +285,7 @@ func (r *runner) cleanup() {
 		switch {
 		case err != nil:
 			r.na["cleanup "+x.Dest.String()] = fmt.Sprintf("not confirmed: %v (its roles stop when their ssh sessions end, "+
-				"at the latest %v after they started: remote exec --limit)", err, r.remoteLimit().Round(time.Second))
+				"or when their time limit passes, at the latest %v after they started)", err, r.remoteLimit().Round(time.Second))
 		case n > 0:
 			r.na["cleanup "+x.Dest.String()] = fmt.Sprintf("killed %d processes the run had left", n)
 		}

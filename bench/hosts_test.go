@@ -53,17 +53,6 @@ func TestSplitLoad(t *testing.T) {
 	}
 }
 
-func TestSetFlag(t *testing.T) {
-	a := setFlag([]string{"serve", "--backend", "x", "--port", "1"}, "--backend", "y")
-	if !slices.Equal(a, []string{"serve", "--backend", "y", "--port", "1"}) {
-		t.Errorf("setFlag replace = %q", a)
-	}
-	a = setFlag([]string{"mock"}, "--host", "")
-	if !slices.Equal(a, []string{"mock", "--host", ""}) {
-		t.Errorf("setFlag append = %q", a)
-	}
-}
-
 func TestHostsLocal(t *testing.T) {
 	var h *Hosts
 	if h.Remote() || h.Check() != nil || h.CheckCPUs(Config{}) != nil || len(h.all()) != 0 {

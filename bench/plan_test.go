@@ -253,25 +253,25 @@ func TestComparePlan(t *testing.T) {
 		t.Errorf("16-CPU carrier+float = %+v", fl)
 	}
 	// A floating server takes no --cpuset of its own: it runs on the set it is started on.
-	if a := strings.Join(ServerArgs(fl), " "); !strings.Contains(a, "--float") || !strings.Contains(a, "--ws") || strings.Contains(a, "--cpuset") {
+	if a := strings.Join(ServerArgs(fl, nil), " "); !strings.Contains(a, "--float") || !strings.Contains(a, "--ws") || strings.Contains(a, "--cpuset") {
 		t.Errorf("carrier+float server args: %s", a)
 	}
-	if a := strings.Join(ServerArgs(byName["carrier"]), " "); !strings.Contains(a, "--cpuset 2-3") || strings.Contains(a, "--float") {
+	if a := strings.Join(ServerArgs(byName["carrier"], nil), " "); !strings.Contains(a, "--cpuset 2-3") || strings.Contains(a, "--float") {
 		t.Errorf("carrier server args: %s", a)
 	}
 	ur, ok := byName["carrier+uring"]
 	if uerr := carrier.CheckPoller(carrier.PollerURing); (uerr == nil) != ok {
 		t.Errorf("carrier+uring in the plan: %v, io_uring here: %v", ok, uerr)
 	}
-	if a := strings.Join(ServerArgs(ur), " "); ok && (!strings.Contains(a, "--poller io_uring") || ur.Mode != ModeCarrier) {
+	if a := strings.Join(ServerArgs(ur, nil), " "); ok && (!strings.Contains(a, "--poller io_uring") || ur.Mode != ModeCarrier) {
 		t.Errorf("carrier+uring server args: %s", a)
 	}
-	if a := strings.Join(ServerArgs(byName["carrier"]), " "); strings.Contains(a, "--poller") || strings.Contains(a, "--backlog-poll-gap") {
+	if a := strings.Join(ServerArgs(byName["carrier"], nil), " "); strings.Contains(a, "--poller") || strings.Contains(a, "--backlog-poll-gap") {
 		t.Errorf("carrier server args name a poller or a poll gap: %s", a)
 	}
 	study := byName["carrier"]
 	study.BacklogPollGap = 1
-	if a := strings.Join(ServerArgs(study), " "); !strings.Contains(a, "--backlog-poll-gap 1") {
+	if a := strings.Join(ServerArgs(study, nil), " "); !strings.Contains(a, "--backlog-poll-gap 1") {
 		t.Errorf("carrier server args with BacklogPollGap 1: %s", a)
 	}
 	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"carrier+float"}}); err == nil || !strings.Contains(err.Error(), "two server carriers") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/remote"
 	"github.com/spindle-lab/spindle/report"
@@ -27,7 +29,9 @@ type RemoteObservation struct {
 	PerfStatNA  string                `json:"perf_stat_na,omitempty"`
 }
 
-// ObserveOptions select what ObserveHere runs.
+// ObserveOptions select what ObserveHere runs. Their fields but ProcRoot
+// and Perf, which are this machine's, are the flags of "spindle remote
+// observe": Register defines them, Args writes them.
 type ObserveOptions struct {
 	// Tag and Role find the role's process (remote.Tagged); Also are
 	// other roles on the same host whose threads are sampled with it (the
@@ -43,6 +47,23 @@ type ObserveOptions struct {
 	// Perf runs perf.
 	Perf observe.Perf
 }
+
+// Register defines the flags of "remote observe" on fs, each field set to
+// its default.
+func (o *ObserveOptions) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Tag, "tag", "", "the run's tag")
+	fs.StringVar(&o.Role, "role", "", "the role to observe")
+	o.Also = nil
+	fs.Var((*cliflag.Strings)(&o.Also), "also", "another role on this host whose threads are sampled too (repeatable)")
+	cliflag.Positive(&o.Window).Var(fs, "window", 0, "how long to observe")
+	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")
+	fs.BoolVar(&o.PerfStat, "perf-stat", false, "perf stat")
+}
+
+// Args is the inverse of Register: the flags of "remote observe" that give
+// o (those that differ from their defaults); ProcRoot and Perf are left
+// out.
+func (o ObserveOptions) Args() []string { return cliflag.Args(o, (*ObserveOptions).Register) }
 
 // ObserveHere runs the observers on this machine over the role's process,
 // which runs under "spindle remote exec" here: the remote side of a role
@@ -96,18 +117,11 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 	return out, ctx.Err()
 }
 
-// observeOn runs "spindle remote observe" for role on host x over window.
-func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, also []string, window time.Duration, threads, perfStat bool) (RemoteObservation, error) {
-	args := []string{"remote", "observe", "--tag", r.hostTag(x), "--role", role, "--window", window.String()}
-	for _, a := range also {
-		args = append(args, "--also", a)
-	}
-	if threads {
-		args = append(args, "--threads")
-	}
-	if perfStat {
-		args = append(args, "--perf-stat")
-	}
+// observeOn runs "spindle remote observe" with o (its tag set here) on
+// host x.
+func (r *runner) observeOn(ctx context.Context, x *remote.Host, o ObserveOptions) (RemoteObservation, error) {
+	o.Tag = r.hostTag(x)
+	args := append([]string{"remote", "observe"}, o.Args()...)
 	// Under remote exec like a role, so that it (and its perf) stops when
 	// the run stops it early: its session input stays open until the
 	// observation returns.
@@ -117,13 +131,13 @@ func (r *runner) observeOn(ctx context.Context, x *remote.Host, role string, als
 	}
 	defer hold.Close()
 	defer keep.Close()
-	out, err := x.Output(ctx, remote.ExecArgs(x.Exe, r.hostTag(x), "observer", "", r.opt.StopGrace, r.remoteLimit(), args), hold)
+	out, err := x.Output(ctx, remote.ExecArgs(x.Exe, r.hostTag(x), r.execFlags("observer", nil), args), hold)
 	if err != nil {
-		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", role, x.Dest, err)
+		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", o.Role, x.Dest, err)
 	}
 	var obs RemoteObservation
 	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&obs); err != nil {
-		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", role, x.Dest, err)
+		return RemoteObservation{}, fmt.Errorf("observe the %s on %s: %w", o.Role, x.Dest, err)
 	}
 	return obs, nil
 }
@@ -136,7 +150,7 @@ func (r *runner) observeRemote(ctx context.Context, window time.Duration) func()
 		if h := r.opt.Hosts; h.Mock == h.Server { // the mock's threads too, as a local run samples them
 			also = []string{"mock"}
 		}
-		return r.observeOn(ctx, r.opt.Hosts.Server, "server", also, window, r.cfg.Pidstat, r.cfg.PerfStat)
+		return r.observeOn(ctx, r.opt.Hosts.Server, ObserveOptions{Role: "server", Also: also, Window: window, Threads: r.cfg.Pidstat, PerfStat: r.cfg.PerfStat})
 	})
 }
 
@@ -152,7 +166,7 @@ func (r *runner) observeLoadHosts(ctx context.Context, window time.Duration, na 
 	for i, x := range hosts {
 		wg.Go(func() {
 			key := "threads load@" + x.Dest.String()
-			obs, err := r.observeOn(ctx, x, "load", nil, window, true, false)
+			obs, err := r.observeOn(ctx, x, ObserveOptions{Role: "load", Window: window, Threads: true})
 			if err == nil && obs.Threads == nil {
 				err = errors.New(obs.ThreadsNA)
 			}

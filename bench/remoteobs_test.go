@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/remote"
 )
@@ -57,5 +58,23 @@ func TestObserveHere(t *testing.T) {
 	}
 	if _, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "load", Window: time.Millisecond, Threads: true}); err == nil {
 		t.Error("no load process: no error")
+	}
+}
+
+// ObserveOptions -> Args -> parse gives the flags of "remote observe"
+// back; defaults give no argument.
+func TestObserveOptionsRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    ObserveOptions
+		args []string // nil: not checked, only the round trip
+	}{
+		{"defaults", ObserveOptions{}, []string{}},
+		{"the server and the mock beside it", ObserveOptions{Tag: "ab12-h1", Role: "server", Also: []string{"mock"}, Window: 8 * time.Second, Threads: true, PerfStat: true},
+			[]string{"--also", "mock", "--perf-stat", "--role", "server", "--tag", "ab12-h1", "--threads", "--window", "8s"}},
+		{"a load host", ObserveOptions{Tag: "t", Role: "load", Window: 1500 * time.Millisecond, Threads: true}, nil},
+		{"two others", ObserveOptions{Tag: "t", Role: "server", Also: []string{"mock", "load"}, Window: time.Second}, nil},
+	} {
+		cliflagtest.RoundTrip(t, tc.name, tc.o, (*ObserveOptions).Register, tc.args)
 	}
 }

@@ -193,7 +193,7 @@ func (r *runner) start(name string, x *remote.Host, args []string, cpus cpu.Set,
 	if x == nil {
 		c, err = startChild(name, r.opt.Exe, args, cpus, logPath, outPath)
 	} else {
-		c, err = startRemote(name+"@"+x.Dest.String(), x, r.hostTag(x), name, args, cpus, r.opt.StopGrace, r.remoteLimit(), logPath, outPath)
+		c, err = startRemote(name+"@"+x.Dest.String(), x, r.hostTag(x), r.execFlags(name, cpus), args, logPath, outPath)
 	}
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (r *runner) start(name string, x *remote.Host, args []string, cpus cpu.Set,
 	return c, nil
 }
 
-// remoteLimit bounds a remote role's life (remote exec --limit): the
+// remoteLimit bounds a remote role's life (remote.ExecOptions.Limit): the
 // whole run with every wait at its longest, and a minute to spare.
 func (r *runner) remoteLimit() time.Duration {
 	return 2*r.opt.HealthTimeout + DefaultStartLead + r.cfg.Warmup + r.cfg.Duration + loadGrace + time.Minute
@@ -271,21 +271,7 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	mockAddr, serverAddr := addr(h.MockAddr, h.Mock), addr(h.ServerAddr, h.Server)
-	mockArgs, serverArgs := MockArgs(*cfg), ServerArgs(*cfg)
-	if h.Mock != nil || h.MockAddr != "" { // reached from other hosts
-		mockArgs = setFlag(mockArgs, "--host", "")
-	}
-	if h.Server != nil || len(h.Load) > 0 {
-		serverArgs = setFlag(serverArgs, "--host", "")
-	}
-	if h.Server != nil { // /debug/carrier is read from here
-		serverArgs = setFlag(serverArgs, "--admin-host", "")
-	}
-	if h.Mock != nil && h.Mock == h.Server {
-		serverArgs = setFlag(serverArgs, "--backend", hostURL("127.0.0.1", cfg.MockPort, "/fruits"))
-	} else {
-		serverArgs = setFlag(serverArgs, "--backend", hostURL(mockAddr, cfg.MockPort, "/fruits"))
-	}
+	mockArgs, serverArgs := MockArgs(*cfg, h), ServerArgs(*cfg, h)
 	if r.mock, err = r.start("mock", h.Mock, mockArgs, cfg.MockCPUs, r.path(MockLog), ""); err != nil {
 		return err
 	}

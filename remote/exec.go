@@ -180,14 +180,11 @@ func RemoveRunFiles(tag string) error {
 	return errors.Join(errs...)
 }
 
-// ExecArgs is the remote command line that runs "spindle remote exec" for
-// args (spindle's own subcommand and flags) with the run's tag in the
-// environment of every process it starts, and role in its child's.
-func ExecArgs(exe, tag, role, cpus string, grace, limit time.Duration, args []string) string {
-	a := []string{"env", EnvRun + "=" + tag, exe, "remote", "exec", "--role", role, "--grace", grace.String(), "--limit", limit.String()}
-	if cpus != "" {
-		a = append(a, "--cpuset", cpus)
-	}
+// ExecArgs is the remote command line that runs "spindle remote exec"
+// with f for args (spindle's own subcommand and flags), with the run's tag
+// in the environment of every process it starts.
+func ExecArgs(exe, tag string, f ExecFlags, args []string) string {
+	a := append([]string{"env", EnvRun + "=" + tag, exe, "remote", "exec"}, f.Args()...)
 	a = append(append(a, "--"), args...)
 	return "exec " + QuoteArgs(a)
 }
@@ -199,7 +196,7 @@ func (h *Host) Cleanup(tag string, wait time.Duration) (int, error) {
 	// pass takes wait and a moment to read /proc.
 	ctx, cancel := context.WithTimeout(context.Background(), h.s.opt.ConnectTimeout+wait+5*time.Second)
 	defer cancel()
-	out, err := h.Output(ctx, QuoteArgs([]string{"env", "-u", EnvRun, h.Exe, "remote", "cleanup", "--wait", wait.String(), tag}), nil)
+	out, err := h.Output(ctx, QuoteArgs(append(append([]string{"env", "-u", EnvRun, h.Exe, "remote", "cleanup"}, CleanupFlags{Wait: wait}.Args()...), tag)), nil)
 	if err != nil {
 		return 0, err
 	}

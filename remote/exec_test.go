@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spindle-lab/spindle/cpu"
 )
 
 // alive says whether pid exists and is not a zombie.
@@ -172,9 +174,13 @@ func TestKillLeftoversReal(t *testing.T) {
 	}
 }
 
+// TestExecArgs: the command line quotes what the shell would split and
+// spells the flags as ExecFlags.Args (in name order, the default grace
+// left out), which "remote exec" parses back (TestExecFlagsRoundTrip).
 func TestExecArgs(t *testing.T) {
-	got := ExecArgs("/home/b/.cache/spindle/ab/spindle", "t1", "server", "0-1", 3*time.Second, time.Minute, []string{"serve", "--host", ""})
-	want := "exec env SPINDLE_RUN=t1 /home/b/.cache/spindle/ab/spindle remote exec --role server --grace 3s --limit 1m0s --cpuset 0-1 -- serve --host ''"
+	f := ExecFlags{ExecOptions: ExecOptions{Grace: DefaultGrace, Limit: time.Minute}, Role: "server", CPUs: cpu.Set{0, 1}}
+	got := ExecArgs("/home/b/.cache/spindle/ab/spindle", "t1", f, []string{"serve", "--host", ""})
+	want := "exec env SPINDLE_RUN=t1 /home/b/.cache/spindle/ab/spindle remote exec --cpuset 0-1 --limit 1m0s --role server -- serve --host ''"
 	if got != want {
 		t.Errorf("ExecArgs =\n%s\nwant\n%s", got, want)
 	}

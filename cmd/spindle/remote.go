@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/bench"
-	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/remote"
 )
 
@@ -43,7 +42,8 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return remote.ServeClock(os.Stdin, stdout, time.Now)
 	case "cleanup":
 		fs := newFlagSet("remote cleanup", "TAG", "")
-		wait := fs.Duration("wait", 0, "how long the run's processes may take to exit before they are killed")
+		var f remote.CleanupFlags
+		f.Register(fs.FlagSet)
 		pos, err := fs.parse(args[1:], stderr)
 		if err != nil {
 			return err
@@ -51,7 +51,7 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(pos) != 1 || pos[0] == "" {
 			return badInput("remote cleanup: want one run tag")
 		}
-		n, err := remote.KillLeftovers("", pos[0], *wait)
+		n, err := remote.KillLeftovers("", pos[0], f.Wait)
 		if err != nil {
 			return err
 		}
@@ -70,12 +70,8 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func remoteExec(args []string, stderr io.Writer) error {
 	fs := newFlagSet("remote exec", "-- ARGS", "")
-	var opt remote.ExecOptions
-	var cpus cpuSetFlag
-	fs.durationVar(&opt.Grace, "grace", bench.DefaultStopGrace, "time between SIGTERM and SIGKILL")
-	fs.durationVar(&opt.Limit, "limit", 0, "stop the child after this long (0: no limit)")
-	fs.Var(&cpus, "cpuset", "start the child on these CPUs")
-	role := fs.String("role", "", "the child's role, in its environment for remote observe")
+	var f remote.ExecFlags
+	f.Register(fs.FlagSet)
 	pos, err := fs.parse(args, stderr)
 	if err != nil {
 		return err
@@ -83,17 +79,17 @@ func remoteExec(args []string, stderr io.Writer) error {
 	if len(pos) == 0 {
 		return badInput("remote exec: no command")
 	}
-	if err := checkCPUs("cpuset", cpus.set); err != nil {
+	if err := checkCPUs("cpuset", f.CPUs); err != nil {
 		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	if len(cpus.set) > 0 {
+	if len(f.CPUs) > 0 {
 		// Every thread of this wrapper, so the child starts on the set
 		// before it pins itself.
-		if err := bench.PinRunner(cpus.set); err != nil {
+		if err := bench.PinRunner(f.CPUs); err != nil {
 			return err
 		}
 	}
@@ -103,10 +99,10 @@ func remoteExec(args []string, stderr io.Writer) error {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGPIPE)
 	cmd := exec.Command(exe, pos...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if *role != "" {
-		cmd.Env = append(os.Environ(), remote.EnvRole+"="+*role)
+	if f.Role != "" {
+		cmd.Env = append(os.Environ(), remote.EnvRole+"="+f.Role)
 	}
-	err = remote.Exec(cmd, os.Stdin, opt)
+	err = remote.Exec(cmd, os.Stdin, f.ExecOptions)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code := ee.ExitCode()
@@ -132,13 +128,7 @@ func (e *exitStatus) Unwrap() error { return e.err }
 func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("remote observe", "", "")
 	var o bench.ObserveOptions
-	fs.StringVar(&o.Tag, "tag", "", "the run's tag")
-	fs.StringVar(&o.Role, "role", "", "the role to observe")
-	var also cliflag.Strings
-	fs.Var(&also, "also", "another role on this host whose threads are sampled too (repeatable)")
-	cliflag.Positive(&o.Window).Var(fs.FlagSet, "window", 0, "how long to observe")
-	fs.BoolVar(&o.Threads, "threads", false, "per-thread /proc sampling")
-	fs.BoolVar(&o.PerfStat, "perf-stat", false, "perf stat")
+	o.Register(fs.FlagSet)
 	pos, err := fs.parse(args, stderr)
 	if err != nil {
 		return err
@@ -146,7 +136,6 @@ func remoteObserve(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) > 0 || o.Tag == "" || o.Role == "" || o.Window <= 0 {
 		return badInput("remote observe: want --tag, --role and a positive --window, no arguments")
 	}
-	o.Also = also
 	obs, err := bench.ObserveHere(ctx, o)
 	if err != nil {
 		return err
