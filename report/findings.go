@@ -87,17 +87,13 @@ const (
 	pinned   = ConfigPinned
 )
 
-// Findings checks the study's claims. Latency, CPU and scheduling claims
-// are the study's at 70% load, so they use the "fixed" phase; the
-// throughput claim uses "max".
+// Findings checks the study's claims (claims). Latency, CPU and
+// scheduling claims are the study's at 70% load, so they use the "fixed"
+// phase; the throughput claim uses "max".
 func (r *Report) Findings() []Finding {
-	fs := []Finding{
-		r.claimUnpinnedWorse(),
-		r.claimPinningFixes(),
-		r.claimFewerSwitches(),
-		r.claimPinningCycles(),
-		r.claimBaselineThreads(),
-		r.claimMaxThroughput(),
+	fs := make([]Finding, 0, len(claims)+1)
+	for _, c := range claims {
+		fs = append(fs, r.check(c))
 	}
 	// With a latency–load sweep, the capacity at the objective is a
 	// finding of its own.
@@ -105,6 +101,63 @@ func (r *Report) Findings() []Finding {
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+// A studyClaim is one of the study's claims and how it is checked: in phase,
+// on the groups of configs (need), by judge.
+type studyClaim struct {
+	// text is the claim, with the study's figures.
+	text  string
+	phase string
+	// configs are the configurations the claim compares, in the order
+	// judge gets their groups.
+	configs []string
+	// judge checks the claim on the groups of configs; sub is what need
+	// says of a configuration judged on a substitute ("; ..." or "").
+	judge func(r *Report, gs []*Group, sub string) outcome
+}
+
+// outcome is what a claim's judge found: the figures and their judgement,
+// or (j nil) the figures that say why the claim is not measurable.
+type outcome struct {
+	figs string
+	j    *judgement
+}
+
+// judged is the outcome of a claim judged on figs.
+func judged(figs string, j judgement) outcome { return outcome{figs, &j} }
+
+// notMeasurable is the outcome of a claim the figures cannot decide, and
+// why.
+func notMeasurable(why string) outcome { return outcome{figs: why} }
+
+// check is the finding of c.
+func (r *Report) check(c studyClaim) Finding {
+	gs, sub, missing := r.need(c.text, c.phase, c.configs...)
+	if missing != nil {
+		return *missing
+	}
+	o := c.judge(r, gs, sub)
+	if o.j == nil {
+		return Finding{Claim: c.text, Verdict: NotMeasurable, Figures: o.figs}
+	}
+	return finding(c.text, o.figs, *o.j)
+}
+
+// claims are the study's claims that Findings checks, in its order.
+var claims = []studyClaim{
+	{"At 70% load the unpinned carrier's p50 is worse than the work-stealing baseline's (study: 3.80 ms vs 1.20 ms)",
+		PhaseFixed, []string{unpinned, baseline}, judgeUnpinnedWorse},
+	{"Pinning each carrier to its own CPU fixes it: p50 drops below the baseline's (study: 3.80 -> 1.16 ms, nethttp 1.20 ms)",
+		PhaseFixed, []string{pinned, unpinned}, judgePinningFixes},
+	{"Carriers use fewer context switches and less CPU than the baseline (study: 9,207/s vs 28,169/s; 1.51 vs 1.80 CPUs)",
+		PhaseFixed, []string{unpinned, baseline}, judgeFewerSwitches},
+	{"Pinning raises I/O cycles and lowers I/O events per cycle and queue depth (study: 247K -> 632K cycles/10s, 4.0 -> 1.6 events, depth 8 -> 1)",
+		PhaseFixed, []string{unpinned, pinned}, judgePinningCycles},
+	{"The baseline runs more threads, which wait longer for a CPU (study: 5 vs 3 threads; %wait 31% vs 11%)",
+		PhaseFixed, []string{baseline, unpinned}, judgeBaselineThreads},
+	{"Every carrier variant reaches a higher max throughput than the baseline (study: ~72K vs ~61K req/s, +15%)",
+		PhaseMax, []string{baseline}, judgeMaxThroughput},
 }
 
 // SLO is the latency objective of the capacity figures (SLOP99 or
@@ -195,24 +248,19 @@ func phaseLabel(p string) string {
 // ms renders a latency stat.
 func ms(s Stat) string { return s.Format(2, "no latency") + " ms" }
 
-func (r *Report) claimUnpinnedWorse() Finding {
-	claim := "At 70% load the unpinned carrier's p50 is worse than the work-stealing baseline's (study: 3.80 ms vs 1.20 ms)"
-	gs, sub, f := r.need(claim, PhaseFixed, unpinned, baseline)
-	if f != nil {
-		return *f
-	}
+func judgeUnpinnedWorse(_ *Report, gs []*Group, sub string) outcome {
 	c, b := gs[0], gs[1]
 	figs := fmt.Sprintf("p50 %s %s, nethttp %s at %d req/s%s", c.Name, ms(c.P50), ms(b.P50), c.Rate, sub)
 	// The claim's mechanism is migration: unpinned carriers moving
 	// between CPUs and losing cache affinity. On one server CPU it cannot
 	// act, as for claims 2 and 4.
 	if why := onePerCarrier(c); why != "" {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
+		return notMeasurable(figs + "; " + why)
 	}
 	if c.P50.N == 0 || b.P50.N == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no latency recorded"}
+		return notMeasurable("no latency recorded")
 	}
-	return finding(claim, figs, judge(expect{c: compare(figP50, c, b, latencyMs("50")), want: higher, study: [2]float64{3.80, 1.20}}))
+	return judged(figs, judge(expect{c: compare(figP50, c, b, latencyMs("50")), want: higher, study: [2]float64{3.80, 1.20}}))
 }
 
 // serverCPUs counts the CPUs of a group's server set (0 if unknown).
@@ -233,12 +281,7 @@ func onePerCarrier(g *Group) string {
 	return ""
 }
 
-func (r *Report) claimPinningFixes() Finding {
-	claim := "Pinning each carrier to its own CPU fixes it: p50 drops below the baseline's (study: 3.80 -> 1.16 ms, nethttp 1.20 ms)"
-	gs, sub, f := r.need(claim, PhaseFixed, pinned, unpinned)
-	if f != nil {
-		return *f
-	}
+func judgePinningFixes(r *Report, gs []*Group, sub string) outcome {
 	p, c := gs[0], gs[1]
 	// The part against the baseline is judged where it can be: without a
 	// nethttp run the claim is judged in part, on pinning's effect.
@@ -249,10 +292,10 @@ func (r *Report) claimPinningFixes() Finding {
 	}
 	figs := fmt.Sprintf("p50 carrier+pinning %s, %s %s, nethttp %s%s", ms(p.P50), c.Name, ms(c.P50), bp50, sub)
 	if why := onePerCarrier(c); why != "" {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
+		return notMeasurable(figs + "; " + why)
 	}
 	if p.P50.N == 0 || c.P50.N == 0 || (b != nil && b.P50.N == 0) {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no latency recorded"}
+		return notMeasurable("no latency recorded")
 	}
 	// "Below the baseline's": the study's own figures differ by 3%, less
 	// than any run-to-run spread, so on par with the baseline counts;
@@ -263,23 +306,18 @@ func (r *Report) claimPinningFixes() Finding {
 	if b != nil {
 		base = expect{c: compare(vsBase, p, b, latencyMs("50")), want: lower, orEqual: true}
 	}
-	return finding(claim, figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower, study: [2]float64{1.16, 3.80}}, base))
+	return judged(figs, judge(expect{c: compare(figP50, p, c, latencyMs("50")), want: lower, study: [2]float64{1.16, 3.80}}, base))
 }
 
-func (r *Report) claimFewerSwitches() Finding {
-	claim := "Carriers use fewer context switches and less CPU than the baseline (study: 9,207/s vs 28,169/s; 1.51 vs 1.80 CPUs)"
-	gs, sub, f := r.need(claim, PhaseFixed, unpinned, baseline)
-	if f != nil {
-		return *f
-	}
+func judgeFewerSwitches(_ *Report, gs []*Group, sub string) outcome {
 	c, b := gs[0], gs[1]
 	if c.CPUs.N == 0 || b.CPUs.N == 0 || c.ContextSwitches.N == 0 || b.ContextSwitches.N == 0 {
 		g := c
 		if c.CPUs.N > 0 && c.ContextSwitches.N > 0 {
 			g = b
 		}
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: fmt.Sprintf("no CPU or context-switch figures for %s (perf stat: %s; /proc sampling: %s)",
-			g.Name, g.naReason("perf-stat"), g.naReason("threads"))}
+		return notMeasurable(fmt.Sprintf("no CPU or context-switch figures for %s (perf stat: %s; /proc sampling: %s)",
+			g.Name, g.naReason("perf-stat"), g.naReason("threads")))
 	}
 	// Both configurations' figures come from one source: perf stat where
 	// both have it, else the /proc sampling.
@@ -288,44 +326,34 @@ func (r *Report) claimFewerSwitches() Finding {
 	cpus := compare(figCPUs, c, b, func(s Summary) float64 { return cpusOf(s, src) })
 	figs := fmt.Sprintf("context switches/s %s %s, nethttp %s; CPUs %s %s, nethttp %s (%s)%s",
 		c.Name, sw.a.Format(0, ""), sw.b.Format(0, ""), c.Name, cpus.a.Format(2, ""), cpus.b.Format(2, ""), src, sub)
-	return finding(claim, figs, judge(expect{c: sw, want: lower, study: [2]float64{9207, 28169}}, expect{c: cpus, want: lower, study: [2]float64{1.51, 1.80}}))
+	return judged(figs, judge(expect{c: sw, want: lower, study: [2]float64{9207, 28169}}, expect{c: cpus, want: lower, study: [2]float64{1.51, 1.80}}))
 }
 
-func (r *Report) claimPinningCycles() Finding {
-	claim := "Pinning raises I/O cycles and lowers I/O events per cycle and queue depth (study: 247K -> 632K cycles/10s, 4.0 -> 1.6 events, depth 8 -> 1)"
-	gs, sub, f := r.need(claim, PhaseFixed, unpinned, pinned)
-	if f != nil {
-		return *f
-	}
+func judgePinningCycles(_ *Report, gs []*Group, sub string) outcome {
 	c, p := gs[0], gs[1]
 	if c.IOCycles.N == 0 || p.IOCycles.N == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no carrier telemetry (" + c.NA["carrier"] + ")"}
+		return notMeasurable("no carrier telemetry (" + c.NA["carrier"] + ")")
 	}
 	figs := fmt.Sprintf("I/O cycles/10s %s -> %s; events/cycle %s -> %s; queue depth avg %s -> %s%s",
 		c.IOCycles.Format(0, ""), p.IOCycles.Format(0, ""), c.EventsPerCycle.Format(2, ""), p.EventsPerCycle.Format(2, ""),
 		c.QueueDepthAvg.Format(2, ""), p.QueueDepthAvg.Format(2, ""), sub)
 	if why := onePerCarrier(c); why != "" {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: figs + "; " + why}
+		return notMeasurable(figs + "; " + why)
 	}
-	return finding(claim, figs, judge(
+	return judged(figs, judge(
 		expect{c: compare(figCycles, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.IOCyclesPer10s) })), want: higher, study: [2]float64{632e3, 247e3}},
 		expect{c: compare(figEvents, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.EventsPerCycle) })), want: lower, study: [2]float64{1.6, 4.0}},
 		expect{c: compare(figDepth, p, c, carrierFig(func(f *CarrierFigures) float64 { return float64(f.QueueDepthAvg) })), want: lower, study: [2]float64{1, 8}}))
 }
 
-func (r *Report) claimBaselineThreads() Finding {
-	claim := "The baseline runs more threads, which wait longer for a CPU (study: 5 vs 3 threads; %wait 31% vs 11%)"
-	gs, sub, f := r.need(claim, PhaseFixed, baseline, unpinned)
-	if f != nil {
-		return *f
-	}
+func judgeBaselineThreads(_ *Report, gs []*Group, sub string) outcome {
 	b, c := gs[0], gs[1]
 	if b.ActiveThreads.N == 0 || c.ActiveThreads.N == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "per-thread sampling off (" + b.NA["threads"] + ")"}
+		return notMeasurable("per-thread sampling off (" + b.NA["threads"] + ")")
 	}
 	figs := fmt.Sprintf("active threads nethttp %s, %s %s; mean %%wait nethttp %s%%, %s %s%%%s",
 		b.ActiveThreads.Format(0, ""), c.Name, c.ActiveThreads.Format(0, ""), b.WaitPct.Format(1, ""), c.Name, c.WaitPct.Format(1, ""), sub)
-	return finding(claim, figs, judge(
+	return judged(figs, judge(
 		expect{c: compare(figThreads, b, c, func(s Summary) float64 {
 			return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Active) })
 		}), want: higher, study: [2]float64{5, 3}},
@@ -334,15 +362,10 @@ func (r *Report) claimBaselineThreads() Finding {
 		}), want: higher, study: [2]float64{31, 11}}))
 }
 
-func (r *Report) claimMaxThroughput() Finding {
-	claim := "Every carrier variant reaches a higher max throughput than the baseline (study: ~72K vs ~61K req/s, +15%)"
-	gs, _, f := r.need(claim, PhaseMax, baseline)
-	if f != nil {
-		return *f
-	}
+func judgeMaxThroughput(r *Report, gs []*Group, _ string) outcome {
 	b := gs[0]
 	if b.Throughput.N == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no complete nethttp run at max throughput"}
+		return notMeasurable("no complete nethttp run at max throughput")
 	}
 	var parts []string
 	var want []expect
@@ -362,7 +385,7 @@ func (r *Report) claimMaxThroughput() Finding {
 		want = append(want, expect{c: compare(fig, g, b, throughput), want: higher, study: [2]float64{72e3, 61e3}})
 	}
 	if len(parts) == 0 {
-		return Finding{Claim: claim, Verdict: NotMeasurable, Figures: "no run of any carrier configuration at max throughput passed the run checks"}
+		return notMeasurable("no run of any carrier configuration at max throughput passed the run checks")
 	}
-	return finding(claim, fmt.Sprintf("req/s nethttp %s; %s", b.Throughput.Format(0, ""), strings.Join(parts, ", ")), judge(want...))
+	return judged(fmt.Sprintf("req/s nethttp %s; %s", b.Throughput.Format(0, ""), strings.Join(parts, ", ")), judge(want...))
 }
