@@ -165,8 +165,7 @@ type worker struct {
 	events []unix.EpollEvent
 	buf    []byte
 	timers timerheap.Heap[int32] // pending starts: the index of the conn in conns
-	pwait2 bool
-	lastN  int // events returned by the last wait
+	lastN  int                   // events returned by the last wait
 
 	c           counts
 	live        live
@@ -231,10 +230,6 @@ func (w *worker) setup() error {
 	}
 	if !w.closed {
 		w.sendLag = latency.New()
-	}
-	w.pwait2 = true
-	if _, err := unix.EpollPwait2(ep, w.events, 0); errors.Is(err, unix.ENOSYS) {
-		w.pwait2 = false
 	}
 	now := w.now()
 	for i := range w.conns {
@@ -326,11 +321,8 @@ func (w *worker) wait(d int64) {
 	case n > 0 || err != nil:
 	case d <= w.spin:
 		n, err = unix.EpollPoll(w.ep, w.events)
-	case w.pwait2:
-		n, err = unix.EpollPwait2(w.ep, w.events, d-w.spin)
 	default:
-		ms := int((d - w.spin + int64(time.Millisecond) - 1) / int64(time.Millisecond))
-		n, err = unix.EpollWait(w.ep, w.events, ms)
+		n, err = unix.EpollWaitNs(w.ep, w.events, d-w.spin)
 	}
 	if err != nil && w.err == nil {
 		w.err = err

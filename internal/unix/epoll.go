@@ -1,6 +1,8 @@
 package unix
 
 import (
+	"errors"
+	"sync"
 	"unsafe"
 
 	xunix "golang.org/x/sys/unix"
@@ -79,6 +81,38 @@ func EpollPwait2(epfd int, events []EpollEvent, timeoutNs int64) (int, error) {
 	}
 	return 0, wrap("epoll_pwait2", errno)
 }
+
+// EpollWaitNs waits up to timeoutNs nanoseconds (-1 forever, 0 a poll)
+// for events: with epoll_pwait2's sub-millisecond resolution where the
+// kernel has it (Linux 5.11+, probed once per process), else with
+// epoll_wait and the timeout rounded up to whole milliseconds, so that a
+// wait never ends early for want of resolution. EINTR is reported as zero
+// events and no error.
+func EpollWaitNs(epfd int, events []EpollEvent, timeoutNs int64) (int, error) {
+	return epollWaitNs(epfd, events, timeoutNs, hasPwait2())
+}
+
+// epollWaitNs is EpollWaitNs with epoll_pwait2 (pwait2) or without.
+func epollWaitNs(epfd int, events []EpollEvent, timeoutNs int64, pwait2 bool) (int, error) {
+	if pwait2 {
+		return EpollPwait2(epfd, events, timeoutNs)
+	}
+	ms := -1
+	if timeoutNs >= 0 {
+		ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
+	}
+	return EpollWait(epfd, events, ms)
+}
+
+// hasPwait2 probes epoll_pwait2 once: on a bad descriptor with no room
+// for events, a kernel that has it answers EINVAL or EBADF; one without
+// answers ENOSYS, and a seccomp filter that does not know it may answer
+// EPERM. Any answer but the first two keeps epoll_wait, which every
+// kernel has.
+var hasPwait2 = sync.OnceValue(func() bool {
+	_, err := EpollPwait2(-1, nil, 0)
+	return errors.Is(err, xunix.EINVAL) || errors.Is(err, xunix.EBADF)
+})
 
 // Token returns the user data stored in ev at registration.
 func Token(ev *EpollEvent) uint64 {

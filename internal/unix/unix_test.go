@@ -8,21 +8,28 @@ import (
 	"time"
 )
 
-func TestEventfdWakesEpoll(t *testing.T) {
+// epollEventfd is an epoll instance with an eventfd registered under
+// token, both closed when t ends.
+func epollEventfd(t *testing.T, token uint64) (ep, efd int) {
 	ep, err := EpollCreate()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Close(ep)
-	efd, err := Eventfd()
+	t.Cleanup(func() { Close(ep) })
+	efd, err = Eventfd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Close(efd)
-	const token = 1<<40 | 7
+	t.Cleanup(func() { Close(efd) })
 	if err := EpollAdd(ep, efd, EPOLLIN, token); err != nil {
 		t.Fatal(err)
 	}
+	return ep, efd
+}
+
+func TestEventfdWakesEpoll(t *testing.T) {
+	const token = 1<<40 | 7
+	ep, efd := epollEventfd(t, token)
 	evs := make([]EpollEvent, 4)
 	if n, err := EpollWait(ep, evs, 0); err != nil || n != 0 {
 		t.Fatalf("idle poll: n=%d err=%v, want 0 events", n, err)
@@ -140,5 +147,50 @@ func TestTimer(t *testing.T) {
 	}
 	if err := tm.Sleep(int64(time.Millisecond)); err == nil {
 		t.Error("Sleep on a closed timer: no error")
+	}
+}
+
+// TestEpollWaitNs: with epoll_pwait2 and without, an idle wait returns no
+// event and a signalled eventfd its token; the probe says epoll_pwait2 is
+// there exactly when a real call does not answer ENOSYS.
+func TestEpollWaitNs(t *testing.T) {
+	const token = 3<<32 | 9
+	ep, efd := epollEventfd(t, token)
+	evs := make([]EpollEvent, 4)
+	_, err := EpollPwait2(ep, evs, 0)
+	if got, want := hasPwait2(), !errors.Is(err, ENOSYS); got != want {
+		t.Errorf("probe says epoll_pwait2 %v; a real call answered %v", got, err)
+	}
+	for _, tc := range []struct {
+		name      string
+		pwait2    bool
+		timeoutNs int64
+		signal    bool
+		want      int
+	}{
+		{"epoll_wait, idle", false, 1_500_000, false, 0},
+		{"epoll_wait, poll", false, 0, false, 0},
+		{"epoll_wait, signalled", false, -1, true, 1},
+		{"epoll_pwait2, idle", true, 300_000, false, 0},
+		{"epoll_pwait2, signalled", true, int64(time.Second), true, 1},
+	} {
+		if tc.pwait2 && !hasPwait2() {
+			t.Logf("%s: skipped: this kernel has no epoll_pwait2", tc.name)
+			continue
+		}
+		if tc.signal {
+			if err := EventfdSignal(efd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := epollWaitNs(ep, evs, tc.timeoutNs, tc.pwait2)
+		if err != nil || n != tc.want || (n == 1 && Token(&evs[0]) != token) {
+			t.Errorf("%s: %d events (token %x), %v; want %d", tc.name, n, Token(&evs[0]), err, tc.want)
+		}
+		if tc.signal {
+			if err := EventfdDrain(efd); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
