@@ -63,7 +63,7 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 		c.Close()
 		return
 	}
-	defer s.release()
+	defer s.connClosed()
 	b := &nativeBackend{s: s, t: t}
 	defer b.drop()
 	fetch := b.get
@@ -88,7 +88,7 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 		c.Close()
 		return
 	}
-	defer s.release()
+	defer s.connClosed()
 	b := s.newNetBackend()
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {

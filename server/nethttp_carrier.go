@@ -66,7 +66,7 @@ func (s *Server) startNetHTTPCarrier() error {
 				}
 			case http.StateClosed:
 				if _, ok := rejected.LoadAndDelete(c); !ok {
-					s.release()
+					s.connClosed()
 				}
 			}
 		},

@@ -30,7 +30,7 @@ func routeFor[T string | []byte](method, target T) route {
 
 // admit counts a new client connection open and reports whether it is
 // within MaxConns. One beyond it is counted rejected and not open: the
-// caller closes it at once and does not release it.
+// caller closes it at once and does not count it closed (connClosed).
 func (s *Server) admit() bool {
 	n := s.m.openConns.Add(1)
 	if s.o.MaxConns > 0 && n > int64(s.o.MaxConns) {
@@ -41,8 +41,8 @@ func (s *Server) admit() bool {
 	return true
 }
 
-// release counts an admitted connection closed.
-func (s *Server) release() { s.m.openConns.Add(-1) }
+// connClosed counts an admitted connection closed.
+func (s *Server) connClosed() { s.m.openConns.Add(-1) }
 
 // limitListener closes, as soon as it accepts them, the connections beyond
 // the server's MaxConns (nethttp mode). The count is net/http's ConnState
