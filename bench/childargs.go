@@ -47,14 +47,19 @@ func ServerArgs(c Config, h *Hosts) []string {
 	return append([]string{"serve"}, f.Args()...)
 }
 
-// LoadArgs are the arguments of the load generator child: its JSON result,
-// .hgrm files and interval log (one interval per HlogInterval of the
-// window) go to the paths given.
-func LoadArgs(c Config, jsonPath, hgrmPrefix, hlogPath string) []string {
+// LoadArgs are the arguments of the load generator child on this machine
+// with the server where h puts it (nil: here): its JSON result, .hgrm
+// files and interval log (one interval per HlogInterval of the window) go
+// to the paths given.
+func LoadArgs(c Config, h *Hosts, jsonPath, hgrmPrefix, hlogPath string) []string {
 	f := loadFlags(c, jsonPath)
 	f.Hgrm, f.Hlog = hgrmPrefix, hlogPath
-	return append(append([]string{"load"}, f.Args()...), hostURL("127.0.0.1", c.ServerPort, c.loadPath()))
+	return append(append([]string{"load"}, f.Args()...), c.loadURL(h))
 }
+
+// loadURL is the URL the load generators send to: the server where h puts
+// it, and loadPath.
+func (c Config) loadURL(h *Hosts) string { return hostURL(h.serverAddr(), c.ServerPort, c.loadPath()) }
 
 // loadFlags are the load generator's flags of c without its files other
 // than its JSON result.

@@ -23,7 +23,7 @@ func TestLoadArgs(t *testing.T) {
 	}{{"closed loop", 0}, {"fixed rate", 20000}} {
 		c := Config{LoadThreads: 3, Connections: 120, Duration: 7 * time.Second, Warmup: 2 * time.Second,
 			LoadCPUs: cpu.Set{0, 1}, Rate: tc.rate, ServerPort: 18081}
-		a := LoadArgs(c, "r/load.json", "r/load", "r/load.hlog")
+		a := LoadArgs(c, nil, "r/load.json", "r/load", "r/load.hlog")
 		if len(a) < 2 || a[0] != "load" || a[len(a)-1] != "http://127.0.0.1:18081/fruits" {
 			t.Fatalf("%s: %q: want load ... URL", tc.name, a)
 		}
@@ -81,7 +81,7 @@ func TestMixArgs(t *testing.T) {
 		{"no mix", Config{ServerPort: 18081, MockPort: 18080}, "http://127.0.0.1:18081/fruits", false},
 		{"blocking mix", Config{ServerPort: 18081, MockPort: 18080, Mix: mix, BlockingEndpoint: true}, "http://127.0.0.1:18081/", true},
 	} {
-		a := LoadArgs(tc.c, "r/load.json", "r/load", "r/load.hlog")
+		a := LoadArgs(tc.c, nil, "r/load.json", "r/load", "r/load.hlog")
 		if a[len(a)-1] != tc.url {
 			t.Errorf("%s: load URL %s, want %s", tc.name, a[len(a)-1], tc.url)
 		}
@@ -121,10 +121,10 @@ func TestMixConnections(t *testing.T) {
 	}
 }
 
-// TestPlacedArgs: where h puts the roles decides, in MockArgs and
-// ServerArgs alone, the addresses the mock and the server listen on and
-// the backend URL the server calls; each parses back through its role's
-// Register.
+// TestPlacedArgs: where h puts the roles decides, in MockArgs, ServerArgs
+// and LoadArgs alone, the addresses the mock and the server listen on, the
+// backend URL the server calls and the URL a load generator here sends
+// to; each parses back through its role's Register.
 func TestPlacedArgs(t *testing.T) {
 	a := &remote.Host{Dest: remote.Dest{Host: "a"}, Info: remote.Info{Addr: "10.0.0.1"}}
 	b := &remote.Host{Dest: remote.Dest{Host: "b"}, Info: remote.Info{Addr: "10.0.0.2"}}
@@ -134,14 +134,15 @@ func TestPlacedArgs(t *testing.T) {
 		h                     *Hosts
 		mockHost, serverHost  string
 		adminHost, backendURL string
+		loadURL               string
 	}{
-		{"all here", nil, local, local, local, "http://127.0.0.1:18080/fruits"},
-		{"all here, no hosts", &Hosts{}, local, local, local, "http://127.0.0.1:18080/fruits"},
-		{"load elsewhere", &Hosts{Load: []*remote.Host{b}, ServerAddr: "10.0.0.9"}, local, "", local, "http://127.0.0.1:18080/fruits"},
-		{"server and mock on one host", &Hosts{Server: a, Mock: a}, "", "", "", "http://127.0.0.1:18080/fruits"},
-		{"server and mock apart", &Hosts{Server: a, Mock: b}, "", "", "", "http://10.0.0.2:18080/fruits"},
-		{"mock here, reached at an address", &Hosts{Server: a, MockAddr: "10.0.0.7"}, "", "", "", "http://10.0.0.7:18080/fruits"},
-		{"mock on IPv6", &Hosts{Server: a, MockAddr: "fd00::7"}, "", "", "", "http://[fd00::7]:18080/fruits"},
+		{"all here", nil, local, local, local, "http://127.0.0.1:18080/fruits", "http://127.0.0.1:18081/fruits"},
+		{"all here, no hosts", &Hosts{}, local, local, local, "http://127.0.0.1:18080/fruits", "http://127.0.0.1:18081/fruits"},
+		{"load elsewhere", &Hosts{Load: []*remote.Host{b}, ServerAddr: "10.0.0.9"}, local, "", local, "http://127.0.0.1:18080/fruits", "http://10.0.0.9:18081/fruits"},
+		{"server and mock on one host", &Hosts{Server: a, Mock: a}, "", "", "", "http://127.0.0.1:18080/fruits", "http://10.0.0.1:18081/fruits"},
+		{"server and mock apart", &Hosts{Server: a, Mock: b}, "", "", "", "http://10.0.0.2:18080/fruits", "http://10.0.0.1:18081/fruits"},
+		{"mock here, reached at an address", &Hosts{Server: a, MockAddr: "10.0.0.7"}, "", "", "", "http://10.0.0.7:18080/fruits", "http://10.0.0.1:18081/fruits"},
+		{"mock on IPv6", &Hosts{Server: a, MockAddr: "fd00::7"}, "", "", "", "http://[fd00::7]:18080/fruits", "http://10.0.0.1:18081/fruits"},
 	} {
 		c := Config{Mode: ModeCarrier, Threads: 1, Wait: "block", Topology: "off", MockThreads: 1, MockThinkTime: 5 * time.Millisecond, MockPort: 18080, ServerPort: 18081, AdminPort: 9090}
 		m := MockArgs(c, tc.h)
@@ -160,6 +161,9 @@ func TestPlacedArgs(t *testing.T) {
 		if sf.Host != tc.serverHost || sf.AdminHost != tc.adminHost || sf.Backend != tc.backendURL || sf.AdminPort != 9090 {
 			t.Errorf("%s: server on %q, admin on %q port %d, backend %q; want %q, %q port 9090, %q (%q)",
 				tc.name, sf.Host, sf.AdminHost, sf.AdminPort, sf.Backend, tc.serverHost, tc.adminHost, tc.backendURL, s)
+		}
+		if l := LoadArgs(c, tc.h, "r/load.json", "r/load", "r/load.hlog"); l[len(l)-1] != tc.loadURL {
+			t.Errorf("%s: load URL %s, want %s", tc.name, l[len(l)-1], tc.loadURL)
 		}
 	}
 }

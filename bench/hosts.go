@@ -190,12 +190,28 @@ func (h *Hosts) mockReached() bool { return h != nil && (h.Mock != nil || h.Mock
 func (h *Hosts) serverReached() bool { return h != nil && (h.Server != nil || len(h.Load) > 0) }
 
 // backendAddr is the address the server reaches the mock at: loopback
-// where both run on the same machine, else the mock's (addr).
+// where both run on the same machine, else the mock's (mockAddr).
 func (h *Hosts) backendAddr() string {
-	if h == nil || (h.Mock != nil && h.Mock == h.Server) {
+	if h != nil && h.Mock != nil && h.Mock == h.Server {
 		return "127.0.0.1"
 	}
+	return h.mockAddr()
+}
+
+// mockAddr and serverAddr are the addresses other hosts, and this
+// machine, reach the mock and the server at (addr).
+func (h *Hosts) mockAddr() string {
+	if h == nil {
+		return addr("", nil)
+	}
 	return addr(h.MockAddr, h.Mock)
+}
+
+func (h *Hosts) serverAddr() string {
+	if h == nil {
+		return addr("", nil)
+	}
+	return addr(h.ServerAddr, h.Server)
 }
 
 // LoadShare is one load host's part of the load.

@@ -270,7 +270,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err := report.WriteJSON(r.path(ConfigFile), configFile{Config: *cfg, Layout: h.Layout(), Hosts: h.records()}); err != nil {
 		return err
 	}
-	mockAddr, serverAddr := addr(h.MockAddr, h.Mock), addr(h.ServerAddr, h.Server)
+	mockAddr, serverAddr := h.mockAddr(), h.serverAddr()
 	mockArgs, serverArgs := MockArgs(*cfg, h), ServerArgs(*cfg, h)
 	if r.mock, err = r.start("mock", h.Mock, mockArgs, cfg.MockCPUs, r.path(MockLog), ""); err != nil {
 		return err
@@ -290,12 +290,11 @@ func (r *runner) run(ctx context.Context) error {
 	r.progress("warm-up")
 	loadStart := time.Now()
 	if len(h.Load) == 0 {
-		args := LoadArgs(*cfg, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile))
-		args[len(args)-1] = hostURL(serverAddr, cfg.ServerPort, cfg.loadPath())
+		args := LoadArgs(*cfg, h, r.path(LoadJSON), r.path(HgrmPrefix), r.path(HlogFile))
 		if r.load, err = r.start("load", nil, args, cfg.LoadCPUs, r.path(LoadLog), r.path(LoadText)); err != nil {
 			return err
 		}
-	} else if loadStart, err = r.startRemoteLoad(hostURL(serverAddr, cfg.ServerPort, cfg.loadPath())); err != nil {
+	} else if loadStart, err = r.startRemoteLoad(cfg.loadURL(h)); err != nil {
 		return err
 	}
 	margin := cfg.Duration * observeMarginPc / 100
