@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/rtmetrics"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own so
@@ -320,7 +321,8 @@ func histogram(d *prometheus.Desc, h carrier.Histogram, first, last int, scale f
 // longest one worth taking of a benchmark window.
 const adminWriteTimeout = 2 * time.Minute
 
-// startAdmin serves /metrics, /debug/pprof/ and /debug/carrier.
+// startAdmin serves /metrics, /debug/pprof/, /debug/carrier and
+// /debug/runtime.
 func (s *Server) startAdmin() error {
 	if s.group != nil {
 		if err := s.m.reg.Register(newCarrierCollector(s.group)); err != nil {
@@ -335,6 +337,7 @@ func (s *Server) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", oneAtATime(&tracing, "an execution trace", pprof.Trace))
 	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
+	mux.HandleFunc("/debug/runtime", serveRuntime)
 	ln, err := net.Listen("tcp", s.o.AdminAddr)
 	if err != nil {
 		return err
@@ -360,7 +363,25 @@ func (s *Server) serveCarrierSnapshot(w http.ResponseWriter, _ *http.Request) {
 	if s.group != nil {
 		snap = s.group.Snapshot()
 	}
-	b, err := json.Marshal(snap)
+	writeJSON(w, snap)
+}
+
+// serveRuntime answers the Go runtime's metrics (rtmetrics.Snapshot: the
+// scheduling latencies, GC pauses, cycles and CPU, GOMAXPROCS) as JSON,
+// for the benchmark runner to diff over its window; 500 when this Go
+// lacks one of them.
+func serveRuntime(w http.ResponseWriter, _ *http.Request) {
+	snap, err := rtmetrics.Read()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, snap)
+}
+
+// writeJSON answers v as JSON (500 if it cannot be encoded).
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

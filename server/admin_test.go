@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/json"
 	"math/bits"
+	"runtime"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/rtmetrics"
+	"github.com/spindle-lab/spindle/mock"
 )
 
 // The exported buckets are the telemetry's log2 buckets, cumulative, with
@@ -109,6 +113,31 @@ func BenchmarkHandled(b *testing.B) {
 			start := last
 			last = wait.Now()
 			m.handledOn(0, 200, time.Duration(last-start))
+		}
+	})
+}
+
+// /debug/runtime answers the runtime's metrics in every mode: the
+// histograms with their buckets, a forced GC counted.
+func TestAdminRuntime(t *testing.T) {
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+		read := func() rtmetrics.Snapshot {
+			var s rtmetrics.Snapshot
+			if err := json.Unmarshal([]byte(adminGet(t, e, "/debug/runtime")), &s); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		before := read()
+		runtime.GC() // the server runs in this process
+		d, err := read().Sub(before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.GCCycles < 1 || d.GCCyclesForced < 1 || d.GCPauses.Total() < 1 || d.GOMAXPROCS != uint64(runtime.GOMAXPROCS(0)) ||
+			len(d.SchedLatencies.Buckets) != len(d.SchedLatencies.Counts)+1 || len(d.SchedLatencies.Counts) == 0 {
+			t.Errorf("/debug/runtime over a forced GC: %+v", d)
 		}
 	})
 }

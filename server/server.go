@@ -87,8 +87,8 @@ type Options struct {
 	// ReusePort gives every carrier its own SO_REUSEPORT listener instead
 	// of one acceptor that hands connections out round-robin.
 	ReusePort bool
-	// AdminAddr is where /metrics, /debug/pprof/ and /debug/carrier are
-	// served; "": no admin server.
+	// AdminAddr is where /metrics, /debug/pprof/, /debug/carrier and
+	// /debug/runtime are served; "": no admin server.
 	AdminAddr string
 	// HTTP are the client request limits and timeouts (every mode; the
 	// carrier modes drop request bodies as they arrive whatever its
