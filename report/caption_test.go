@@ -126,7 +126,7 @@ func TestLeftOutNotDrawn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := timelineChart(pts, tl.title, []string{tl.note}, tl.leftOut)
+			c, err := timelineChart(pts, tl.title, []string{tl.note}, tl.leftOut, stallMs(tl.sum))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestLeftOutNotDrawn(t *testing.T) {
 				ys = append(ys, p.P50, p.P99, p.Max)
 			}
 			return ys, c.notes
-		}, 200, []string{"the first run of carrier that passed the checks. Of its runs, 1 run failed one: not drawn"}},
+		}, 200, []string{"the first run of carrier that passed the checks (none of them has stalls seen). Of its runs, 1 run failed one: not drawn"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ys, notes := tc.draw(t)
@@ -164,7 +164,7 @@ func TestLeftOutNotDrawn(t *testing.T) {
 		!strings.Contains(tl.note, "No run of carrier+uring passed the checks;") {
 		t.Errorf("carrier+uring's timeline: %+v", tl)
 	}
-	if _, err := timelineChart([]TimePoint{{End: time.Second, Count: 1, P50: 1, P99: 2, Max: 3}}, tl.title, []string{tl.note}, tl.leftOut); err != nil {
+	if _, err := timelineChart([]TimePoint{{End: time.Second, Count: 1, P50: 1, P99: 2, Max: 3}}, tl.title, []string{tl.note}, tl.leftOut, stallMs(tl.sum)); err != nil {
 		t.Error(err)
 	}
 	for i := range 3 {

@@ -151,3 +151,41 @@ func TestLeftOutAndLoadFactor(t *testing.T) {
 		t.Errorf("LoadFactor at 90%% = %q", got)
 	}
 }
+
+func TestStallsSeen(t *testing.T) {
+	// 1000 latencies: p99 the 990th, p99.9 the 999th.
+	tail := func(p99, p999 int64) []int64 {
+		return repeat(1000, 989, repeat(p99, 9, p999, p999)...)
+	}
+	for _, tc := range []struct {
+		name string
+		lat  *latency.Summary
+		want string // "" none
+	}{
+		{"smooth tail", summaryOf(t, tail(2000, 4000)...), ""},
+		{"just under the factor", summaryOf(t, tail(2000, 9950)...), ""},
+		{"over it", summaryOf(t, tail(2000, 11000)...), "stalls seen: p99.9 11.01ms is 5.5x p99 2.00ms (over 5x)"},
+		{"far over it", summaryOf(t, tail(1760, 66600)...), "stalls seen: p99.9 66.62ms is 38x p99 1.76ms (over 5x)"},
+		{"too few latencies to tell", summaryOf(t, tail(2000, 66600)[1:]...), ""},
+		{"no latency", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Stalls(Summary{Complete: true, Latency: tc.lat})
+			if got != tc.want {
+				t.Errorf("Stalls = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// A warning, not a check: the run passes and counts.
+	s := Summary{Complete: true, Rate: 1000, Throughput: 1000, Requests: 3000, Latency: summaryOf(t, tail(1760, 66600)...)}
+	if Stalls(s) == "" || Check(s) != "" {
+		t.Errorf("a run with stalls: Stalls %q, Check %q; want a warning and no check failed", Stalls(s), Check(s))
+	}
+	rep, err := Build([]Result{{Dir: "r1", Summary: s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := rep.Groups[0]; g.Runs != 1 || len(rep.LeftOut) != 0 || len(rep.Stalled()) != 1 || rep.Stalled()[0].Dir != "r1" {
+		t.Errorf("report of a run with stalls: %d runs, left out %v, stalled %v", g.Runs, rep.LeftOut, rep.Stalled())
+	}
+}

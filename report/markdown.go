@@ -204,6 +204,8 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 		}
 
+		writeRuntime(&b, gs)
+
 		tag := fileTag(phase)
 		b.WriteString(plot("latency-"+tag+".png", func(path string) error {
 			return latencyPlot(gs, "Latency by percentile: "+r.phaseTitle(phase), path)
@@ -226,6 +228,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	r.writeTimelines(&b, plot)
 	r.writeProfiles(&b)
 
+	r.writeStalled(&b)
 	if len(r.LeftOut) > 0 {
 		b.WriteString("## Runs left out\n\nComplete runs that failed a check (the fixed rate achieved, errors, other load on the " +
 			"machine, a load generator that kept up: at a fixed rate one that sent on time, its p90 send lag at most half the p50; " +
@@ -244,6 +247,28 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeStalled writes the "Runs with stalls" section: the complete runs
+// with stalls seen (Stalls), which count in the figures.
+func (r *Report) writeStalled(b *strings.Builder) {
+	ss := r.Stalled()
+	if len(ss) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Runs with stalls\n\nComplete runs whose corrected p99.9 is more than %gx their p99: some requests "+
+		"waited for something the others did not (a GC pause, a descheduled thread, a sweep). A warning, not a check: "+
+		"these runs count in every figure and verdict above, unless they also failed a check (\"Runs left out\"). "+
+		"\"Latency over time\" draws one of them per configuration, its intervals with a p99 over %gx the run's "+
+		"marked.\n\n", StallFactor, StallFactor)
+	for _, s := range ss {
+		also := ""
+		if r.leftOut(s.Dir) != nil {
+			also = " (also left out)"
+		}
+		fmt.Fprintf(b, "- `%s` (%s): %s%s\n", runLabel(s.Result), s.Summary.Name, s.Why, also)
+	}
+	b.WriteString("\n")
 }
 
 // busyThreshold is the other load, in CPUs, above which the report warns

@@ -36,7 +36,10 @@ func loadAll(t *testing.T, root string) []Result {
 }
 
 // TestGolden rebuilds the reports of testdata/compare (written by hand from
-// the schema, with an interrupted run) and testdata/dev2vcpu (two rounds of
+// the schema, with an interrupted run, runtime figures in the fixed phase
+// but not the max one, as an older result has none, and a run with a
+// stall: fixed/r2-03-carrier's latencies with six of 21-25 ms added, and
+// an interval log of them, the stall's in one interval) and testdata/dev2vcpu (two rounds of
 // a real "spindle compare" on the 2-vCPU development machine) and compares
 // report.md with testdata/NAME.golden.md (go test ./report -update
 // rewrites them).
@@ -82,7 +85,11 @@ func TestGolden(t *testing.T) {
 				}
 				return
 			}
-			for _, png := range []string{"latency-max.png", "latency-fixed.png", "throughput.png", "cpu-fixed.png", "cswitch-fixed.png"} {
+			if st := rep.Stalled(); len(st) != 1 || runLabel(st[0].Result) != "fixed/r2-03-carrier" {
+				t.Errorf("runs with stalls %+v, want the fixture's fixed/r2-03-carrier", st)
+			}
+			for _, png := range []string{"latency-max.png", "latency-fixed.png", "throughput.png", "cpu-fixed.png", "cswitch-fixed.png",
+				"timeline-fixed-carrier.png"} {
 				checkPNG(t, filepath.Join(out, png))
 			}
 		})

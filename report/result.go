@@ -95,6 +95,10 @@ type Summary struct {
 	// Carrier sums the carriers' telemetry over the observers' window; nil
 	// for nethttp or with the reason in NA["carrier"].
 	Carrier *CarrierFigures `json:"carrier,omitempty"`
+	// Runtime is the Go runtime's view of the server over the observers'
+	// window (its /debug/runtime; RuntimeFiguresOf); nil with the reason
+	// in NA["runtime"], and absent from results written before it existed.
+	Runtime *RuntimeFigures `json:"runtime,omitempty"`
 	// Profile is the top of the server's CPU profile over the measured
 	// window (bench --profile cpu; TopFunctions); absent without one, with
 	// the reason in NA["profile"] when it was asked for.
@@ -103,7 +107,7 @@ type Summary struct {
 	// (load --mix), in the mix's order; absent without one.
 	Mix []MixFigures `json:"mix,omitempty"`
 	// NA maps an observer or file ("perf-stat", "perf-sched", "threads",
-	// "carrier", "profile") to why it has no figures: "perf not installed".
+	// "carrier", "runtime", "profile") to why it has no figures: "perf not installed".
 	NA map[string]string `json:"na,omitempty"`
 }
 

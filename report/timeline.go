@@ -69,13 +69,19 @@ func intervalOf(points []TimePoint) time.Duration {
 // stalls are the spans, in seconds, of the runs of intervals of points in
 // which no request completed.
 func stalls(points []TimePoint) [][2]float64 {
+	return spans(points, func(t TimePoint) bool { return t.Count == 0 })
+}
+
+// spans are the spans, in seconds, of the runs of consecutive intervals of
+// points that in holds for.
+func spans(points []TimePoint, in func(TimePoint) bool) [][2]float64 {
 	var out [][2]float64
 	for i := 0; i < len(points); i++ {
-		if points[i].Count != 0 {
+		if !in(points[i]) {
 			continue
 		}
 		j := i
-		for j+1 < len(points) && points[j+1].Count == 0 {
+		for j+1 < len(points) && in(points[j+1]) {
 			j++
 		}
 		out = append(out, [2]float64{points[i].Start.Seconds(), points[j].End.Seconds()})
@@ -83,6 +89,52 @@ func stalls(points []TimePoint) [][2]float64 {
 	}
 	return out
 }
+
+// overStall says whether an interval's p99 is over stallMs (ms; 0: no
+// threshold), StallFactor times its run's p99: a stall's interval.
+func overStall(stallMs float64) func(TimePoint) bool {
+	return func(t TimePoint) bool { return stallMs > 0 && t.Count > 0 && t.P99 > stallMs }
+}
+
+// stallMs is the threshold of a run's stall intervals: StallFactor times
+// its corrected p99, in ms; 0 without a latency.
+func stallMs(s Summary) float64 {
+	if s.Latency == nil || s.Latency.Count == 0 {
+		return 0
+	}
+	return StallFactor * float64(s.Latency.PercentilesUs[latency.PercentileKey(99)]) / 1000
+}
+
+// maxListed is the most stall intervals a timeline's caption lists.
+const maxListed = 8
+
+// stallNote is the caption of a timeline's stall intervals (over
+// stallMs): each span's times and its worst p99; "" without any.
+func stallNote(points []TimePoint, stallMs float64) string {
+	over := overStall(stallMs)
+	ss := spans(points, over)
+	if len(ss) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, sp := range ss[:min(len(ss), maxListed)] {
+		worst := 0.0
+		for _, t := range points {
+			if over(t) && t.Start.Seconds() >= sp[0] && t.End.Seconds() <= sp[1] {
+				worst = max(worst, t.P99)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%.1f–%.1f s (p99 %s)", sp[0], sp[1], fmtMs(worst)))
+	}
+	if len(ss) > maxListed {
+		parts = append(parts, fmt.Sprintf("and %d more", len(ss)-maxListed))
+	}
+	return fmt.Sprintf("Marked (orange): %s whose p99 is over %gx the run's p99, %s: %s.",
+		Count(len(ss), "stretch of intervals", "stretches of intervals"), StallFactor, fmtMs(stallMs), strings.Join(parts, ", "))
+}
+
+// fmtMs renders a latency in ms as the load generator's text does.
+func fmtMs(ms float64) string { return latency.FormatTimeUs(ms * 1000) }
 
 // bands shades spans of the x axis over the plot's full height.
 type bands struct {
@@ -105,8 +157,15 @@ func (b bands) Thumbnail(c *draw.Canvas) {
 }
 
 // stallColor shades the intervals without a completed request: a light
-// grey the lines stay readable on.
-var stallColor = color.Gray{Y: 215}
+// grey the lines stay readable on; overColor those whose p99 is over
+// StallFactor times the run's, a light orange (the p99 line's vermillion
+// at a fifth of its strength); overLine is the threshold's line, the grey
+// of the latency–load plot's objective.
+var (
+	stallColor = color.Gray{Y: 215}
+	overColor  = color.RGBA{247, 223, 204, 255}
+	overLine   = color.Gray{Y: 120}
+)
 
 // maxGlyphs is the most intervals a timeline marks each point of: beyond,
 // the glyphs merge into a thick line, and only a lone point between two
@@ -115,9 +174,11 @@ const maxGlyphs = 100
 
 // timelinePlot draws p50, p99 and max per interval against time, with
 // notes under it; an interval without a latency (a stall) breaks the lines
-// and is shaded. A left-out run's (marked) lines are grey and labelled so.
-func timelinePlot(points []TimePoint, title string, notes []string, marked bool, path string) error {
-	return saveTo(path)(timelineChart(points, title, notes, marked))
+// and is shaded grey, one whose p99 is over stallMs (ms; 0: none) is
+// shaded orange under a line at stallMs. A left-out run's (marked) lines
+// are grey and labelled so.
+func timelinePlot(points []TimePoint, title string, notes []string, marked bool, stallMs float64, path string) error {
+	return saveTo(path)(timelineChart(points, title, notes, marked, stallMs))
 }
 
 // markedGreys are the lines of a left-out run's timeline, max, p99 and
@@ -135,12 +196,18 @@ func seriesStyle(i int, marked bool) draw.LineStyle {
 }
 
 // timelineChart is timelinePlot's chart.
-func timelineChart(points []TimePoint, title string, notes []string, marked bool) (chart, error) {
+func timelineChart(points []TimePoint, title string, notes []string, marked bool, stallMs float64) (chart, error) {
 	p := linePlot(title, fmt.Sprintf("time (s), at the end of each %v interval", intervalOf(points)), "latency (ms), corrected")
 	if st := stalls(points); len(st) > 0 {
 		b := bands{st, stallColor}
 		p.Add(b)
 		p.Legend.Add("no request completed", b)
+	}
+	over := spans(points, overStall(stallMs))
+	if len(over) > 0 {
+		b := bands{over, overColor}
+		p.Add(b)
+		p.Legend.Add(fmt.Sprintf("p99 over %gx the run's p99", StallFactor), b)
 	}
 	var ys []float64
 	series := []struct {
@@ -195,6 +262,15 @@ func timelineChart(points []TimePoint, title string, notes []string, marked bool
 		return chart{}, errors.New("no interval has a latency")
 	}
 	p.X.Max = points[len(points)-1].End.Seconds() // a stall at the end is shaded to the window's end
+	if len(over) > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: stallMs}, {X: p.X.Max, Y: stallMs}})
+		if err != nil {
+			return chart{}, err
+		}
+		l.Color, l.Dashes = overLine, []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%gx the run's p99 (%s)", StallFactor, fmtMs(stallMs)), l)
+	}
 	setValueAxis(&p.Y, ys)
 	legendRoom(&p.Y, ys)
 	return chart{p, notes}, nil
@@ -221,42 +297,54 @@ func legendRoom(a *plot.Axis, ys []float64) {
 }
 
 // timeline is one configuration's latency-over-time plot: the run it draws
-// (Dir; "" when it has none, Note says why), whether that run failed a
-// check (LeftOut: drawn marked), its title and its caption.
+// (dir and sum; dir "" when it has none, note says why), whether that run
+// failed a check (leftOut: drawn marked), its title and its caption.
 type timeline struct {
 	g           *Group
 	dir         string
+	sum         Summary
 	leftOut     bool
 	title, note string
 }
 
 // timelineOf is g's timeline. Runs that failed a check are not drawn as
-// if they counted: it draws the first complete run of g that passed the
-// checks and has an interval log; where g has none, the first left-out
-// run that has one, marked (grey, "left out" in the title, legend and
-// caption, with the check it failed), since that run's timeline may show
-// why it failed; else nothing.
+// if they counted: it draws, of g's complete runs that passed the checks
+// and have an interval log, the first with stalls seen (Stalls), since
+// that run shows a reader the stall, else the first; where g has none,
+// the first left-out run that has one, marked (grey, "left out" in the
+// title, legend and caption, with the check it failed), since that run's
+// timeline may show why it failed; else nothing.
 func (r *Report) timelineOf(g *Group) timeline {
 	var first *LeftOut
+	var passed *Result
 	for _, run := range g.all {
 		if _, err := os.Stat(filepath.Join(run.Dir, HlogFile)); err != nil {
 			continue
 		}
-		lo := r.leftOut(run.Dir)
-		if lo == nil {
-			t := r.newTimeline(g, run.Dir, false)
-			t.note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks.", filepath.Base(run.Dir), g.Name)
-			if g.LeftOut > 0 {
-				t.note += fmt.Sprintf(" Of its runs, %s: not drawn (see \"Runs left out\").", failed(g.LeftOut))
+		if lo := r.leftOut(run.Dir); lo != nil {
+			if first == nil {
+				first = lo
 			}
-			return t
+			continue
 		}
-		if first == nil {
-			first = lo
+		if why := Stalls(run.Summary); why != "" {
+			t := r.newTimeline(g, run, false)
+			t.note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks and has stalls; %s.",
+				filepath.Base(run.Dir), g.Name, why)
+			return t.withLeftOut()
+		}
+		if passed == nil {
+			passed = &run
 		}
 	}
+	if passed != nil {
+		t := r.newTimeline(g, *passed, false)
+		t.note = fmt.Sprintf("Drawn: %s, the first run of %s that passed the checks (none of them has stalls seen).",
+			filepath.Base(passed.Dir), g.Name)
+		return t.withLeftOut()
+	}
 	if first != nil {
-		t := r.newTimeline(g, first.Dir, true)
+		t := r.newTimeline(g, first.Result, true)
 		none := fmt.Sprintf("No run of %s that passed the checks has an interval log", g.Name)
 		if g.Runs == 0 {
 			none = fmt.Sprintf("No run of %s passed the checks", g.Name)
@@ -272,14 +360,32 @@ func (r *Report) timelineOf(g *Group) timeline {
 	return t
 }
 
-// newTimeline is g's timeline of the run in dir, titled.
-func (r *Report) newTimeline(g *Group, dir string, leftOut bool) timeline {
-	run := filepath.Base(dir)
-	if leftOut {
-		run += ", left out"
+// withLeftOut adds to a drawn run's note how many of its group's runs
+// failed a check and are not drawn.
+func (t timeline) withLeftOut() timeline {
+	if t.g.LeftOut > 0 {
+		t.note += fmt.Sprintf(" Of its runs, %s: not drawn (see \"Runs left out\").", failed(t.g.LeftOut))
 	}
-	return timeline{g: g, dir: dir, leftOut: leftOut,
-		title: fmt.Sprintf("Latency over time: %s, %s (%s)", g.Name, r.phaseTitle(g.Phase), run)}
+	return t
+}
+
+// notes are the caption of t drawn from points: which run and why, and
+// its stall intervals (stallNote) if any.
+func (t timeline) notes(points []TimePoint) []string {
+	if n := stallNote(points, stallMs(t.sum)); n != "" {
+		return []string{t.note, n}
+	}
+	return []string{t.note}
+}
+
+// newTimeline is g's timeline of run, titled.
+func (r *Report) newTimeline(g *Group, run Result, leftOut bool) timeline {
+	name := filepath.Base(run.Dir)
+	if leftOut {
+		name += ", left out"
+	}
+	return timeline{g: g, dir: run.Dir, sum: run.Summary, leftOut: leftOut,
+		title: fmt.Sprintf("Latency over time: %s, %s (%s)", g.Name, r.phaseTitle(g.Phase), name)}
 }
 
 // leftOut is the run in dir if it failed a check, else nil.
@@ -309,10 +415,12 @@ func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw 
 	if len(drawn) == 0 {
 		return
 	}
-	b.WriteString("## Latency over time\n\nThe corrected latency of each interval (p50, p99, max) of one run per " +
-		"configuration, the first that passed the checks, from its " + HlogFile + " (an HdrHistogram interval log the " +
-		"HdrHistogram tools read too); a shaded gap is an interval in which no request completed. A configuration none " +
-		"of whose runs passed is drawn from its first left-out run, in grey and marked \"left out\".\n\n")
+	fmt.Fprintf(b, "## Latency over time\n\nThe corrected latency of each interval (p50, p99, max) of one run per "+
+		"configuration, from its "+HlogFile+" (an HdrHistogram interval log the HdrHistogram tools read too): of the "+
+		"runs that passed the checks, the first with stalls seen (see \"Runs with stalls\"), else the first. A grey "+
+		"gap is an interval in which no request completed; an orange one an interval whose p99 is over %gx the run's "+
+		"p99, its times in the caption. A configuration none of whose runs passed is drawn from its first left-out "+
+		"run, in grey and marked \"left out\".\n\n", StallFactor)
 	for _, t := range drawn {
 		name := "timeline-" + fileTag(t.g.Phase) + "-" + SafeName(t.g.Name) + ".png"
 		b.WriteString(plot(name, func(path string) error {
@@ -320,7 +428,7 @@ func (r *Report) writeTimelines(b *strings.Builder, plot func(name string, draw 
 			if err != nil {
 				return err
 			}
-			return timelinePlot(pts, t.title, []string{t.note}, t.leftOut, path)
+			return timelinePlot(pts, t.title, t.notes(pts), t.leftOut, stallMs(t.sum), path)
 		}))
 	}
 	if len(none) > 0 {

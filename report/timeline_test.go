@@ -1,6 +1,8 @@
 package report
 
 import (
+	"image/color"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -114,7 +116,7 @@ func TestWriteTimelines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := timelinePlot(pts, "x", nil, false, filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
+	if err := timelinePlot(pts, "x", nil, false, 0, filepath.Join(out, "empty.png")); err == nil || !strings.Contains(err.Error(), "no interval has a latency") {
 		t.Errorf("empty timeline: %v", err)
 	}
 }
@@ -146,4 +148,128 @@ func TestStalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestStallNote(t *testing.T) {
+	const ms = time.Millisecond
+	pt := func(i int, count int64, p99 float64) TimePoint {
+		return TimePoint{Start: time.Duration(i) * 100 * ms, End: time.Duration(i+1) * 100 * ms, Count: count, P99: p99}
+	}
+	many := []TimePoint{}
+	for i := range 20 {
+		p99 := 1.0
+		if i%2 == 1 {
+			p99 = 30
+		}
+		many = append(many, pt(i, 10, p99))
+	}
+	for _, tc := range []struct {
+		name    string
+		points  []TimePoint
+		stallMs float64
+		spans   [][2]float64
+		want    string
+	}{
+		{"none over", []TimePoint{pt(0, 5, 1), pt(1, 5, 9.9)}, 10, nil, ""},
+		{"no threshold", []TimePoint{pt(0, 5, 1), pt(1, 5, 99)}, 0, nil, ""},
+		{"one interval", []TimePoint{pt(0, 5, 1), pt(1, 5, 66.6), pt(2, 5, 1)}, 10, [][2]float64{{0.1, 0.2}},
+			"Marked (orange): 1 stretch of intervals whose p99 is over 5x the run's p99, 10.00ms: 0.1–0.2 s (p99 66.60ms)."},
+		{"a stretch, its worst p99; an empty interval breaks it", []TimePoint{pt(0, 5, 20), pt(1, 5, 40), pt(2, 0, 0), pt(3, 5, 12)}, 10,
+			[][2]float64{{0, 0.2}, {0.3, 0.4}},
+			"2 stretches of intervals whose p99 is over 5x the run's p99, 10.00ms: 0.0–0.2 s (p99 40.00ms), 0.3–0.4 s (p99 12.00ms)."},
+		{"at most 8 listed", many, 10, nil, "1.5–1.6 s (p99 30.00ms), and 2 more."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := spans(tc.points, overStall(tc.stallMs))
+			if tc.spans != nil && len(got) != len(tc.spans) {
+				t.Errorf("spans %v, want %v", got, tc.spans)
+			}
+			for i := range tc.spans {
+				if i < len(got) && (math.Abs(got[i][0]-tc.spans[i][0]) > 1e-9 || math.Abs(got[i][1]-tc.spans[i][1]) > 1e-9) {
+					t.Errorf("spans %v, want %v", got, tc.spans)
+				}
+			}
+			note := stallNote(tc.points, tc.stallMs)
+			if (tc.want == "") != (note == "") || !strings.Contains(note, tc.want) {
+				t.Errorf("note %q, want %q", note, tc.want)
+			}
+		})
+	}
+}
+
+// Of the runs that passed the checks, the timeline draws the first with
+// stalls seen, and its caption names the stall's interval; without one,
+// the first.
+func TestTimelineDrawsStalls(t *testing.T) {
+	smooth, stalled, out := t.TempDir(), t.TempDir(), t.TempDir()
+	writeHlog(t, smooth, [][]float64{{1, 2}, {1, 2}}, 100*time.Millisecond)
+	writeHlog(t, stalled, [][]float64{{1, 2}, {1, 60}, {1, 2}}, 100*time.Millisecond)
+	even := summaryOf(t, repeat(1000, 1000)...)
+	withStall := summaryOf(t, repeat(1000, 995, 60000, 60000, 60000, 60000, 60000)...) // p99 1 ms, p99.9 60 ms
+	g := &Group{Phase: "fixed", Name: "carrier", Runs: 2, all: []Result{
+		{Dir: smooth, Summary: Summary{Complete: true, Latency: even}},
+		{Dir: stalled, Summary: Summary{Complete: true, Latency: withStall}},
+	}}
+	rep := &Report{Groups: []*Group{g}}
+	tl := rep.timelineOf(g)
+	if tl.dir != stalled || !strings.Contains(tl.note, "the first run of carrier that passed the checks and has stalls; stalls seen: p99.9 60.03ms is 60x p99 1.00ms") {
+		t.Errorf("timeline of %s: %q, want the stalled run's", tl.dir, tl.note)
+	}
+	rep.writeTimelines(&strings.Builder{}, func(name string, draw func(path string) error) string {
+		if err := draw(filepath.Join(out, name)); err != nil {
+			t.Fatal(err)
+		}
+		return ""
+	})
+	checkPNG(t, filepath.Join(out, "timeline-fixed-carrier.png"))
+	pts, err := ReadTimeline(filepath.Join(tl.dir, HlogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := tl.notes(pts); len(notes) != 2 || notes[0] != tl.note ||
+		!strings.Contains(notes[1], "over 5x the run's p99, 5.00ms: 0.1–0.2 s (p99 60.03ms)") {
+		t.Errorf("caption %q", notes)
+	}
+	// The stall's interval is shaded orange; a run without one has none.
+	if !hasColor(t, filepath.Join(out, "timeline-fixed-carrier.png"), overColor) {
+		t.Error("the stalled run's timeline has no orange interval")
+	}
+	smoothPts, err := ReadTimeline(filepath.Join(smooth, HlogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(out, "smooth.png")
+	if err := timelinePlot(smoothPts, "smooth", nil, false, stallMs(g.all[0].Summary), plain); err != nil {
+		t.Fatal(err)
+	}
+	if hasColor(t, plain, overColor) {
+		t.Error("a timeline without a stall interval has orange in it")
+	}
+	g.all = g.all[:1]
+	if tl := rep.timelineOf(g); tl.dir != smooth || !strings.Contains(tl.note, "(none of them has stalls seen)") {
+		t.Errorf("timeline without stalls: %s, %q", tl.dir, tl.note)
+	}
+}
+
+// hasColor says whether the PNG at path has a pixel of colour c.
+func hasColor(t *testing.T, path string, c color.Color) bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, g0, b0, _ := c.RGBA()
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r == r0 && g == g0 && b == b0 {
+				return true
+			}
+		}
+	}
+	return false
 }
