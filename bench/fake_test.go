@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -16,18 +17,23 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/internal/rtmetrics"
 	"github.com/spindle-lab/spindle/latency"
 	"github.com/spindle-lab/spindle/load"
 )
 
 // fakeEnv makes the test binary act as a spindle child (mock, serve or
 // load) with just enough behaviour to exercise Run: health checks,
-// /debug/carrier, load.json. The real children are tested end to end in
+// /debug/carrier, /debug/runtime, load.json. The real children are tested end to end in
 // cmd/spindle.
 const fakeEnv = "BENCH_FAKE_CHILD"
 
 // fakeFailEnv names a child that must fail at start ("serve").
 const fakeFailEnv = "BENCH_FAKE_FAIL"
+
+// fakeNoRuntimeEnv makes the fake server answer 404 to /debug/runtime, as
+// an older spindle's does.
+const fakeNoRuntimeEnv = "BENCH_FAKE_NO_RUNTIME"
 
 // fakeZeroEnv makes the fake load generator complete no request.
 const fakeZeroEnv = "BENCH_FAKE_ZERO"
@@ -90,22 +96,35 @@ func fakeChild(name string, args []string) int {
 			return 1
 		}
 		go http.Serve(ln, mux)
-		if *admin != 0 && *mode != ModeNetHTTP {
-			var cycles atomic.Uint64
-			go func() {
-				for ctx.Err() == nil {
-					cycles.Add(10)
-					time.Sleep(time.Millisecond)
-				}
-			}()
+		if *admin != 0 {
 			amux := http.NewServeMux()
-			amux.HandleFunc("/debug/carrier", func(w http.ResponseWriter, _ *http.Request) {
-				c := cycles.Load()
-				t := carrier.Telemetry{IOCycles: c, IOEvents: 2 * c, Drains: c, TasksRun: c}
-				t.QueueDepth.Buckets[1] = c
-				t.QueueDepth.Sum = c
-				json.NewEncoder(w).Encode([]carrier.Telemetry{t})
-			})
+			if os.Getenv(fakeNoRuntimeEnv) != "1" {
+				amux.HandleFunc("/debug/runtime", func(w http.ResponseWriter, _ *http.Request) {
+					runtime.GC() // a cycle, forced, in every window
+					snap, err := rtmetrics.Read()
+					if err != nil {
+						http.Error(w, err.Error(), http.StatusInternalServerError)
+						return
+					}
+					json.NewEncoder(w).Encode(snap)
+				})
+			}
+			if *mode != ModeNetHTTP {
+				var cycles atomic.Uint64
+				go func() {
+					for ctx.Err() == nil {
+						cycles.Add(10)
+						time.Sleep(time.Millisecond)
+					}
+				}()
+				amux.HandleFunc("/debug/carrier", func(w http.ResponseWriter, _ *http.Request) {
+					c := cycles.Load()
+					t := carrier.Telemetry{IOCycles: c, IOEvents: 2 * c, Drains: c, TasksRun: c}
+					t.QueueDepth.Buckets[1] = c
+					t.QueueDepth.Sum = c
+					json.NewEncoder(w).Encode([]carrier.Telemetry{t})
+				})
+			}
 			aln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(*admin))
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)

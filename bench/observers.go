@@ -40,9 +40,9 @@ func (o *observers) wait() error {
 	return errors.Join(o.errs...)
 }
 
-// startObservers starts the /proc sampler, perf stat and perf sched for
-// window. Missing tools and failures are recorded as n/a reasons, not
-// errors: only ctx ending is.
+// startObservers starts the /proc sampler, perf stat, perf sched and the
+// reading of the server's /debug/runtime for window. Missing tools and
+// failures are recorded as n/a reasons, not errors: only ctx ending is.
 func (r *runner) startObservers(ctx context.Context, window time.Duration) *observers {
 	o := &observers{}
 	// The observers run where the server runs: here, or on its host
@@ -158,6 +158,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	} else {
 		off("perf-sched", "off (no --perf-sched)")
 	}
+	o.goRun(func() error { return r.observeRuntime(ctx, window, na) })
 	if r.cfg.Profile == ProfileCPU {
 		o.goRun(func() error {
 			top, err := r.profileCPU(ctx, window)
