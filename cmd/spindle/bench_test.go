@@ -185,6 +185,10 @@ func TestReportCommand(t *testing.T) {
 	if !strings.Contains(stdout.String(), "finding 1: not measurable here\n    At 70% load the unpinned carrier's p50") {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
+	// And the runs with stalls seen (the fixture has one).
+	if !strings.Contains(stdout.String(), "stalls seen: ../../report/testdata/compare/fixed/r2-03-carrier (carrier): p99.9 21.01ms is 5.4x p99 3.91ms (over 5x)\n") {
+		t.Errorf("stdout lacks the run with stalls:\n%s", stdout.String())
+	}
 	var fj report.FindingsJSON
 	if err := latency.ReadJSONFile(filepath.Join(out, report.FindingsFile), &fj); err != nil || len(fj.Findings) == 0 {
 		t.Errorf("%s: %v", report.FindingsFile, err)

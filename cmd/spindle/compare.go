@@ -240,8 +240,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // printHeadlines prints each configuration's headline figures (with its
 // load factor at the fixed rate), the findings' verdicts with each claim's
-// text, and the runs left out of the figures: those that failed a check
-// and the incomplete ones.
+// text, the runs with stalls seen (they count), and the runs left out of
+// the figures: those that failed a check and the incomplete ones.
 func printHeadlines(w io.Writer, rep *report.Report) {
 	for _, g := range rep.Groups {
 		lf := ""
@@ -256,6 +256,9 @@ func printHeadlines(w io.Writer, rep *report.Report) {
 	}
 	for i, f := range rep.Findings() {
 		fmt.Fprintf(w, "finding %d: %s\n    %s\n", i+1, f.Grade(), f.Claim)
+	}
+	for _, r := range rep.Stalled() { // a warning: these runs count
+		fmt.Fprintf(w, "stalls seen: %s (%s): %s\n", r.Dir, r.Summary.Name, strings.TrimPrefix(r.Why, "stalls seen: "))
 	}
 	for _, r := range rep.LeftOut {
 		fmt.Fprintf(w, "left out: %s (%s): %s\n", r.Dir, r.Summary.Name, r.Why)
