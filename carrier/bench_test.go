@@ -1,8 +1,10 @@
 package carrier
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -148,5 +150,42 @@ func BenchmarkImbalance(b *testing.B) {
 				b.ReportMetric(float64(el.Nanoseconds())/float64(per*n), "ns/iter")
 			})
 		}
+	}
+}
+
+// BenchmarkForeignRoundTrip is a plain goroutine's 64-byte round trip
+// with a net echo server over a plain net.Conn and over a carrier conn of
+// a 1-carrier group (issue 25: at most 1.2x the net.Conn's). Run the two
+// interleaved (-count) and compare ns/op.
+func BenchmarkForeignRoundTrip(b *testing.B) {
+	addr := netEcho(b)
+	g := newGroup(b, Options{Carriers: 1})
+	dials := []struct {
+		name string
+		dial func() (net.Conn, error)
+	}{
+		{"net.Conn", func() (net.Conn, error) { return net.Dial("tcp", addr) }},
+		{"carrier conn", func() (net.Conn, error) {
+			return g.Carrier(0).DialContext(context.Background(), "tcp", addr)
+		}},
+	}
+	for _, d := range dials {
+		b.Run(d.name, func(b *testing.B) {
+			c, err := d.dial()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			msg, back := make([]byte, 64), make([]byte, 64)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, back); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

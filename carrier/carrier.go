@@ -120,7 +120,7 @@ type Carrier struct {
 	runSeq     atomic.Uint64
 	runStart   atomic.Int64
 	detachedAt map[*coro]away
-	runCo      atomic.Pointer[coro] // the coroutine of the current run (or the last), for the monitor
+	runCo      atomic.Pointer[coro] // the coroutine of the current run (or the last), for the monitor and to tell a task's call from a foreign one (caller)
 	// away are the same tasks' coroutines, for a carrier operation of one
 	// of them to find its task from its goroutine (awayCaller); the
 	// monitor adds, the owner removes.
@@ -535,6 +535,7 @@ func (c *Carrier) run(t *Task) {
 	if c.handoff {
 		done = c.runOwned(t, start)
 	} else {
+		c.runCo.Store(t.co)
 		done, _ = t.co.next()
 	}
 	c.cur.Store(nil)

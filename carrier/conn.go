@@ -51,6 +51,17 @@ type pollDesc struct {
 	cn       *Conn
 	g        *Group
 	closeReq atomic.Bool
+	// For foreign callers (foreign.go), all read and written atomically:
+	// home is the carrier pd is registered on (set at each registration);
+	// fw the foreign waiters' wake-ups, made at the first foreign use; fref
+	// the fd's references by foreign system calls, and its closed bit;
+	// taskParks the tasks parked on pd while fw exists; rearmReq a request
+	// to move their timers, pending.
+	home      atomic.Pointer[Carrier]
+	fw        atomic.Pointer[foreignWaits]
+	fref      atomic.Uint64
+	taskParks atomic.Int32
+	rearmReq  atomic.Bool
 }
 
 // register adds pd to c's fd table and poller, with c's engine for its
@@ -71,6 +82,7 @@ func (c *Carrier) register(pd *pollDesc) error {
 		}
 	}
 	pd.setState(descOpen)
+	pd.home.Store(c)
 	if pd.conn {
 		gauge(&c.stats.openConns, 1)
 	}
@@ -105,13 +117,15 @@ func (pd *pollDesc) shut() {
 		pd.setState(descDraining)
 	} else {
 		pd.setState(descShut)
-		unix.Close(pd.fd)
+		pd.closeFD()
 	}
 	pd.wakeAll()
 }
 
-// wakeAll wakes every task parked on pd (they see closed).
+// wakeAll wakes every task parked on pd, and its foreign waiters (they
+// see closed).
 func (pd *pollDesc) wakeAll() {
+	pd.kickForeign()
 	for _, t := range [...]*Task{pd.rwait, pd.wwait, pd.cwait} {
 		if t != nil {
 			pd.c.wakeTask(t, false)
@@ -125,7 +139,7 @@ func (pd *pollDesc) opEnded() {
 	pd.kops--
 	if pd.kops == 0 && pd.state == descDraining {
 		pd.setState(descShut)
-		unix.Close(pd.fd)
+		pd.closeFD()
 	}
 }
 
@@ -175,10 +189,11 @@ func (pd *pollDesc) passed(deadline int64) bool {
 }
 
 // current returns the task of pd's carrier that calls, or nil when the
-// caller is none. Where the carrier hands off (handoff.go) it checks that
-// the caller is the running task's coroutine, or a detached task of the
-// carrier (which then rejoins in enter); elsewhere the caller is taken to
-// be the running task.
+// caller is none (a foreign caller, foreign.go). It checks that the caller
+// is the running task's coroutine or, where the carrier hands off
+// (handoff.go), a detached task of the carrier (which then rejoins in
+// enter); where getg is not implemented the caller is taken to be the
+// running task.
 func (pd *pollDesc) current() *Task {
 	if pd.c == nil {
 		return nil
@@ -188,17 +203,21 @@ func (pd *pollDesc) current() *Task {
 
 // caller returns the task of c that calls (see pollDesc.current).
 func (c *Carrier) caller() *Task {
-	if !c.handoff {
+	if !haveGetg { // other architectures: the caller is taken to be the running task
 		return c.cur.Load()
 	}
 	// The coroutine of the current (or last) run: its task is the
 	// caller's own when the caller is that coroutine, which alone may then
-	// read co.task (set before the run).
+	// read co.task (set before the run). Any other goroutine, a task of
+	// another carrier included, is a foreign caller (foreign.go).
 	g := getg()
 	if co := c.runCo.Load(); co != nil && co.g.Load() == g {
 		return co.task
 	}
-	return c.awayCaller(g)
+	if c.handoff {
+		return c.awayCaller(g)
+	}
+	return nil
 }
 
 // enter begins a carrier operation on cn by the task that calls, where
@@ -217,16 +236,20 @@ func (cn *Conn) enter() (*Task, bool) {
 	return t, t.enter()
 }
 
-// Conn is a TCP connection driven by its home carrier. Read and Write look
-// blocking but park the calling task, not the thread. A Conn may be used
-// only by tasks of its home carrier, by one reader and one writer at a time.
-// With floating carriers a conn moves with the task that owns it (the one
-// that dialled or accepted it); there it is for that task alone.
+// Conn is a TCP connection driven by its home carrier, and a net.Conn for
+// any goroutine. Called by a task of its home carrier, Read and Write look
+// blocking but park the task, not the thread; any other caller (a plain
+// goroutine, a task of another carrier) waits the Go way for the readiness
+// the home carrier reports, or has the carrier do the operation (io_uring;
+// foreign.go). Like a net.Conn it takes one reader and one writer at a
+// time, and deadlines and Close from any goroutine. With floating carriers
+// a conn moves with the task that holds it (the one that dialled or
+// accepted it), until a foreign caller first uses it.
 type Conn struct {
 	pd            pollDesc
 	owner         *Task
 	local, remote netip.AddrPort
-	rdl, wdl      int64 // deadlines, monotonic ns (wait.Now); 0: none
+	rdl, wdl      atomic.Int64 // deadlines, monotonic ns (wait.Now); 0: none; set from any goroutine
 }
 
 // newConn wraps a connected non-blocking socket and registers it on c.
@@ -246,7 +269,7 @@ func (c *Carrier) newConn(fd int, remote netip.AddrPort) (*Conn, error) {
 func (cn *Conn) Read(p []byte) (int, error) {
 	t := cn.pd.current()
 	if t == nil {
-		return 0, ErrNotInTask
+		return cn.foreignRead(p)
 	}
 	defer t.leave(t.enter())
 	return cn.pd.eng.read(cn, t, p)
@@ -261,7 +284,7 @@ func (cn *Conn) Read(p []byte) (int, error) {
 func (cn *Conn) Write(p []byte) (int, error) {
 	t := cn.pd.current()
 	if t == nil {
-		return 0, ErrNotInTask
+		return cn.foreignWrite(p)
 	}
 	defer t.leave(t.enter())
 	return cn.pd.eng.write(cn, t, p)
@@ -273,12 +296,19 @@ func (cn *Conn) Write(p []byte) (int, error) {
 // Options.CloseFlush, and returns a write error not yet reported or one
 // that says how many bytes it dropped (writebehind.go).
 func (cn *Conn) Close() error {
-	if t, outer := cn.enter(); t != nil {
-		defer t.leave(outer)
+	t := cn.pd.current()
+	if t == nil {
+		return cn.foreignClose()
 	}
+	defer t.leave(t.enter())
 	if cn.pd.closed() {
 		return net.ErrClosed
 	}
+	// Asked to close already (CloseAsync, a foreign Close): this Close
+	// does it now, and reports that the conn was closed before. Either way
+	// the holder lets go of it (a panicking task's cleanup closes what it
+	// holds until it holds nothing).
+	asked := cn.pd.closeReq.Load()
 	if o := cn.owner; o != nil {
 		o.unhold(cn)
 		if o.accepted == cn {
@@ -286,10 +316,13 @@ func (cn *Conn) Close() error {
 		}
 	}
 	var err error
-	if e := cn.pd.eng; e != nil {
+	if e := cn.pd.eng; e != nil && !asked {
 		err = e.flush(cn, true)
 	}
 	cn.pd.shut()
+	if asked {
+		return net.ErrClosed
+	}
 	return err
 }
 
@@ -300,15 +333,22 @@ func (cn *Conn) Close() error {
 // net.ErrClosed. It does not wait, nor send what Write accepted and the
 // io_uring poller has not sent yet. Calling it again, or after Close, does
 // nothing.
-func (cn *Conn) CloseAsync() {
+func (cn *Conn) CloseAsync() { cn.requestClose() }
+
+// requestClose is CloseAsync; it reports false when the conn was asked to
+// close before (or has no group). Foreign callers see the request at once
+// (their operations fail with net.ErrClosed) and their waiters wake.
+func (cn *Conn) requestClose() bool {
 	pd := &cn.pd
 	if pd.g == nil || pd.closeReq.Swap(true) {
-		return
+		return false
 	}
+	pd.kickForeign()
 	pd.g.closeReqs.Add(1)
 	for _, c := range pd.g.carriers {
 		c.nudge()
 	}
+	return true
 }
 
 // closeRequested closes the conns of c that CloseAsync asked to close
@@ -340,10 +380,12 @@ func (cn *Conn) closeNow() {
 // Options.CloseFlush, or until the write deadline); when they cannot all
 // be sent it returns that error and leaves the sending side open.
 func (cn *Conn) CloseWrite() error {
-	if t, outer := cn.enter(); t != nil {
-		defer t.leave(outer)
+	t := cn.pd.current()
+	if t == nil {
+		return cn.foreignCloseWrite()
 	}
-	if cn.pd.closed() {
+	defer t.leave(t.enter())
+	if cn.pd.ended() {
 		return net.ErrClosed
 	}
 	if e := cn.pd.eng; e != nil {
@@ -377,22 +419,14 @@ func (cn *Conn) SetDeadline(t time.Time) error {
 // SetReadDeadline sets the time after which Read fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetReadDeadline(t time.Time) error {
-	if t, outer := cn.enter(); t != nil {
-		defer t.leave(outer)
-	}
-	cn.rdl = monoDeadline(t)
-	cn.pd.rearm(cn.pd.rwait, cn.rdl)
+	cn.setDeadline(&cn.rdl, &cn.pd.rwait, t)
 	return nil
 }
 
 // SetWriteDeadline sets the time after which Write fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetWriteDeadline(t time.Time) error {
-	if t, outer := cn.enter(); t != nil {
-		defer t.leave(outer)
-	}
-	cn.wdl = monoDeadline(t)
-	cn.pd.rearm(cn.pd.wwait, cn.wdl)
+	cn.setDeadline(&cn.wdl, &cn.pd.wwait, t)
 	return nil
 }
 
@@ -442,9 +476,11 @@ func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) 
 // call: a pooled client conn the server closed while it was idle. With the
 // io_uring poller, whose conns have no readiness poll, it reports false.
 func (cn *Conn) PeerClosed() bool {
-	if t, outer := cn.enter(); t != nil {
-		defer t.leave(outer)
+	t := cn.pd.current()
+	if t == nil {
+		return false // the edge state is the carrier's: a foreign caller learns by reading
 	}
+	defer t.leave(t.enter())
 	return cn.pd.hup
 }
 

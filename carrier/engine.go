@@ -32,6 +32,9 @@ type engine interface {
 	// polled reports whether the fd has a readiness poll while it is
 	// registered (register arms it).
 	polled() bool
+	// direct reports whether a foreign caller (foreign.go) makes the fd's
+	// system calls itself, or hands them to the carrier.
+	direct() bool
 	// read reads into p for task t, which may park until data arrives.
 	read(cn *Conn, t *Task, p []byte) (int, error)
 	// write writes all of p for task t, which may park while it cannot.
@@ -73,17 +76,19 @@ var readinessEngine engine = readiness{}
 
 func (readiness) polled() bool { return true }
 
+func (readiness) direct() bool { return true }
+
 func (readiness) read(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd
 	for {
-		if pd.closed() {
+		if pd.ended() {
 			return 0, net.ErrClosed
 		}
-		if pd.passed(cn.rdl) {
+		if pd.passed(cn.rdl.Load()) {
 			return 0, os.ErrDeadlineExceeded
 		}
 		if !pd.unread && len(p) > 0 {
-			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
+			if err := pd.awaitConn(t, &pd.rwait, &cn.rdl); err != nil {
 				return 0, err
 			}
 			continue
@@ -101,7 +106,7 @@ func (readiness) read(cn *Conn, t *Task, p []byte) (int, error) {
 			return n, nil
 		case err == unix.EAGAIN:
 			pd.unread = false
-			if err := pd.await(t, &pd.rwait, cn.rdl); err != nil {
+			if err := pd.awaitConn(t, &pd.rwait, &cn.rdl); err != nil {
 				return 0, err
 			}
 		case err == unix.EINTR:
@@ -115,10 +120,10 @@ func (readiness) write(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd
 	written := 0
 	for written < len(p) {
-		if pd.closed() {
+		if pd.ended() {
 			return written, net.ErrClosed
 		}
-		if pd.passed(cn.wdl) {
+		if pd.passed(cn.wdl.Load()) {
 			return written, os.ErrDeadlineExceeded
 		}
 		n, err := unix.WriteNB(pd.fd, p[written:])
@@ -126,7 +131,7 @@ func (readiness) write(cn *Conn, t *Task, p []byte) (int, error) {
 		case err == nil:
 			written += n
 		case err == unix.EAGAIN:
-			if err := pd.await(t, &pd.wwait, cn.wdl); err != nil {
+			if err := pd.awaitConn(t, &pd.wwait, &cn.wdl); err != nil {
 				return written, err
 			}
 		case err == unix.EINTR:
@@ -165,8 +170,16 @@ func (pd *pollDesc) readyEvent(e uint32) {
 		if pd.rwait != nil && !pd.rop.pending {
 			c.wakeTask(pd.rwait, true)
 		}
+		if f := pd.fw.Load(); f != nil {
+			f.kick(dirRead)
+		}
 	}
-	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {
-		c.wakeTask(pd.wwait, true)
+	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		if pd.wwait != nil && !pd.wop.pending {
+			c.wakeTask(pd.wwait, true)
+		}
+		if f := pd.fw.Load(); f != nil {
+			f.kick(dirWrite)
+		}
 	}
 }

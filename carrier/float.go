@@ -1,7 +1,5 @@
 package carrier
 
-import "github.com/spindle-lab/spindle/internal/unix"
-
 // Floating mode (Options.Float). Carriers run on goroutines that are not
 // locked to threads, so the Go runtime lets any carrier resume a coroutine
 // that another created. Work stealing then also moves started tasks:
@@ -148,6 +146,9 @@ func (c *Carrier) movable(t *Task) bool {
 		if cn.pd.eng.busy(&cn.pd) { // the kernel has a read or write of it, or will (PollerURing)
 			return false
 		}
+		if cn.pd.fw.Load() != nil { // foreign callers use it: it stays where they find it
+			return false
+		}
 		if w := cn.pd.rwait; w != nil && w != t {
 			return false
 		}
@@ -194,7 +195,7 @@ func (c *Carrier) rehome(t *Task) {
 		if err := c.register(pd); err != nil {
 			pd.c = c
 			pd.setState(descShut)
-			unix.Close(pd.fd)
+			pd.closeFD()
 		}
 	}
 	for i := len(t.owned) - 1; i >= 0; i-- { // CloseAsync while they were on their way here

@@ -54,6 +54,9 @@ type Group struct {
 	// closeReqs counts CloseAsync requests: a carrier whose last look saw
 	// another count looks for its conns to close.
 	closeReqs atomic.Uint64
+	// connEng is the engine of the group's conns (every carrier's is of the
+	// same kind), for foreign callers to ask what it allows.
+	connEng engine
 }
 
 // New starts a group of carriers: each on its own locked OS thread named
@@ -82,6 +85,7 @@ func New(o Options) (*Group, error) {
 		}
 		g.carriers = append(g.carriers, c)
 	}
+	g.connEng = g.carriers[0].connEng // every carrier has the same poller
 	for i, sib := range siblings(p.cluster, o.StealScope) {
 		for _, j := range sib {
 			g.carriers[i].siblings = append(g.carriers[i].siblings, g.carriers[j])
@@ -328,5 +332,3 @@ func (g *Group) onCarrierThread() bool {
 	}
 	return false
 }
-
-func isENOSYS(err error) bool { return errors.Is(err, unix.ENOSYS) }

@@ -453,6 +453,11 @@ type away struct{ start, at int64 }
 // errStopped); a carrier that hands off switches to it unlocked, as to
 // every coroutine it created.
 func (c *Carrier) stopCoro(co *coro) {
+	// The unwinding task's deferred calls (a Close of its conns) are the
+	// carrier's own, made on its goroutine: caller must see co as the
+	// running coroutine, not take them for a foreign caller's.
+	last := c.runCo.Swap(co)
+	defer c.runCo.Store(last)
 	if !c.handoff || !c.bound() {
 		co.stop()
 		return

@@ -130,7 +130,6 @@ type epollPoller struct {
 	ep     int
 	efd    int // the carrier's eventfd
 	events []unix.EpollEvent
-	noPW2  bool // epoll_pwait2 is missing: use epoll_wait with ms timeouts
 }
 
 func newEpollPoller(efd int) (*epollPoller, error) {
@@ -161,20 +160,10 @@ func (p *epollPoller) remove(fd int, _ uint64, closing bool) {
 func (p *epollPoller) wait(timeoutNs int64) int {
 	var n int
 	var err error
-	if !p.noPW2 && timeoutNs > 0 {
-		n, err = unix.EpollPwait2(p.ep, p.events, timeoutNs)
-		if err != nil && isENOSYS(err) {
-			p.noPW2 = true
-		}
-	}
 	if timeoutNs == 0 {
 		n, err = unix.EpollPoll(p.ep, p.events)
-	} else if p.noPW2 || timeoutNs < 0 {
-		ms := -1
-		if timeoutNs >= 0 {
-			ms = int((timeoutNs + 999_999) / 1_000_000) // round up: never wake early
-		}
-		n, err = unix.EpollWait(p.ep, p.events, ms)
+	} else {
+		n, err = unix.EpollWaitNs(p.ep, p.events, timeoutNs)
 	}
 	if err != nil || n < 0 {
 		return 0

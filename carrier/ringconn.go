@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spindle-lab/spindle/internal/unix"
@@ -22,6 +23,10 @@ type ringConn struct{ cio ioPoller }
 // readiness poll would only add a completion (and sometimes a wake-up) per
 // arrival (docs/carrier.md, "Pollers").
 func (ringConn) polled() bool { return false }
+
+// direct is false: the ring is the carrier's (single issuer), and a
+// foreign caller's own system calls would race with its RECVs and SENDs.
+func (ringConn) direct() bool { return false }
 
 func (e ringConn) read(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd
@@ -90,12 +95,12 @@ func (ringConn) busy(pd *pollDesc) bool { return pd.rop.pending || pd.busyWritin
 // cancels the operation, and the task then waits for its completion
 // without a deadline: the kernel uses p until then. An operation that
 // completed before its cancellation took effect returns its bytes.
-func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (int, error) {
+func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int64) (int, error) {
 	pd := &cn.pd
-	if pd.closed() {
+	if pd.ended() {
 		return 0, net.ErrClosed
 	}
-	if pd.passed(*dl) {
+	if pd.passed(dl.Load()) {
 		return 0, os.ErrDeadlineExceeded
 	}
 	op.write = op == &pd.wop
@@ -116,7 +121,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *int64) (in
 		}
 		// await reads the clock once and, when the deadline has passed,
 		// returns its error instead of parking: then cancel.
-		if pd.closed() || pd.await(t, slot, *dl) != nil {
+		if pd.closed() || pd.awaitConn(t, slot, dl) != nil {
 			cio.cancelIO(op)
 			cancelled = true
 		}

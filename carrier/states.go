@@ -113,6 +113,12 @@ func (pd *pollDesc) setState(s descState) {
 // operation fails with net.ErrClosed.
 func (pd *pollDesc) closed() bool { return pd.state >= descClosing }
 
+// ended reports whether an operation on pd's conn fails with
+// net.ErrClosed: it is closed or closing, or CloseAsync (or a foreign
+// caller's Close) asked the carrier to close it, which the carrier does at
+// its next turn.
+func (pd *pollDesc) ended() bool { return pd.state >= descClosing || pd.closeReq.Load() }
+
 // gone reports whether pd was shut: out of the poller and the fd table.
 func (pd *pollDesc) gone() bool { return pd.state >= descDraining }
 

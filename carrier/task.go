@@ -76,8 +76,9 @@ func (t *Task) release() {
 // errStopped unwinds a parked task's coroutine when its carrier stops.
 var errStopped = errors.New("carrier: stopped")
 
-// ErrNotInTask is returned by Conn methods called outside a task of the
-// conn's home carrier.
+// ErrNotInTask is returned where an operation must wait on a conn's home
+// carrier and no task of it can (a flush of write-behind bytes outside any
+// task). Conn's own methods serve any goroutine (foreign.go).
 var ErrNotInTask = errors.New("carrier: conn used outside a task of its home carrier")
 
 // Carrier returns the carrier the task runs on. With floating carriers

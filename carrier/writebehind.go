@@ -103,14 +103,14 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 	written := 0
 	for {
 		switch {
-		case pd.closed():
+		case pd.ended():
 			return written, net.ErrClosed
 		case pd.wb.err != nil:
 			return written, pd.wb.err
 		case written == len(p):
 			t.opDone()
 			return written, nil
-		case pd.passed(cn.wdl):
+		case pd.passed(cn.wdl.Load()):
 			return written, os.ErrDeadlineExceeded
 		}
 		rest := p[written:]
@@ -132,7 +132,7 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 			cio.queueWrite(pd)
 			continue
 		}
-		if err := pd.await(t, &pd.wwait, cn.wdl); err != nil {
+		if err := pd.awaitConn(t, &pd.wwait, &cn.wdl); err != nil {
 			return written, err
 		}
 	}
@@ -175,8 +175,8 @@ func (cn *Conn) flushWrites(op string) error {
 	}
 	now := wait.Now()
 	deadline := now + int64(c.g.opts.CloseFlush)
-	if cn.wdl != 0 && cn.wdl < deadline {
-		deadline = max(cn.wdl, now)
+	if wdl := cn.wdl.Load(); wdl != 0 && wdl < deadline {
+		deadline = max(wdl, now)
 	}
 	for pd.busyWriting() && pd.wb.err == nil {
 		if err := pd.await(t, &pd.cwait, deadline); err != nil {

@@ -301,16 +301,7 @@ func TestCloseFlushBound(t *testing.T) {
 // open until that SEND's completion is reaped, and is closed then.
 func TestShutWaitsForKernel(t *testing.T) {
 	p, k, r := fakePoller(t, 8, 16)
-	rd, wr, err := os.Pipe() // real fds, so that closing them is observable
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	fd, err := syscall.Dup(int(wr.Fd()))
-	wr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fd := observableFd(t) // a real fd, so that closing it is observable
 	c := &Carrier{poll: p, connEng: ringConn{p}}
 	c.g = &Group{opts: Options{WriteBuffer: DefaultWriteBuffer}}
 	pd := &pollDesc{fd: fd, conn: true, state: descOpen} // as register leaves it

@@ -1,0 +1,486 @@
+package carrier
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dialFree dials addr on carrier i of g from one of its tasks and returns
+// the conn, held by no task: a driver's pooled conn.
+func dialFree(t *testing.T, g *Group, i int, addr string) *Conn {
+	t.Helper()
+	nc, err := g.Carrier(i).DialContext(context.Background(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn := nc.(*Conn)
+	t.Cleanup(func() { cn.Close() })
+	return cn
+}
+
+// netPeer is a plain net server whose one accepted conn the test gets.
+func netPeer(t *testing.T) (addr string, peer <-chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(ch)
+			return
+		}
+		t.Cleanup(func() { c.Close() })
+		ch <- c
+	}()
+	return ln.Addr().String(), ch
+}
+
+// echoPeer writes back what peer reads, with a plain loop: io.Copy
+// between TCP conns splices through a pipe the runtime pools, two fds
+// that outlive the test.
+func echoPeer(peer net.Conn) {
+	io.CopyBuffer(struct{ io.Writer }{peer}, struct{ io.Reader }{peer}, make([]byte, 64<<10))
+}
+
+// waitEnds starts a Read of cn, from a plain goroutine or (inTask) a task
+// of carrier 0, lets it wait, calls end, and checks that the Read returns
+// want within 5 s.
+func waitEnds(t *testing.T, g *Group, cn *Conn, inTask bool, end func(), want error) {
+	t.Helper()
+	got := make(chan error, 1)
+	read := func() { _, err := cn.Read(make([]byte, 1)); got <- err }
+	if !inTask {
+		go read()
+	} else if err := g.Carrier(0).Submit(func(*Task) { read() }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	end()
+	select {
+	case err := <-got:
+		if !errors.Is(err, want) {
+			t.Errorf("read: %v, want %v", err, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("read still waiting 5s after its wait was ended (want %v)", want)
+	}
+}
+
+// observableFd is an fd whose close the test can see (fdOpen): the write
+// end of a pipe, duplicated.
+func observableFd(t *testing.T) int {
+	t.Helper()
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	fd, err := syscall.Dup(int(wr.Fd()))
+	wr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// netEcho is a plain net echo server (a goroutine per conn) for the
+// test's length; it returns its address.
+func netEcho(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				echoPeer(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// inTaskOf runs fn as a task of carrier i of g and waits for it.
+func inTaskOf(t *testing.T, g *Group, i int, fn func(*Task)) {
+	t.Helper()
+	done := make(chan struct{})
+	if err := g.Carrier(i).Submit(func(tk *Task) {
+		defer close(done)
+		fn(tk)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	within(t, done, 10*time.Second, "task")
+}
+
+// A carrier conn serves plain goroutines as a net.Conn does: the round
+// trips, deadlines, closes and half-closes of a driver's conn, a task of
+// another carrier, and a task of the home carrier whose wait a goroutine
+// ends, for every poller (TestMain) and with 1 and 2 carriers.
+func TestForeignConn(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB: beyond the socket buffers
+	tests := []struct {
+		name string
+		run  func(t *testing.T, g *Group, cn *Conn, peer net.Conn)
+	}{
+		{"round trips", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			go echoPeer(peer)
+			buf := make([]byte, 64)
+			for i := range 50 {
+				msg := []byte("ping " + strconv.Itoa(i))
+				if _, err := cn.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.ReadFull(cn, buf[:len(msg)]); err != nil || !bytes.Equal(buf[:len(msg)], msg) {
+					t.Fatalf("echo %d: %q, %v", i, buf[:len(msg)], err)
+				}
+			}
+		}},
+		{"full duplex, 4 MiB each way", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			go echoPeer(peer)
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if n, err := cn.Write(big); err != nil || n != len(big) {
+					t.Errorf("write: %d, %v", n, err)
+				}
+			}()
+			got := make([]byte, len(big))
+			if _, err := io.ReadFull(cn, got); err != nil || !bytes.Equal(got, big) {
+				t.Errorf("read back: equal %v, %v", bytes.Equal(got, big), err)
+			}
+			wg.Wait()
+		}},
+		{"read deadline passes", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			cn.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
+			start := time.Now()
+			_, err := cn.Read(make([]byte, 1))
+			if !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) < 30*time.Millisecond {
+				t.Errorf("read: %v after %v, want the deadline's error after 30ms", err, time.Since(start))
+			}
+			cn.SetReadDeadline(time.Time{})
+			peer.Write([]byte("x"))
+			if _, err := io.ReadFull(cn, make([]byte, 1)); err != nil {
+				t.Errorf("read after the deadline was cleared: %v", err)
+			}
+		}},
+		{"another goroutine's deadline ends a wait (pgx's context watcher)", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			waitEnds(t, g, cn, false, func() { cn.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded)
+		}},
+		{"another goroutine's close ends a wait", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			waitEnds(t, g, cn, false, func() {
+				if err := cn.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			}, net.ErrClosed)
+			if err := cn.Close(); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("second close: %v, want net.ErrClosed", err)
+			}
+			if _, err := cn.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("write after close: %v, want net.ErrClosed", err)
+			}
+			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := peer.Read(make([]byte, 1)); err != io.EOF {
+				t.Errorf("the peer read %v, want io.EOF: the fd was not closed", err)
+			}
+		}},
+		{"half close", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			cn.Write([]byte("bye"))
+			if err := cn.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if b, err := io.ReadAll(peer); err != nil || string(b) != "bye" {
+				t.Errorf("the peer read %q, %v; want bye and the end", b, err)
+			}
+			peer.Write([]byte("ok"))
+			if _, err := io.ReadFull(cn, make([]byte, 2)); err != nil {
+				t.Errorf("read after the half close: %v", err)
+			}
+		}},
+		{"raw conn peek (go-redis's health check)", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			rc, err := cn.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			peek := func() (n int, errno error) {
+				rc.Read(func(fd uintptr) bool {
+					var b [1]byte
+					n, _, errno = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+					return true
+				})
+				return n, errno
+			}
+			if _, errno := peek(); errno != syscall.EAGAIN {
+				t.Errorf("peek of an idle conn: %v, want EAGAIN", errno)
+			}
+			peer.Close()
+			time.Sleep(20 * time.Millisecond)
+			if n, errno := peek(); n != 0 || errno != nil {
+				t.Errorf("peek after the peer closed: %d, %v; want 0 (end of stream)", n, errno)
+			}
+		}},
+		{"a task of another carrier", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			if len(g.carriers) < 2 {
+				t.Skip("one carrier")
+			}
+			go echoPeer(peer)
+			inTaskOf(t, g, 1, func(tk *Task) {
+				for i := range 20 {
+					msg := []byte("from carrier 1: " + strconv.Itoa(i))
+					if _, err := cn.Write(msg); err != nil {
+						t.Error(err)
+						return
+					}
+					buf := make([]byte, len(msg))
+					if _, err := io.ReadFull(cn, buf); err != nil || !bytes.Equal(buf, msg) {
+						t.Errorf("echo %d: %q, %v", i, buf, err)
+						return
+					}
+				}
+			})
+		}},
+		{"a goroutine's deadline ends a home task's wait", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			cn.SetWriteDeadline(time.Time{}) // a foreign use before the task parks
+			waitEnds(t, g, cn, true, func() { cn.SetReadDeadline(time.Unix(1, 0)) }, os.ErrDeadlineExceeded)
+		}},
+		{"a goroutine's close ends a home task's wait", func(t *testing.T, g *Group, cn *Conn, peer net.Conn) {
+			waitEnds(t, g, cn, true, func() { cn.Close() }, net.ErrClosed)
+		}},
+	}
+	for _, carriers := range []int{1, 2} {
+		for _, tc := range tests {
+			t.Run(strconv.Itoa(carriers)+" carriers/"+tc.name, func(t *testing.T) {
+				checkLeaks(t)
+				g := newGroup(t, Options{Carriers: carriers})
+				addr, peers := netPeer(t)
+				cn := dialFree(t, g, 0, addr)
+				peer := <-peers
+				if peer == nil {
+					t.Fatal("no peer conn")
+				}
+				tc.run(t, g, cn, peer)
+			})
+		}
+	}
+}
+
+// A foreign system call holds the fd: the conn's close leaves it open
+// until the last one ends, and closes it then.
+func TestForeignFdRefs(t *testing.T) {
+	fd := observableFd(t)
+	pd := &pollDesc{fd: fd}
+	if !pd.acquire() || !pd.acquire() {
+		t.Fatal("acquire failed on an open fd")
+	}
+	pd.closeFD()
+	if !fdOpen(fd) {
+		t.Fatal("fd closed while two foreign calls held it")
+	}
+	if pd.acquire() {
+		t.Error("acquire succeeded after the close")
+	}
+	pd.release()
+	if !fdOpen(fd) {
+		t.Fatal("fd closed while one foreign call held it")
+	}
+	pd.release()
+	if fdOpen(fd) {
+		syscall.Close(fd)
+		t.Fatal("fd still open after the last foreign call ended")
+	}
+}
+
+// A driver's dial from a goroutine with a context that carries a task
+// lands on that task's carrier; without one, the dials go round-robin;
+// a context already done or a foreign network fails at once.
+func TestGroupDialContext(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 2})
+	addr := netEcho(t)
+	var ctx1 context.Context
+	inTaskOf(t, g, 1, func(tk *Task) { ctx1 = ContextWithTask(context.Background(), tk) })
+	for range 3 {
+		nc, err := g.DialContext(ctx1, "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := nc.(*Conn).pd.home.Load(); c != g.Carrier(1) {
+			t.Errorf("dialled on carrier %d, want the context's task's carrier 1", c.ID())
+		}
+		nc.Close()
+	}
+	seen := map[int]bool{}
+	for range 4 {
+		nc, err := g.DialContext(context.Background(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[nc.(*Conn).pd.home.Load().ID()] = true
+		nc.Close()
+	}
+	if len(seen) != 2 {
+		t.Errorf("4 dials without a task went to carriers %v, want both", seen)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.DialContext(done, "tcp", addr); !errors.Is(err, context.Canceled) {
+		t.Errorf("dial with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := g.DialContext(context.Background(), "udp", addr); err == nil {
+		t.Error("udp dial succeeded")
+	}
+}
+
+// PerCarrier gives a task its own carrier's value and a goroutine any.
+func TestPerCarrier(t *testing.T) {
+	g := newGroup(t, Options{Carriers: 2})
+	p, err := NewPerCarrier(g, func(c *Carrier) (int, error) { return 100 + c.ID(), nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		inTaskOf(t, g, i, func(tk *Task) {
+			if v := p.Get(context.Background()); v != 100+i {
+				t.Errorf("task of carrier %d got %d", i, v)
+			}
+			ctx := ContextWithTask(context.Background(), tk)
+			if v := p.Get(ctx); v != 100+i {
+				t.Errorf("context of carrier %d's task got %d", i, v)
+			}
+		})
+	}
+	if v := p.Get(context.Background()); v != 100 && v != 101 {
+		t.Errorf("goroutine got %d", v)
+	}
+	var undone []int
+	_, err = NewPerCarrier(g, func(c *Carrier) (int, error) {
+		if c.ID() == 1 {
+			return 0, errors.New("no")
+		}
+		return 7, nil
+	}, func(v int) { undone = append(undone, v) })
+	if err == nil || len(undone) != 1 || undone[0] != 7 {
+		t.Errorf("failed constructor: %v, undone %v; want the error and [7]", err, undone)
+	}
+}
+
+// FuzzForeignOps interleaves a conn's operations from a plain goroutine
+// and from a task of its home carrier (writes, reads of what the peer
+// sent, a deadline in the past, a close from either side) and checks
+// each result, and the bytes the peer got, against a model of the stream.
+// Each byte of the input is one operation: the low 3 bits say which, the
+// high 5 its size (1-32 bytes).
+func FuzzForeignOps(f *testing.F) {
+	f.Add([]byte{0x00, 0x02, 0x09, 0x0b, 0x04, 0x0d})
+	f.Add([]byte{0x11, 0x13, 0x05, 0x00, 0x01})
+	f.Add([]byte{0x02, 0x03, 0x04, 0x0c, 0x06, 0x00})
+	g := newGroup(f, Options{Carriers: 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 64 {
+			ops = ops[:64]
+		}
+		addr, peers := netPeer(t)
+		cn := dialFree(t, g, 0, addr)
+		peer := <-peers
+		if peer == nil {
+			t.Fatal("no peer conn")
+		}
+		// fromTask runs fn as a task of the home carrier, or on this
+		// goroutine: the two kinds of caller the model does not tell apart.
+		do := func(inTask bool, fn func()) {
+			if !inTask {
+				fn()
+				return
+			}
+			inTaskOf(t, g, 0, func(*Task) { fn() })
+		}
+		var sent []byte // what the conn wrote: the peer must read it all
+		closed := false
+		seq := byte(0)
+		for i, b := range ops {
+			op, size := b&7, int(b>>3)+1
+			inTask := op&1 == 1
+			msg := make([]byte, size)
+			for k := range msg {
+				msg[k] = seq
+				seq++
+			}
+			var err error
+			switch op {
+			case 0, 1: // write
+				do(inTask, func() { _, err = cn.Write(msg) })
+				if !closed {
+					sent = append(sent, msg...)
+				}
+			case 2, 3: // the peer sends, the conn reads it
+				if !closed {
+					peer.Write(msg)
+				}
+				got := make([]byte, size)
+				do(inTask, func() { _, err = io.ReadFull(cn, got) })
+				if err == nil && !bytes.Equal(got, msg) {
+					t.Fatalf("op %d: read %v, want %v", i, got, msg)
+				}
+			case 4, 5: // a deadline in the past, then cleared
+				do(inTask, func() {
+					cn.SetReadDeadline(time.Unix(1, 0))
+					_, err = cn.Read(make([]byte, 1))
+					cn.SetReadDeadline(time.Time{})
+				})
+				if !closed && !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("op %d: read past its deadline: %v", i, err)
+				}
+				if !closed {
+					err = nil
+				}
+			default: // close, from a task (7) or this goroutine (6)
+				do(inTask, func() { err = cn.Close() })
+				if !closed && err != nil {
+					t.Fatalf("op %d: close: %v", i, err)
+				}
+				if !closed {
+					err = nil
+				}
+				closed = true
+			}
+			switch {
+			case closed && !errors.Is(err, net.ErrClosed) && op != 4 && op != 5 && err != nil:
+				t.Fatalf("op %d (%d) on the closed conn: %v, want net.ErrClosed", i, op, err)
+			case closed && op < 4 && err == nil:
+				t.Fatalf("op %d (%d) on the closed conn succeeded", i, op)
+			case !closed && err != nil:
+				t.Fatalf("op %d (%d): %v", i, op, err)
+			}
+		}
+		if !closed {
+			cn.Close()
+		}
+		peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(peer)
+		if err != nil || !bytes.Equal(got, sent) {
+			t.Fatalf("the peer read %d bytes (%v), want the %d written", len(got), err, len(sent))
+		}
+	})
+}
