@@ -142,7 +142,7 @@ func TestTestsvcOrphan(t *testing.T) {
 			redisPid(t), Redis(t), redis.srv.dir)
 		os.Exit(0)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestTestsvcOrphan$")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestTestsvcOrphan$", "-test.v") // -test.v: a skip says SKIP
 	cmd.Env = append(os.Environ(), orphanEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
