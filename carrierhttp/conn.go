@@ -373,22 +373,13 @@ func (c *conn) refuse(err error) {
 }
 
 // linger shuts the sending side and reads until the client closes or
-// lingerTimeout passes, so that unread input does not turn the close into
-// a reset that destroys the answer.
+// lingerTimeout passes (http1.Linger), so that unread input does not turn
+// the close into a reset that destroys the answer.
 func (c *conn) linger() {
 	if c.tlsState != nil {
 		return // a TLS close_notify is not a half-close: close at once
 	}
-	if c.cn.CloseWrite() != nil {
-		return
-	}
-	c.cn.SetReadDeadline(time.Now().Add(lingerTimeout))
-	var scratch [512]byte
-	for {
-		if _, err := c.cn.Read(scratch[:]); err != nil {
-			return
-		}
-	}
+	http1.Linger(c.cn, lingerTimeout, 0)
 }
 
 // closeIfIdle closes the connection if it still waits for a request; it
@@ -424,12 +415,10 @@ func (c *conn) build(n int) error {
 		c.vals = make([]string, len(pr.Headers))
 	}
 	// net/http moves the first Host field's value to req.Host.
-	host, hosts := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, true)
+	host := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, true)
 	req.Header = c.hdr
 	c.Consume(n)
-	if hosts == 1 && !validHost(host) {
-		return badRequest("malformed Host header")
-	}
+	// A malformed Host was refused by http1 (400), as net/http does.
 	if req.URL.Host != "" {
 		req.Host = req.URL.Host
 	} else {
@@ -488,7 +477,7 @@ func (c *conn) parseURL(req *http.Request) error {
 	req.URL = &c.url
 	if len(raw) > 0 && raw[0] == '/' {
 		path, query, hasQuery := strings.Cut(raw, "?")
-		if plainPath(path) {
+		if http1.PlainPath(path) {
 			c.url.Path = path
 			c.url.RawQuery = query
 			c.url.ForceQuery = hasQuery && query == ""
@@ -509,59 +498,6 @@ func (c *conn) parseURL(req *http.Request) error {
 	req.URL = u
 	return nil
 }
-
-// plainPath reports whether url.URL would store path as it is: no escapes
-// to decode and nothing its EscapedPath would escape (so RawPath stays
-// empty).
-func plainPath(path string) bool {
-	for i := 0; i < len(path); i++ {
-		if !plainPathByte[path[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// plainPathByte is the set net/url leaves unescaped in a path: letters,
-// digits, "-_.~" and "$&+,/:;=@".
-var plainPathByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "-_.~$&+,/:;=@" {
-		t[c] = true
-	}
-	return t
-}()
-
-// validHost reports whether h is a Host value net/http accepts (httpguts'
-// ValidHostHeader: bytes of a host, IP literal, zone and port).
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		if !validHostByte[h[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-var validHostByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!$%&'()*+,-.:;=[]_~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // handle runs the handler for c.req and finishes its response; it reports
 // whether the connection may carry another request.

@@ -33,16 +33,13 @@ func (h *headStrings) sub(b []byte) string {
 // values pieces of the head kept in vals (at least len(fields) long), so
 // that the values of one key share vals' storage. With hostOut (the
 // server's requests: net/http moves Host to Request.Host) the Host fields
-// stay out of hdr, and header returns the first one's value and how many
-// there are.
-func (h *headStrings) header(hdr http.Header, vals []string, fields []http1.Header, hostOut bool) (host string, hosts int) {
+// stay out of hdr, and header returns the value of the one there is (http1
+// refused a request with more).
+func (h *headStrings) header(hdr http.Header, vals []string, fields []http1.Header, hostOut bool) (host string) {
 	for i, f := range fields {
 		k := textproto.CanonicalMIMEHeaderKey(h.sub(f.Name))
 		if hostOut && k == "Host" { // kept out rather than put in and deleted
-			if hosts == 0 {
-				host = h.sub(f.Value)
-			}
-			hosts++
+			host = h.sub(f.Value)
 			continue
 		}
 		vals[i] = h.sub(f.Value)
@@ -52,7 +49,7 @@ func (h *headStrings) header(hdr http.Header, vals []string, fields []http1.Head
 			hdr[k] = vals[i : i+1 : i+1]
 		}
 	}
-	return host, hosts
+	return host
 }
 
 // fixPragma adds "Cache-Control: no-cache" to a header with "Pragma:

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // This file writes a request head for the Transport: the common request
@@ -25,11 +27,11 @@ const maxFastHeaderKeys = 32
 // an invalid method, header field name or value (a CR or LF in one would
 // let a caller's data split the head).
 func checkRequest(req *http.Request) error {
-	if req.Method != "" && !validFieldName(req.Method) {
+	if req.Method != "" && !http1.ValidToken(req.Method) {
 		return fmt.Errorf("carrierhttp: invalid method %q", req.Method)
 	}
 	for k, vv := range req.Header {
-		if !validFieldName(k) {
+		if !http1.ValidToken(k) {
 			return fmt.Errorf("carrierhttp: invalid header field name %q", k)
 		}
 		for _, v := range vv {
@@ -73,7 +75,7 @@ func appendRequest(dst []byte, req *http.Request) ([]byte, error) {
 	if host == "" {
 		host = req.URL.Host
 	}
-	if host == "" || !validHost(host) || strings.IndexByte(host, '%') >= 0 {
+	if host == "" || !http1.ValidHost(host) || strings.IndexByte(host, '%') >= 0 {
 		return dst, errSlowPath // Request.Write cleans or refuses it
 	}
 	path := req.URL.EscapedPath()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // bufferBeforeChunking is how much body the writer holds before it sends
@@ -215,7 +216,7 @@ func sortedKeys(h http.Header, keys []string) []string {
 // Header.Write does: keys that are not tokens are skipped, and line breaks
 // in values become spaces.
 func appendField(dst []byte, k string, vv []string) []byte {
-	if !validFieldName(k) {
+	if !http1.ValidToken(k) {
 		return dst
 	}
 	for _, v := range vv {
@@ -235,32 +236,6 @@ func appendField(dst []byte, k string, vv []string) []byte {
 	}
 	return dst
 }
-
-func validFieldName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !fieldNameByte[k[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-var fieldNameByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
 
 func bodyAllowed(status int) bool {
 	return !(status >= 100 && status <= 199 || status == 204 || status == 304)

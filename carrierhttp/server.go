@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // Defaults of Server's fields.
@@ -51,10 +52,6 @@ const (
 	// DefaultMaxHeaderBytes is net/http's http.DefaultMaxHeaderBytes, 1 MiB.
 	DefaultMaxHeaderBytes = http.DefaultMaxHeaderBytes
 )
-
-// headerSlack is what net/http reads beyond MaxHeaderBytes before it
-// answers 431 (its bufio slack, 4096 bytes): the same head is refused here.
-const headerSlack = 4096
 
 // Server serves an http.Handler on carriers. Its fields have net/http's
 // meanings; set them before Listen or ServeConn and leave them alone
@@ -114,6 +111,10 @@ type Server struct {
 	pinned    atomic.Uint64
 	tlsConfig *tls.Config
 }
+
+// headerSlack is what net/http reads beyond MaxHeaderBytes before it
+// answers 431 (its read buffer): the same head is refused here.
+const headerSlack = http1.NetHTTPBuffer
 
 // ErrServerClosed is returned by Listen and ServeConn after Shutdown or
 // Close (it is net/http's).

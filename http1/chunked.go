@@ -69,8 +69,8 @@ func (d *ChunkedDecoder) Trailer() []byte {
 }
 
 // maxTrailer bounds the trailer section, in bytes: net/http looks for its
-// end within its read buffer's 4 KiB.
-const maxTrailer = 4 << 10
+// end within its read buffer.
+const maxTrailer = NetHTTPBuffer
 
 // Done reports whether the whole body, trailer section included, was
 // decoded.

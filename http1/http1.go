@@ -28,7 +28,10 @@
 // readers, the load generator and carrierhttp's Transport (which keeps
 // trailer sections with KeepTrailer) use it. ServerReader and ClientReader
 // share one resume step, so either reads a message of n bytes in O(n)
-// however it is split into reads. ParseRequest also makes the checks
+// however it is split into reads. The byte tables (tokens, hosts, plain
+// paths), the connection's linger (Linger) and net/http's buffer size
+// behind its limits (NetHTTPBuffer) are here too, for carrierhttp.
+// ParseRequest also makes the checks
 // net/http's server adds after ReadRequest: an HTTP/1.1 request without a
 // Host field (CONNECT excepted) or with a malformed one is refused (400), a
 // major version other than 1 too (505). Beyond net/http, as RFC 9112 asks,
@@ -111,6 +114,13 @@ const (
 	// rounded down to a minute.
 	DefaultIdleTimeout = 60 * time.Second
 )
+
+// NetHTTPBuffer is the size of net/http's read buffer (bufio's default,
+// 4096 bytes), behind limits of net/http that this package and
+// carrierhttp follow: its server reads a head up to MaxHeaderBytes plus
+// this many bytes before it answers 431, a chunk-size line must end within
+// it, and the end of a trailer section is looked for within it.
+const NetHTTPBuffer = 4 << 10
 
 // WithDefaults returns o with zero fields replaced by their defaults.
 func (o Options) WithDefaults() Options {

@@ -121,7 +121,29 @@ func isOWS(c byte) bool { return c == ' ' || c == '\t' }
 // isTokenChar reports whether c is an RFC 9110 tchar.
 func isTokenChar(c byte) bool { return tokenTable[c] }
 
-var tokenTable = alnumAnd("!#$%&'*+-.^_`|~")
+// ValidToken reports whether s is an RFC 9110 token (a method, a field
+// name): one tchar or more. carrierhttp checks the names it writes with it.
+func ValidToken(s string) bool { return s != "" && allIn(s, &tokenTable) }
+
+// allIn reports whether every byte of v is in the table t.
+func allIn[T string | []byte](v T, t *[256]bool) bool {
+	for i := 0; i < len(v); i++ {
+		if !t[v[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// The byte tables of this package and carrierhttp.
+var (
+	tokenTable = alnumAnd("!#$%&'*+-.^_`|~")
+	// hostTable is what validHost accepts.
+	hostTable = alnumAnd("!$%&'()*+,-.:;=[]_~")
+	// plainPathTable is what net/url leaves unescaped in a path: letters,
+	// digits, "-_.~" and "$&+,/:;=@".
+	plainPathTable = alnumAnd("-_.~$&+,/:;=@")
+)
 
 // alnumAnd returns the table of ASCII letters, digits and the bytes of
 // extra.
@@ -257,16 +279,17 @@ func frame(m *Message) (framing, error) {
 // net/http's server accepts (httpguts.ValidHostHeader): letters, digits
 // and "!$%&'()*+,-.:;=[]_~", so a host with a space, '/', '@' or a byte
 // over 0x7f is refused.
-func validHost(v []byte) bool {
-	for _, c := range v {
-		if !hostTable[c] {
-			return false
-		}
-	}
-	return true
-}
+func validHost[T string | []byte](v T) bool { return allIn(v, &hostTable) }
 
-var hostTable = alnumAnd("!$%&'()*+,-.:;=[]_~")
+// ValidHost is validHost for a string: carrierhttp's Transport checks the
+// hosts it sends with it, as net/http's does.
+func ValidHost(v string) bool { return validHost(v) }
+
+// PlainPath reports whether net/url's URL would store path as it is: no
+// escapes to decode and nothing its EscapedPath would escape (RawPath
+// stays empty), so that carrierhttp makes the URL of such a request's
+// target without net/url.
+func PlainPath(path string) bool { return allIn(path, &plainPathTable) }
 
 // parseLength parses a Content-Length: decimal digits (leading zeros
 // allowed, as strconv.ParseUint does), below 2^63.
@@ -290,8 +313,9 @@ func parseLength(v []byte) (int64, bool) {
 	return int64(n), true
 }
 
-// maxChunkLine is net/http's limit on a chunk-size line, in bytes.
-const maxChunkLine = 4096
+// maxChunkLine is net/http's limit on a chunk-size line, in bytes: its
+// read buffer.
+const maxChunkLine = NetHTTPBuffer
 
 // maxChunkExcess is net/http's bound on chunk framing overhead beyond 16
 // bytes plus twice the data per chunk, against senders that trickle data.

@@ -11,7 +11,7 @@ import (
 // ServerConn is a client connection a server answers on: a carrier.Conn or
 // a net.Conn. One that also has CloseWrite (both do) is half-closed and
 // drained before ServeConn returns after a response that ends the
-// connection, so that the client reads the response (see linger).
+// connection, so that the client reads the response (see Linger).
 type ServerConn interface {
 	Conn
 	Write(p []byte) (int, error)
@@ -69,7 +69,7 @@ const flushAt = 64 << 10
 // the client closes, stays idle or slow past o's timeouts, does not read
 // its answers within o.WriteTimeout, sends a request to refuse (answered
 // with its status and "Connection: close"), or a response closes the
-// connection (then c is half-closed and drained for a while, see linger). Responses to pipelined requests are
+// connection (then c is half-closed and drained for a while, see Linger). Responses to pipelined requests are
 // written together once no further request is buffered. A client that sent
 // "Expect: 100-continue" gets "100 Continue" when its body is awaited. HEAD
 // requests get
@@ -106,7 +106,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			if err := wd.flush(c, out, o.WriteTimeout); err != nil {
 				return endError(err)
 			}
-			return endError(linger(c))
+			return endError(Linger(c, lingerTime, lingerBytes))
 		}
 		rep = Reply{}
 		h(&req, &rep)
@@ -137,7 +137,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			}
 		}
 		if !keep {
-			return endError(linger(c))
+			return endError(Linger(c, lingerTime, lingerBytes))
 		}
 	}
 }
@@ -162,12 +162,17 @@ func (d *writeDeadline) flush(c ServerConn, out []byte, timeout time.Duration) e
 	return flush(c, out, nil)
 }
 
-// linger ends a connection the server closes after a response: it stops
+// Linger ends a connection a server closes after a response: it stops
 // sending (the client sees the end of the stream after the response) and
-// reads and drops what the client still sends, until the client closes or
-// lingerTime or lingerBytes is reached, so that closing does not reset the
-// connection under a response the client has yet to read (RFC 9112 §9.6).
-func linger(c ServerConn) error {
+// reads and drops what the client still sends, until the client closes, an
+// error, timeout passes, or maxBytes were read (0: no bound), so that
+// closing does not reset the connection under a response the client has
+// yet to read (RFC 9112 §9.6). A connection without CloseWrite is left as
+// it is. It returns the error that ended it: the client's end of file, or
+// the deadline, are the usual ones. ServeConn and carrierhttp's Server
+// linger with it, with their bounds (nginx lingers up to 30 s, net/http
+// 500 ms).
+func Linger(c Conn, timeout time.Duration, maxBytes int) error {
 	hc, ok := c.(halfCloser)
 	if !ok {
 		return nil
@@ -175,11 +180,11 @@ func linger(c ServerConn) error {
 	if err := hc.CloseWrite(); err != nil {
 		return err
 	}
-	if err := c.SetReadDeadline(time.Now().Add(lingerTime)); err != nil {
+	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
 	buf := make([]byte, lingerBuffer)
-	for n := 0; n < lingerBytes; {
+	for n := 0; maxBytes <= 0 || n < maxBytes; {
 		k, err := c.Read(buf)
 		n += k
 		if err != nil {
