@@ -89,34 +89,87 @@ func (b *InBuf) Consume(n int) {
 	}
 }
 
-// buffer is a reader's InBuf with its read deadline and a count of moves.
+// Source is where a connection's input comes from for the loops that read
+// it (HeadParser's ReadRequest and ReadResponse, BodyReader.Next): Refill
+// reads once from the connection into in's free space, which the loop
+// made (InBuf.Fill does that read), setting in.EOF at the end of the
+// stream. Its error ends the loop, which returns it as it is. http1's
+// readers arm their read deadlines in their Refill; carrierhttp's
+// connections write out their queued output and park their task in
+// theirs.
+type Source interface {
+	Refill(in *InBuf) error
+}
+
+// ReadRequest is the head-reading loop for requests: it reads from src
+// into in until in's pending input begins with a whole request head,
+// parses it into r as ParseRequest (the method) does and returns its
+// length; the head stays pending, for the caller to consume. It returns
+// io.EOF when the input ended before a byte of a request,
+// io.ErrUnexpectedEOF when it ended within the head, an *Error for a
+// request to refuse, or src's error. The buffer grows up to
+// o.MaxHeaderBytes and a read's worth of what follows the head. ServerReader
+// and carrierhttp's Server read their requests with it.
+func (p *HeadParser) ReadRequest(in *InBuf, src Source, r *Request, o Options) (int, error) {
+	return p.read(in, src, r, nil, false, o)
+}
+
+// ReadResponse is ReadRequest for a response head, parsed as Parse does it
+// (head marks the answer to HEAD). ClientReader and carrierhttp's Transport
+// read their responses with it.
+func (p *HeadParser) ReadResponse(in *InBuf, src Source, r *Response, head bool, o Options) (int, error) {
+	return p.read(in, src, nil, r, head, o)
+}
+
+// read is the loop of ReadRequest (req set) and ReadResponse (resp set).
+func (p *HeadParser) read(in *InBuf, src Source, req *Request, resp *Response, head bool, o Options) (int, error) {
+	p.Reset()
+	for {
+		if in.End > in.Start {
+			var n int
+			var err error
+			if req != nil {
+				n, err = p.ParseRequest(in.Buf[in.Start:in.End], req, o)
+			} else {
+				n, err = p.Parse(in.Buf[in.Start:in.End], resp, head, o)
+			}
+			if err != ErrIncomplete {
+				return n, err
+			}
+		}
+		if in.EOF {
+			if in.End > in.Start {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, io.EOF
+		}
+		if in.Room(headLimit(o) + initialBuffer) {
+			p.Reset() // the lines parsed moved: parse them again
+		}
+		if err := src.Refill(in); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// buffer is a reader's InBuf with its read deadline.
 type buffer struct {
 	InBuf
 	deadline time.Time // read deadline last set on the connection
-	moves    int       // times pending input moved (slices into it went stale)
 }
 
 func (b *buffer) pending() []byte { return b.Buf[b.Start:b.End] }
 
-// fill reads once from c into the free space, making room first; a
-// buffer already at limit bytes and full of one message is errTooLarge
-// (the callers' parsers refuse before this). At end of file it returns
-// io.EOF when the read brought nothing.
-func (b *buffer) fill(c Conn, limit int) error {
+// refill makes room, growing the buffer up to limit bytes, and reads once
+// with src; it reports whether pending input moved (slices into it are
+// stale then). A buffer already at limit bytes and full of one message is
+// errTooLarge (the callers' parsers refuse before this).
+func (b *buffer) refill(src Source, limit int) (bool, error) {
 	if b.Buf != nil && b.End == len(b.Buf) && b.Start == 0 && len(b.Buf) >= limit {
-		return errTooLarge
+		return false, errTooLarge
 	}
-	if b.Room(limit) {
-		b.moves++
-	}
-	n, err := b.Fill(c)
-	switch {
-	case err != nil:
-		return err
-	case n == 0: // end of file
-		return io.EOF
-	}
-	return nil
+	moved := b.Room(limit)
+	return moved, src.Refill(&b.InBuf)
 }
 
 // setDeadline arms c's read deadline at d, or at most slack later: a
@@ -133,66 +186,64 @@ func (b *buffer) setDeadline(c Conn, d time.Time, slack time.Duration) error {
 }
 
 // reader is what ServerReader and ClientReader share: the buffer and the
-// resumable parse of the message being read.
+// progress of the message being read.
 type reader struct {
 	c  Conn
 	o  Options
 	b  buffer
 	pr progress
+	// sendContinue, when set, writes "100 Continue" (ServeConn sets it on
+	// its ServerReader, so that the interim response follows the responses
+	// it still holds).
+	sendContinue func() error
 }
 
 // progress is how far a reader got with the message it is reading. It
 // lives in the reader, not on the stack, because the head parser is handed
 // to an incoming's method, which escape analysis cannot see through.
 type progress struct {
-	hp    HeadParser
-	head  int // length of the head once parsed, else 0
-	seen  int // pending bytes taken so far: the head and chunked framing
-	moves int // b.moves when the message's slices into the input were made
-	dec   ChunkedDecoder
-	// With DiscardBody: the body was started and pr.left of its
-	// Content-Length bytes are still to come.
-	counting bool
-	left     int64
+	hp   HeadParser
+	head int        // length of the head once read, else 0
+	seen int        // pending bytes taken so far: the head, then body bytes or chunked framing
+	body BodyReader // the body's framing
 }
 
 // incoming is a message a reader takes from its connection: a *Request or
 // a *Response.
 type incoming interface {
 	message() *Message
-	// parseHead parses the head with hp, resuming where hp stopped.
-	parseHead(hp *HeadParser, buf []byte, o Options) (int, error)
+	// readHead reads the head with hp's loop (ReadRequest, ReadResponse);
+	// over a head already pending whole it only parses it.
+	readHead(hp *HeadParser, in *InBuf, src Source, o Options) (int, error)
+	// expectsContinue reports whether the message asks for "100 Continue"
+	// before its body.
+	expectsContinue() bool
 }
 
 func (m *Message) message() *Message { return m }
 
-func (r *Request) parseHead(hp *HeadParser, buf []byte, o Options) (int, error) {
-	return hp.ParseRequest(buf, r, o)
+func (r *Request) readHead(hp *HeadParser, in *InBuf, src Source, o Options) (int, error) {
+	return hp.ReadRequest(in, src, r, o)
 }
 
-// parseHead parses the head of a response to a GET (a reader's client asks
+// readHead reads the head of a response to a GET (a reader's client asks
 // nothing else).
-func (r *Response) parseHead(hp *HeadParser, buf []byte, o Options) (int, error) {
-	return hp.Parse(buf, r, false, o)
+func (r *Response) readHead(hp *HeadParser, in *InBuf, src Source, o Options) (int, error) {
+	return hp.ReadResponse(in, src, r, false, o)
 }
+
+// expectsContinue is false: a response asks nothing.
+func (r *Response) expectsContinue() bool { return false }
 
 func newReader(c Conn, o Options) reader { return reader{c: c, o: o.WithDefaults()} }
 
-// fill reads more input, growing the buffer up to what one message may take.
-func (r *reader) fill() error {
-	limit := r.o.MaxHeaderBytes + int(r.o.MaxBodyBytes) + maxChunkExcess + initialBuffer
-	if err := r.b.fill(r.c, limit); err != nil && err != io.EOF {
-		return err
-	}
-	return nil
-}
+// plainSource is a reader as the Source of its loops when its deadline
+// stays as it is between reads (ClientReader's).
+type plainSource reader
 
-// begin starts reading a message.
-func (r *reader) begin() {
-	r.pr.hp.Reset()
-	r.pr.head, r.pr.seen, r.pr.moves = 0, 0, r.b.moves
-	r.pr.dec = ChunkedDecoder{MaxBody: r.o.MaxBodyBytes}
-	r.pr.counting, r.pr.left = false, 0
+func (s *plainSource) Refill(in *InBuf) error {
+	_, err := in.Fill(s.c) // at end of file in.EOF says it
+	return err
 }
 
 // trim drops m's chunked-body scratch buffer when a large body grew it, so
@@ -203,97 +254,60 @@ func trim(m *Message) {
 	}
 }
 
-// advance goes on parsing m from the pending input where the last call
-// since begin stopped, so a message of n bytes costs O(n) however it is
-// split into reads. A chunked body is decoded into m as it arrives, so only
-// the head and the undecoded remainder stay buffered. It returns nil once m
-// is complete (and consumed from the buffer), ErrIncomplete while more
-// input is needed, or the error that makes m invalid.
-func (r *reader) advance(m incoming) error {
-	pr, p, msg := &r.pr, r.b.pending(), m.message()
-	if r.b.moves != pr.moves { // m's slices into the input are stale
-		pr.moves = r.b.moves
-		pr.hp.Reset()
-		if pr.head > 0 {
-			if _, err := m.parseHead(&pr.hp, p, r.o); err != nil {
+// read reads the next message into m, reading with src: its head with the
+// head-reading loop, then its body, framed by a BodyReader as it arrives,
+// so a message of n bytes costs O(n) however it is split into reads. A
+// chunked body is decoded into m as it arrives, and with DiscardBody body
+// bytes are dropped as they arrive, so only the head and the undecoded
+// remainder stay buffered. It returns nil once m is complete (and
+// consumed from the buffer), or the error that ends reading it.
+func (r *reader) read(m incoming, src Source) error {
+	pr, msg := &r.pr, m.message()
+	trim(msg)
+	pr.head, pr.seen = 0, 0
+	n, err := m.readHead(&pr.hp, &r.b.InBuf, src, r.o)
+	if err != nil {
+		return err
+	}
+	pr.head, pr.seen = n, n
+	msg.chunks = msg.chunks[:0]
+	pr.body.MaxBody = r.o.MaxBodyBytes
+	pr.body.Reset(msg.ContentLength, msg.Chunked)
+	limit := r.o.MaxHeaderBytes + int(r.o.MaxBodyBytes) + maxChunkExcess + initialBuffer
+	for waited := false; ; waited = true {
+		seen, done, err := takeBody(&pr.body, msg, r.b.pending(), pr.head, pr.seen, r.b.EOF, r.o.DiscardBody)
+		switch {
+		case err != nil:
+			return err
+		case done:
+			r.b.Consume(seen)
+			return nil
+		}
+		pr.seen = seen
+		if msg.Chunked || r.o.DiscardBody {
+			// Every byte taken was decoded or dropped: keep only the
+			// head buffered.
+			r.b.End = r.b.Start + pr.head
+			pr.seen = pr.head
+		}
+		if !waited && r.sendContinue != nil && m.expectsContinue() {
+			if err := r.sendContinue(); err != nil {
+				return err
+			}
+		}
+		if r.b.EOF {
+			return io.ErrUnexpectedEOF
+		}
+		moved, err := r.b.refill(src, limit)
+		if err != nil {
+			return err
+		}
+		if moved { // m's slices into the input are stale: parse the head again
+			if _, err := m.readHead(&pr.hp, &r.b.InBuf, src, r.o); err != nil {
 				return err // cannot be: these bytes parsed before
 			}
 		}
 	}
-	if pr.head == 0 {
-		n, err := m.parseHead(&pr.hp, p, r.o)
-		if err != nil {
-			return err
-		}
-		pr.head, pr.seen = n, n
-		msg.chunks = msg.chunks[:0]
-	}
-	n, err := r.body(p, msg)
-	if err == nil {
-		r.b.Consume(n)
-	}
-	return err
-}
-
-// body goes on with the body of m, whose head starts p; for a chunked body
-// pr.seen is how far p was decoded. It returns the length of the whole
-// message, or ErrIncomplete.
-func (r *reader) body(p []byte, m *Message) (int, error) {
-	pr := &r.pr
-	if r.o.DiscardBody {
-		return r.discard(p, m)
-	}
-	if !m.Chunked {
-		return fixedBody(p, pr.head, m, r.b.EOF, r.o.MaxBodyBytes)
-	}
-	var n int
-	var err error
-	m.chunks, n, err = pr.dec.AppendDecoded(m.chunks, p[pr.seen:])
-	pr.seen += n
-	switch {
-	case err != nil:
-		return 0, err
-	case !pr.dec.Done():
-		// All of p is decoded: keep only the head buffered.
-		r.b.End = r.b.Start + pr.head
-		pr.seen = pr.head
-		return 0, ErrIncomplete
-	}
-	m.Body = m.chunks
-	return pr.seen, nil
-}
-
-// discard goes on with the body of a request read with DiscardBody: body
-// bytes are counted (pr.left) or decoded (chunked) and dropped, so only the
-// head stays buffered. m.Body stays nil. Its results are body's.
-func (r *reader) discard(p []byte, m *Message) (int, error) {
-	pr := &r.pr
-	if pr.seen == pr.head && !pr.counting { // the body starts
-		if !m.Chunked && m.ContentLength > r.o.MaxBodyBytes {
-			return 0, errBodyTooLarge
-		}
-		pr.counting, pr.left = true, max(m.ContentLength, 0)
-	}
-	if m.Chunked {
-		for pr.seen < len(p) && !pr.dec.Done() {
-			n, _, err := pr.dec.Decode(p[pr.seen:])
-			if err != nil {
-				return 0, err
-			}
-			pr.seen += n
-		}
-	} else {
-		n := min(int64(len(p)-pr.seen), pr.left)
-		pr.seen += int(n)
-		pr.left -= n
-	}
-	if (m.Chunked && pr.dec.Done()) || (!m.Chunked && pr.left == 0) {
-		return pr.seen, nil
-	}
-	// All of p is taken: keep only the head buffered.
-	r.b.End = r.b.Start + pr.head
-	pr.seen = pr.head
-	return 0, ErrIncomplete
 }
 
 // ServerReader reads pipelined requests from one client connection,
@@ -301,11 +315,9 @@ func (r *reader) discard(p []byte, m *Message) (int, error) {
 // reuses it.
 type ServerReader struct {
 	reader
-	// sendContinue, when set, writes "100 Continue" (ServeConn sets it, so
-	// that the interim response follows the responses it still holds).
-	sendContinue func() error
-	opened       time.Time // when the reader was made: the connection's accept
-	started      bool      // a request was begun: later waits are idle
+	opened  time.Time // when the reader was made: the connection's accept
+	started bool      // a request was begun: later waits are idle
+	first   time.Time // when the clock of the request being read started; zero: idle
 }
 
 // NewServerReader returns a reader of requests from c, a connection
@@ -326,59 +338,42 @@ func NewServerReader(c Conn, o Options) *ServerReader {
 // decoded as it arrives (as ClientReader does). With DiscardBody the body
 // is dropped as it arrives.
 func (r *ServerReader) Next(req *Request) error {
-	var (
-		first     time.Time // when this request's clock started
-		continued bool      // Expect: 100-continue was considered
-	)
+	r.first = time.Time{}
 	if !r.started {
-		first, r.started = r.opened, true
+		r.first, r.started = r.opened, true
 	}
-	trim(&req.Message)
-	r.begin()
-	for {
-		if r.b.End > r.b.Start {
-			err := r.advance(req)
-			if err != ErrIncomplete {
-				return err
-			}
-			// The head is complete and the body is not.
-			if r.pr.head > 0 && !continued {
-				continued = true
-				if r.sendContinue != nil && expectsContinue(req) {
-					if err := r.sendContinue(); err != nil {
-						return err
-					}
-				}
-			}
+	return r.read(req, (*serverSource)(r))
+}
+
+// serverSource is a ServerReader as the Source of its loops: each read
+// waits under the deadline of Options for it.
+type serverSource ServerReader
+
+// Refill arms the idle deadline while no byte of a request has come (after
+// the first request), else the head's or the whole request's from the
+// request's first byte (for the first request: from the accept), then
+// reads.
+func (s *serverSource) Refill(in *InBuf) error {
+	r := (*ServerReader)(s)
+	now := time.Now()
+	var err error
+	switch {
+	case in.End == in.Start && r.first.IsZero():
+		err = r.b.setDeadline(r.c, now.Add(r.o.IdleTimeout), deadlineSlack)
+	default:
+		if r.first.IsZero() {
+			r.first = now
 		}
-		if r.b.EOF {
-			if r.b.End > r.b.Start {
-				return io.ErrUnexpectedEOF
-			}
-			return io.EOF
+		limit := r.o.ReadTimeout
+		if r.pr.head == 0 {
+			limit = min(limit, r.o.ReadHeaderTimeout)
 		}
-		now := time.Now()
-		var err error
-		switch {
-		case r.b.End == r.b.Start && first.IsZero():
-			err = r.b.setDeadline(r.c, now.Add(r.o.IdleTimeout), deadlineSlack)
-		default:
-			if first.IsZero() {
-				first = now
-			}
-			limit := r.o.ReadTimeout
-			if r.pr.head == 0 {
-				limit = min(limit, r.o.ReadHeaderTimeout)
-			}
-			err = r.b.setDeadline(r.c, first.Add(limit), 0)
-		}
-		if err != nil {
-			return err
-		}
-		if err := r.fill(); err != nil {
-			return err
-		}
+		err = r.b.setDeadline(r.c, r.first.Add(limit), 0)
 	}
+	if err != nil {
+		return err
+	}
+	return (*plainSource)(&r.reader).Refill(in)
 }
 
 // Buffered returns the number of bytes received beyond the requests read so
@@ -404,22 +399,13 @@ func NewClientReader(c Conn, o Options) *ClientReader { return &ClientReader{new
 // decoded into resp as it arrives, so only its head and the undecoded
 // remainder stay buffered.
 func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
-	trim(&resp.Message)
 	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
 		return err
 	}
-	r.begin()
-	for {
-		if err := r.advance(resp); err != ErrIncomplete {
-			return err
-		}
-		if r.b.EOF {
-			return io.ErrUnexpectedEOF
-		}
-		if err := r.fill(); err != nil {
-			return err
-		}
+	if err := r.read(resp, (*plainSource)(&r.reader)); err != io.EOF {
+		return err
 	}
+	return io.ErrUnexpectedEOF // closed before a response
 }
 
 // Reset discards buffered input and reads from c from now on (a new

@@ -22,13 +22,17 @@
 // CRLF within 4 KiB (see ChunkedDecoder).
 //
 // HeadParser is the one head parser, resumable: its ParseRequest serves
-// ParseRequest and ServerReader, its Parse serves ParseResponseHead,
-// ParseResponse, ClientReader and the load generator. ChunkedDecoder is the
-// one chunked-body decoder, incremental: the whole-buffer parsers, both
-// readers, the load generator and carrierhttp's Transport (which keeps
-// trailer sections with KeepTrailer) use it. ServerReader and ClientReader
-// share one resume step, so either reads a message of n bytes in O(n)
-// however it is split into reads. The byte tables (tokens, hosts, plain
+// ParseRequest, its Parse serves ParseResponseHead, ParseResponse and the
+// load generator, and its ReadRequest and ReadResponse, the one
+// head-reading loop (over a connection's InBuf, refilled by a Source),
+// serve ServerReader and ClientReader. BodyReader is the one body framing
+// (by length, chunked with trailers, to the close): the whole-buffer
+// parsers and both readers frame bodies with its Take, and its Next
+// streams a body out of an InBuf. ChunkedDecoder, the one chunked-body
+// decoder, incremental, is its chunked part (the load generator and
+// carrierhttp's Transport, which keeps trailer sections with KeepTrailer,
+// use it alone). Either reader reads a message of n bytes in O(n) however
+// it is split into reads. The byte tables (tokens, hosts, plain
 // paths), the connection's linger (Linger) and net/http's buffer size
 // behind its limits (NetHTTPBuffer) are here too, for carrierhttp.
 // ParseRequest also makes the checks

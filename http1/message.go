@@ -320,19 +320,3 @@ const maxChunkLine = NetHTTPBuffer
 // maxChunkExcess is net/http's bound on chunk framing overhead beyond 16
 // bytes plus twice the data per chunk, against senders that trickle data.
 const maxChunkExcess = 16 << 10
-
-// parseChunked decodes a chunked body starting at off into m.chunks and
-// returns the offset after its trailer section.
-func parseChunked(buf []byte, off int, m *Message, maxBody int64) (int, error) {
-	d := ChunkedDecoder{MaxBody: maxBody}
-	var n int
-	var err error
-	m.chunks, n, err = d.AppendDecoded(m.chunks[:0], buf[off:])
-	switch {
-	case err != nil:
-		return 0, err
-	case !d.Done():
-		return 0, ErrIncomplete
-	}
-	return off + n, nil
-}

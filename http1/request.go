@@ -162,7 +162,7 @@ func (r *Request) frame() error {
 }
 
 // expectsContinue reports whether r asks for "100 Continue" before its body.
-func expectsContinue(r *Request) bool {
+func (r *Request) expectsContinue() bool {
 	return r.Minor >= 1 && hasToken(r.Get("Expect"), "100-continue")
 }
 

@@ -32,41 +32,17 @@ func ParseResponse(buf []byte, r *Response, atEOF bool, o Options) (int, error) 
 // wholeBody sets the body of m, whose head ends at off in buf, from the
 // bytes that follow it and returns the offset after the body.
 func wholeBody(buf []byte, off int, m *Message, atEOF bool, maxBody int64) (int, error) {
-	if !m.Chunked {
-		return fixedBody(buf, off, m, atEOF, maxBody)
-	}
-	off, err := parseChunked(buf, off, m, maxBody)
-	if err != nil {
+	b := BodyReader{MaxBody: maxBody}
+	b.Reset(m.ContentLength, m.Chunked)
+	m.chunks = m.chunks[:0]
+	end, done, err := takeBody(&b, m, buf, off, off, atEOF, false)
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	m.Body = m.chunks
-	return off, nil
-}
-
-// fixedBody sets the body of m, which is not chunked and whose head ends at
-// off in buf, and returns the offset after it. A request's ContentLength is
-// never negative, so only a response may be delimited by the close (atEOF).
-func fixedBody(buf []byte, off int, m *Message, atEOF bool, maxBody int64) (int, error) {
-	rest := int64(len(buf) - off)
-	if m.ContentLength >= 0 {
-		switch {
-		case m.ContentLength > maxBody:
-			return 0, errBodyTooLarge
-		case rest < m.ContentLength:
-			return 0, ErrIncomplete
-		}
-		end := off + int(m.ContentLength)
-		m.Body = buf[off:end]
-		return end, nil
-	}
-	switch { // delimited by the end of the connection
-	case rest > maxBody:
-		return 0, errBodyTooLarge
-	case !atEOF:
+	case !done:
 		return 0, ErrIncomplete
 	}
-	m.Body = buf[off:]
-	return len(buf), nil
+	return end, nil
 }
 
 // ParseResponseHead parses the status line and header section of a
