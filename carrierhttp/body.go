@@ -9,27 +9,21 @@ import (
 	"github.com/spindle-lab/spindle/http1"
 )
 
-// body is a request body, streamed from the connection's read buffer: a
-// Read that finds nothing buffered parks the task until data arrives. It is
-// reused for each request of the connection.
+// body is a request body, streamed from the connection's read buffer by
+// http1's BodyReader: a Read that finds nothing buffered parks the task
+// until data arrives. It is reused for each request of the connection.
 type body struct {
-	c         *conn
-	remaining int64 // bytes still to come of a Content-Length body
-	chunked   bool
-	dec       http1.ChunkedDecoder
-	expect    bool  // "Expect: 100-continue": answer 100 before the first read
-	done      bool  // the whole body was read
-	closed    bool  // the handler closed it
-	err       error // the error that ended reading early
+	c      *conn
+	r      http1.BodyReader // the framing: by length or chunked
+	expect bool             // "Expect: 100-continue": answer 100 before the first read
+	closed bool             // the handler closed it
+	err    error            // the error that ended reading early
 }
 
 func (b *body) reset(n int64, chunked, expect bool) {
-	b.remaining, b.chunked, b.expect = n, chunked, expect
-	b.done, b.closed, b.err = n == 0 && !chunked, false, nil
-	if chunked { // the decoder is used only then: a body by length leaves it alone
-		b.dec.MaxBody = b.c.s.MaxBodyBytes
-		b.dec.Reset()
-	}
+	b.expect, b.closed, b.err = expect, false, nil
+	b.r.MaxBody = b.c.s.MaxBodyBytes
+	b.r.Reset(n, chunked)
 }
 
 // Read reads body bytes into p.
@@ -59,7 +53,7 @@ func (b *body) next(limit int) ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	if b.done {
+	if b.r.Done() {
 		return nil, io.EOF
 	}
 	c := b.c
@@ -71,49 +65,23 @@ func (b *body) next(limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
-	for {
-		if c.Start == c.End {
-			if c.EOF {
-				b.err = io.ErrUnexpectedEOF
-				return nil, b.err
-			}
-			if err := c.fill(); err != nil {
-				b.err = err
-				return nil, err
-			}
-			continue
-		}
-		in := c.Buf[c.Start:c.End]
-		if !b.chunked {
-			k := int(min(int64(len(in)), int64(limit), b.remaining))
-			c.Consume(k)
-			b.remaining -= int64(k)
-			if b.remaining == 0 {
-				b.done = true
-				return in[:k], io.EOF
-			}
-			return in[:k], nil
-		}
-		n, data, err := b.dec.Decode(in[:min(len(in), limit)])
-		c.Consume(n)
-		if err != nil {
-			b.err = b.decodeError(err)
-			return nil, b.err
-		}
-		if b.dec.Done() {
-			b.done = true
-			return data, io.EOF
-		}
-		if len(data) > 0 {
-			return data, nil
-		}
+	data, err := b.r.Next(&c.InBuf, c, limit)
+	if err != nil && err != io.EOF {
+		b.err = b.decodeError(err)
+		return nil, b.err
 	}
+	return data, err
 }
 
-// decodeError turns a chunked decoding error into what the handler sees:
-// *http.MaxBytesError past Server.MaxBodyBytes, else a malformed body.
+// decodeError turns a framing error of the body (an *http1.Error) into
+// what the handler sees: *http.MaxBytesError past Server.MaxBodyBytes, else
+// a malformed body. The connection's errors are left as they are.
 func (b *body) decodeError(err error) error {
-	if http1.StatusOf(err) == http.StatusRequestEntityTooLarge {
+	var he *http1.Error
+	switch {
+	case !errors.As(err, &he):
+		return err
+	case he.Status == http.StatusRequestEntityTooLarge:
 		return &http.MaxBytesError{Limit: b.c.s.MaxBodyBytes}
 	}
 	return fmt.Errorf("http: malformed chunked encoding: %w", err)
@@ -126,11 +94,11 @@ func (b *body) decodeError(err error) error {
 // a 100-continue never answered).
 func (b *body) settle() bool {
 	switch {
-	case b.done:
+	case b.r.Done():
 		return false
 	case b.closed, b.err != nil, b.expect && !b.c.w.wroteCont:
 		return true
-	case !b.chunked && b.remaining >= maxPostHandlerRead:
+	case b.r.Length() >= maxPostHandlerRead: // by length (chunked: -1)
 		return true
 	}
 	b.expect = false // discarding: no 100 Continue now

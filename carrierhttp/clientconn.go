@@ -19,10 +19,10 @@ import (
 )
 
 // This file is the Transport's side of one backend connection: its read
-// buffer, the response head parsed by http1's HeadParser into an
+// buffer, the response head read by http1's head-reading loop into an
 // *http.Response with the fields net/http's http.ReadResponse gives
 // (checked by TestReadResponseDifferential and FuzzReadResponse), and the
-// response body streamed from the buffer.
+// response body streamed from the buffer by http1's BodyReader.
 
 // clientConn is one backend connection. It is used by one task at a time,
 // on the carrier that dialled it.
@@ -33,7 +33,6 @@ type clientConn struct {
 	tls *tls.ConnectionState
 
 	http1.InBuf      // the read buffer
-	moved       bool // fill moved the input: slices into it are stale
 	got         bool // a byte of the current exchange's answer arrived
 
 	out []byte        // the request head, written at once (appendRequest)
@@ -41,7 +40,7 @@ type clientConn struct {
 
 	hp   http1.HeadParser
 	head http1.Response
-	dec  http1.ChunkedDecoder
+	body http1.BodyReader // the framing of the body being read (keeping trailers)
 
 	idleAt int64 // wait.Now when it went back to the pool
 	reused bool
@@ -55,7 +54,7 @@ type clientConn struct {
 func newClientConn(key poolKey, cn *carrier.Conn) *clientConn {
 	cc := &clientConn{key: key, cn: cn, rw: cn}
 	cc.onCancel = cc.cancel
-	cc.dec.KeepTrailer = true
+	cc.body.KeepTrailer = true
 	return cc
 }
 
@@ -68,16 +67,14 @@ func (cc *clientConn) cancel() {
 	cc.cn.SetDeadline(stopNow)
 }
 
-// fill reads once into the buffer, making room first (growing it up to
-// limit bytes) when it is full; moved reports that pending input moved
-// (slices into it are stale).
-func (cc *clientConn) fill(limit int) (moved bool, err error) {
-	moved = cc.Room(limit)
+// Refill reads once into the buffer (http1.Source: the loops of http1 that
+// read cc's head and body call it).
+func (cc *clientConn) Refill(*http1.InBuf) error {
 	n, err := cc.Fill(cc.rw)
 	if n > 0 {
 		cc.got = true
 	}
-	return moved, err
+	return err
 }
 
 // readResponse reads the answer to req up to the end of its head, skipping
@@ -116,37 +113,14 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*clientBody,
 	}
 }
 
-// readHead reads input until it holds a whole response head and returns
-// its length; cc.head is the parsed head.
+// readHead reads input until it holds a whole response head (http1's
+// head-reading loop) and returns its length; cc.head is the parsed head.
 func (cc *clientConn) readHead(isHead bool, maxHead int) (int, error) {
-	o := http1.Options{MaxHeaderBytes: maxHead}
-	cc.hp.Reset()
-	for {
-		if cc.End > cc.Start {
-			n, err := cc.hp.Parse(cc.Buf[cc.Start:cc.End], &cc.head, isHead, o)
-			switch {
-			case err == nil:
-				return n, nil
-			case err != http1.ErrIncomplete: // malformed, or over maxHead
-				return 0, fmt.Errorf("carrierhttp: bad response head: %w", err)
-			}
-		}
-		if cc.EOF {
-			if cc.End > cc.Start {
-				return 0, io.ErrUnexpectedEOF
-			}
-			return 0, io.EOF
-		}
-		// Room for the longest head and the body bytes after it that one
-		// read may bring.
-		moved, err := cc.fill(maxHead + initialBuffer)
-		if err != nil {
-			return 0, err
-		}
-		if moved { // the parsed lines moved: parse them again
-			cc.hp.Reset()
-		}
+	n, err := cc.hp.ReadResponse(&cc.InBuf, cc, &cc.head, isHead, http1.Options{MaxHeaderBytes: maxHead})
+	if _, ok := err.(*http1.Error); ok { // malformed, or over maxHead
+		return 0, fmt.Errorf("carrierhttp: bad response head: %w", err)
 	}
+	return n, err
 }
 
 // buildResponse makes resp the *http.Response that http.ReadResponse makes
@@ -240,16 +214,14 @@ func buildResponse(resp *http.Response, p []byte, h *http1.Response, req *http.R
 // its end the connection goes back to the pool. One is made per response,
 // so that a Read after Close never reads another response's bytes.
 type clientBody struct {
-	tr        *Transport
-	cc        *clientConn
-	ctx       context.Context // the request's
-	resp      http.Response   // the response whose body this is (one allocation for both)
-	remaining int64           // bytes to come of a body with Content-Length; -1: chunked or to the close
-	chunked   bool
-	keep      bool // the connection may carry another exchange after this body
-	done      bool // the body ended (complete, failed or closed): cc is no longer ours
-	closed    bool
-	err       error // the error that ended the body early
+	tr     *Transport
+	cc     *clientConn
+	ctx    context.Context // the request's
+	resp   http.Response   // the response whose body this is (one allocation for both)
+	keep   bool            // the connection may carry another exchange after this body
+	done   bool            // the body ended (complete, failed or closed): cc is no longer ours
+	closed bool
+	err    error // the error that ended the body early
 }
 
 // errReadOnClosedResBody is a Read after Close, with the words of net/http's
@@ -279,81 +251,54 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// read reads body bytes into p, from the buffer or, with none buffered,
-// from the connection. It returns io.EOF with the last bytes.
+// read reads body bytes into p, from the buffer (cc.body frames them) or,
+// for a large read with none buffered, straight from the connection. It
+// returns io.EOF with the last bytes.
 func (b *clientBody) read(p []byte) (int, error) {
 	cc := b.cc
-	for {
-		if cc.End == cc.Start {
-			if cc.EOF {
-				if b.remaining < 0 && !b.chunked {
-					return 0, io.EOF // delimited by the close
-				}
-				return 0, io.ErrUnexpectedEOF
-			}
-			if !b.chunked && len(p) >= initialBuffer {
-				// A large read of a large body: straight into p.
-				return b.readDirect(p)
-			}
-			if _, err := cc.fill(0); err != nil { // the buffer is empty: no growth
-				return 0, err
-			}
-			continue
+	if cc.body.Bypass(&cc.InBuf, len(p)) {
+		return b.readDirect(p)
+	}
+	data, err := cc.body.Next(&cc.InBuf, cc, len(p))
+	n := copy(p, data)
+	switch {
+	case err == io.EOF:
+		if err := b.trailer(cc.body.Trailer()); err != nil {
+			return 0, err
 		}
-		in := cc.Buf[cc.Start:cc.End]
-		if !b.chunked {
-			k := len(in)
-			if k > len(p) {
-				k = len(p)
-			}
-			if b.remaining >= 0 && int64(k) > b.remaining {
-				k = int(b.remaining)
-			}
-			copy(p, in[:k])
-			cc.Consume(k)
-			if b.remaining >= 0 {
-				if b.remaining -= int64(k); b.remaining == 0 {
-					return k, io.EOF
-				}
-			}
-			return k, nil
-		}
-		n, data, err := cc.dec.Decode(in[:min(len(in), len(p))])
-		copy(p, data)
-		cc.Consume(n)
-		if err != nil {
+	case err != nil:
+		if _, ok := err.(*http1.Error); ok {
 			return 0, fmt.Errorf("carrierhttp: malformed chunked body: %w", err)
 		}
-		if cc.dec.Done() {
-			if err := b.trailer(cc.dec.Trailer()); err != nil {
-				return 0, err
-			}
-			return len(data), io.EOF
-		}
-		if len(data) > 0 {
-			return len(data), nil
-		}
+		return 0, err
 	}
+	return n, err
 }
 
 // readDirect reads body bytes from the connection into p, bypassing the
 // empty buffer, for a body that is not chunked.
 func (b *clientBody) readDirect(p []byte) (int, error) {
-	if b.remaining >= 0 && int64(len(p)) > b.remaining {
-		p = p[:b.remaining]
+	cc := b.cc
+	if left := cc.body.Length(); left >= 0 && int64(len(p)) > left {
+		p = p[:left]
 	}
-	n, err := b.cc.rw.Read(p)
+	n, err := cc.rw.Read(p)
 	if errors.Is(err, io.EOF) {
-		b.cc.EOF = true
+		cc.EOF = true
 		err = nil
 	}
-	if b.remaining >= 0 && n > 0 {
-		if b.remaining -= int64(n); b.remaining == 0 {
+	if n > 0 {
+		// Framed as the buffer's bytes are: not chunked, without a bound,
+		// it cannot fail.
+		if _, _, ferr := cc.body.Take(p[:n], false); ferr != nil {
+			return 0, ferr
+		}
+		if cc.body.Done() {
 			return n, io.EOF
 		}
 	}
 	if n == 0 && err == nil {
-		if b.cc.EOF {
+		if cc.EOF {
 			return b.read(p) // the end of the body or an early close
 		}
 		err = io.ErrNoProgress

@@ -20,9 +20,6 @@ import (
 )
 
 const (
-	// initialBuffer is the size of a read buffer's first allocation
-	// (http1.InBuf's): any ordinary head in one read.
-	initialBuffer = 4 << 10
 	// flushAt is the size of queued output that is written out even while
 	// the handler goes on writing or more pipelined requests are buffered.
 	flushAt = 64 << 10
@@ -65,15 +62,16 @@ type conn struct {
 	out         []byte // responses not yet written
 	date        dateCache
 
-	hp   http1.HeadParser
-	preq http1.Request
-	tmpl *http.Request // carries ctx; copied into req for every request
-	req  http.Request
-	url  url.URL
-	hdr  http.Header
-	vals []string
-	w    response
-	body body
+	hp      http1.HeadParser
+	headSrc headSource // the connection as hp's loop reads it
+	preq    http1.Request
+	tmpl    *http.Request // carries ctx; copied into req for every request
+	req     http.Request
+	url     url.URL
+	hdr     http.Header
+	vals    []string
+	w       response
+	body    body
 	// line is the request being served, for the carrier's report of a
 	// hand-off of the handler's run (the task's note, read by the group's
 	// monitor): swapped only when a request differs from the one before.
@@ -107,6 +105,7 @@ func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
 	c.w.c = c
 	c.w.header = make(http.Header)
 	c.body.c = c
+	c.headSrc.c = c
 	return c
 }
 
@@ -150,7 +149,7 @@ func (c *conn) serve() {
 		}
 		keep := c.handle(h)
 		if !keep || s.shutdown.Load() {
-			if c.flush() == nil && !c.body.done {
+			if c.flush() == nil && !c.body.r.Done() {
 				// The client may still be sending a body the handler did
 				// not read: closing now would reset the connection and
 				// destroy the answer (net/http's closeWriteAndWait).
@@ -236,45 +235,43 @@ func (c *conn) setReadDeadline(t time.Time) error {
 	return c.rwc.SetReadDeadline(t)
 }
 
-// readHead parses the next request head into c.preq, reading as needed,
-// and returns its length and whether it read. Before its first read it
-// arms the head's deadline (none without timeouts), from *t0, which it
-// sets to the time then when it is zero.
+// readHead parses the next request head into c.preq, reading as needed
+// (http1's head-reading loop), and returns its length and whether it read.
+// Before its first read it arms the head's deadline (none without
+// timeouts), from *t0, which it sets to the time then when it is zero.
 func (c *conn) readHead(t0 *time.Time) (n int, read bool, err error) {
-	c.hp.Reset()
-	o := http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()}
-	for {
-		if c.End > c.Start {
-			n, err := c.hp.ParseRequest(c.Buf[c.Start:c.End], &c.preq, o)
-			if err != http1.ErrIncomplete {
-				return n, read, err
-			}
-		}
-		if c.EOF {
-			if c.End > c.Start {
-				return 0, read, io.ErrUnexpectedEOF
-			}
-			return 0, read, io.EOF
-		}
-		if !read {
-			read = true
-			var dl time.Time
-			if d := c.s.readHeaderTimeout(); d > 0 {
-				if t0.IsZero() {
-					*t0 = time.Now()
-				}
-				dl = t0.Add(d)
-			}
-			c.setReadDeadline(dl)
-		}
-		if c.Room(o.MaxHeaderBytes + 1) {
-			c.hp.Reset() // the pending bytes moved
-		}
-		if err := c.fill(); err != nil {
-			return 0, read, err
-		}
-	}
+	c.headSrc.t0, c.headSrc.read = *t0, false
+	n, err = c.hp.ReadRequest(&c.InBuf, &c.headSrc, &c.preq, http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()})
+	*t0 = c.headSrc.t0
+	return n, c.headSrc.read, err
 }
+
+// headSource is the connection as readHead's loop reads it (an
+// http1.Source): its first read arms the head's deadline.
+type headSource struct {
+	c    *conn
+	t0   time.Time // the request's start; zero: not read yet
+	read bool      // a read was made for the head
+}
+
+func (h *headSource) Refill(*http1.InBuf) error {
+	if !h.read {
+		h.read = true
+		var dl time.Time
+		if d := h.c.s.readHeaderTimeout(); d > 0 {
+			if h.t0.IsZero() {
+				h.t0 = time.Now()
+			}
+			dl = h.t0.Add(d)
+		}
+		h.c.setReadDeadline(dl)
+	}
+	return h.c.fill()
+}
+
+// Refill is the connection as the body's loop reads it (an http1.Source):
+// fill.
+func (c *conn) Refill(*http1.InBuf) error { return c.fill() }
 
 // fill reads once into the free space of the buffer (making room when
 // there is none: one byte more when it is full of pending input), after

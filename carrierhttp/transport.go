@@ -355,11 +355,8 @@ func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody
 		return false
 	}
 	b.tr, b.cc, b.ctx = tr, cc, req.Context()
-	b.remaining, b.keep = resp.ContentLength, !resp.Close && !req.Close
-	if resp.TransferEncoding != nil {
-		b.chunked = true
-		cc.dec.Reset()
-	}
+	b.keep = !resp.Close && !req.Close
+	cc.body.Reset(resp.ContentLength, resp.TransferEncoding != nil)
 	resp.Body = b
 	return true
 }

@@ -25,17 +25,17 @@
 // ParseRequest, its Parse serves ParseResponseHead, ParseResponse and the
 // load generator, and its ReadRequest and ReadResponse, the one
 // head-reading loop (over a connection's InBuf, refilled by a Source),
-// serve ServerReader and ClientReader. BodyReader is the one body framing
-// (by length, chunked with trailers, to the close): the whole-buffer
-// parsers and both readers frame bodies with its Take, and its Next
-// streams a body out of an InBuf. ChunkedDecoder, the one chunked-body
-// decoder, incremental, is its chunked part (the load generator and
-// carrierhttp's Transport, which keeps trailer sections with KeepTrailer,
-// use it alone). Either reader reads a message of n bytes in O(n) however
-// it is split into reads. The byte tables (tokens, hosts, plain
-// paths), the connection's linger (Linger) and net/http's buffer size
-// behind its limits (NetHTTPBuffer) are here too, for carrierhttp.
-// ParseRequest also makes the checks
+// serve ServerReader, ClientReader and carrierhttp's Server and Transport.
+// BodyReader is the one body framing (by length, chunked with trailers, to
+// the close): the whole-buffer parsers and both readers frame bodies with
+// its Take, carrierhttp's Server and Transport stream them with its Next
+// (the Transport keeping trailer sections with KeepTrailer).
+// ChunkedDecoder, the one chunked-body decoder, incremental, is its
+// chunked part (the load generator uses it alone). Either reader reads a
+// message of n bytes in O(n) however it is split into reads. The byte
+// tables (tokens, hosts, plain paths), the connection's linger (Linger)
+// and net/http's buffer size behind its limits (NetHTTPBuffer) are here
+// too, for carrierhttp. ParseRequest also makes the checks
 // net/http's server adds after ReadRequest: an HTTP/1.1 request without a
 // Host field (CONNECT excepted) or with a malformed one is refused (400), a
 // major version other than 1 too (505). Beyond net/http, as RFC 9112 asks,
