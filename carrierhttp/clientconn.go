@@ -155,7 +155,9 @@ func buildResponse(resp *http.Response, p []byte, h *http1.Response, req *http.R
 	chunked := false // as net/http's transferReader.Chunked
 	if _, ok := hdr["Transfer-Encoding"]; ok {
 		delete(hdr, "Transfer-Encoding")
-		chunked = is11 // http1 refused any coding but one "chunked"
+		// http1 refused any coding but one "chunked"; net/http reads the
+		// transfer of a version 0.0 answer as 1.1's, as http1 does.
+		chunked = is11 || h.Major == 0 && h.Minor == 0
 	}
 	if chunked {
 		resp.TransferEncoding = chunkedTE

@@ -254,9 +254,12 @@ func frame(m *Message) (framing, error) {
 		}
 	}
 	// HTTP/1.0 messages cannot be chunked: net/http ignores the field (a
-	// request's caller refuses it, see Request.frame).
+	// request's caller refuses it, see Request.frame). Version 0.0 is read
+	// as 1.1 here, as net/http's readTransfer reads it ("default to
+	// HTTP/1.1"); only a response gets here with it (Request.frame refuses
+	// a major version other than 1).
 	f.te = tes > 0
-	if tes > 0 && (m.Major > 1 || m.Major == 1 && m.Minor >= 1) {
+	if tes > 0 && (m.Major > 1 || m.Major == 1 && m.Minor >= 1 || m.Major == 0 && m.Minor == 0) {
 		if tes > 1 || !equalLower(te, "chunked") {
 			return f, errCoding
 		}
