@@ -53,15 +53,17 @@ type pollDesc struct {
 	closeReq atomic.Bool
 	// For foreign callers (foreign.go), all read and written atomically:
 	// home is the carrier pd is registered on (set at each registration);
-	// fw the foreign waiters' wake-ups, made at the first foreign use; fref
-	// the fd's references by foreign system calls, and its closed bit;
-	// taskParks the tasks parked on pd while fw exists; rearmReq a request
+	// foreignUsed says a foreign caller used the conn; gc is their Go conn
+	// on a duplicate of the fd (readiness engine), made at the first use;
+	// fref the fd's references by foreign uses, and its closed bit;
+	// taskParks the tasks parked on pd once foreignUsed; rearmReq a request
 	// to move their timers, pending.
-	home      atomic.Pointer[Carrier]
-	fw        atomic.Pointer[foreignWaits]
-	fref      atomic.Uint64
-	taskParks atomic.Int32
-	rearmReq  atomic.Bool
+	home        atomic.Pointer[Carrier]
+	foreignUsed atomic.Bool
+	gc          atomic.Pointer[net.Conn]
+	fref        atomic.Uint64
+	taskParks   atomic.Int32
+	rearmReq    atomic.Bool
 }
 
 // register adds pd to c's fd table and poller, with c's engine for its
@@ -122,10 +124,8 @@ func (pd *pollDesc) shut() {
 	pd.wakeAll()
 }
 
-// wakeAll wakes every task parked on pd, and its foreign waiters (they
-// see closed).
+// wakeAll wakes every task parked on pd (they see closed).
 func (pd *pollDesc) wakeAll() {
-	pd.kickForeign()
 	for _, t := range [...]*Task{pd.rwait, pd.wwait, pd.cwait} {
 		if t != nil {
 			pd.c.wakeTask(t, false)
@@ -343,7 +343,7 @@ func (cn *Conn) requestClose() bool {
 	if pd.g == nil || pd.closeReq.Swap(true) {
 		return false
 	}
-	pd.kickForeign()
+	pd.closeGoConn()
 	pd.g.closeReqs.Add(1)
 	for _, c := range pd.g.carriers {
 		c.nudge()

@@ -170,16 +170,8 @@ func (pd *pollDesc) readyEvent(e uint32) {
 		if pd.rwait != nil && !pd.rop.pending {
 			c.wakeTask(pd.rwait, true)
 		}
-		if f := pd.fw.Load(); f != nil {
-			f.kick(dirRead)
-		}
 	}
-	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-		if pd.wwait != nil && !pd.wop.pending {
-			c.wakeTask(pd.wwait, true)
-		}
-		if f := pd.fw.Load(); f != nil {
-			f.kick(dirWrite)
-		}
+	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {
+		c.wakeTask(pd.wwait, true)
 	}
 }

@@ -146,7 +146,7 @@ func (c *Carrier) movable(t *Task) bool {
 		if cn.pd.eng.busy(&cn.pd) { // the kernel has a read or write of it, or will (PollerURing)
 			return false
 		}
-		if cn.pd.fw.Load() != nil { // foreign callers use it: it stays where they find it
+		if cn.pd.foreignUsed.Load() { // foreign callers use it: it stays where they find it
 			return false
 		}
 		if w := cn.pd.rwait; w != nil && w != t {

@@ -20,117 +20,41 @@ import (
 // watcher, a websocket's write pump; or a task of another carrier) is a
 // foreign caller, and never touches carrier state:
 //
-//   - With the readiness engine (epoll, io_uring_poll) it makes the fd's
-//     non-blocking system calls itself and, when one would block, waits
-//     the Go way (on a channel) for the next edge that the home carrier's
-//     poller reports in that direction (foreignWaits: a sequence number per
-//     direction, bumped by the carrier at each edge and by every deadline
-//     change or close, so that no edge between a failed call and the wait
-//     is lost).
+//   - With the readiness engine (epoll, io_uring_poll) its operations are
+//     those of a Go net.Conn on a duplicate of the conn's fd (goConn, made
+//     at the first foreign use): Go's own netpoller waits for it, so a
+//     goroutine's round trip costs what a net.Conn's does, and the home
+//     carrier is not involved at all. Both descriptors name one socket,
+//     which stays open until both are closed: the conn's close closes the
+//     duplicate too.
 //   - With the ring engine (io_uring), whose conns the kernel reads and
-//     writes through the carrier's single-issuer ring, it hands the
+//     writes through the carrier's single-issuer ring (and whose writes are
+//     write-behind, which a direct write would overtake), it hands the
 //     operation to the home carrier as a task (SubmitLocal) and waits for
 //     its result.
 //
-// Deadlines are atomics that any goroutine sets; a foreign setter wakes the
-// foreign waiters and, when a task of the home carrier may be parked on the
-// conn, asks the carrier to move that task's timer (rearmRequest). Close
-// from a foreign caller is CloseAsync (readiness; the carrier closes the fd
-// at its next turn, and every operation fails with net.ErrClosed from the
-// call on) or a Close run on the carrier (ring: what Write accepted is sent
-// first). The fd itself is reference-counted against foreign system calls
-// (fref): the one of the carrier's close and the foreign callers' last
-// release that comes last closes it, so that no foreign call meets a new
-// file that reuses the number.
+// Deadlines are atomics that any goroutine sets; a foreign setter also
+// sets the Go conn's and, when a task of the home carrier may be parked on
+// the conn, asks the carrier to move that task's timer (rearmRequest).
+// Close from a foreign caller is CloseAsync plus the Go conn's close
+// (readiness: every operation fails with net.ErrClosed from the call on,
+// and the carrier closes the fd at its next turn) or a Close run on the
+// carrier (ring: what Write accepted is sent first). The conn's own fd is
+// reference-counted (fref) against the foreign uses of it (the duplicate's
+// making, SyscallConn's Control), so that none meets a new file that reuses
+// the number.
 //
 // A task of another carrier is a foreign caller too: it waits the Go way,
 // which blocks its own carrier's thread until the carrier hands off
 // (handoff.go). Per-carrier pools (PerCarrier) keep drivers' conns with the
 // tasks of their carrier.
 
-// Directions of foreignWaits.
-const (
-	dirRead  = 0
-	dirWrite = 1
-)
-
-// foreignWaits is what foreign callers of one conn wait on, per direction.
-// It is made at the conn's first foreign use (pollDesc.foreign) and lives
-// as long as the conn.
-type foreignWaits struct {
-	// seq counts the carrier's edges and the kicks (deadline changes,
-	// close): a waiter that read it before its failed call waits only
-	// while it has not moved.
-	seq [2]atomic.Uint64
-	// wake is the channel the waiters of a direction wait on, closed (and
-	// dropped) at the next kick; the first waiter makes it.
-	wake [2]atomic.Pointer[chan struct{}]
-}
-
-// kick bumps dir's sequence and wakes its waiters. Any goroutine may call
-// it, the carrier included.
-func (f *foreignWaits) kick(dir int) {
-	f.seq[dir].Add(1)
-	if ch := f.wake[dir].Swap(nil); ch != nil {
-		close(*ch)
-	}
-}
-
-// wait waits until dir's sequence moves from s, or until deadline
-// (wait.Now ns; 0: none) passes; the caller then looks again at
-// everything (closed, deadline) and retries its call.
-func (f *foreignWaits) wait(dir int, s uint64, deadline int64) {
-	var ch *chan struct{}
-	for ch == nil {
-		if ch = f.wake[dir].Load(); ch == nil {
-			c := make(chan struct{})
-			if f.wake[dir].CompareAndSwap(nil, &c) {
-				ch = &c
-			}
-		}
-	}
-	if f.seq[dir].Load() != s { // moved before the channel was there to close
-		return
-	}
-	if deadline == 0 {
-		<-*ch
-		return
-	}
-	d := time.Duration(deadline - wait.Now())
-	if d <= 0 {
-		return
-	}
-	tm := time.NewTimer(d)
-	select {
-	case <-*ch:
-	case <-tm.C:
-	}
-	tm.Stop()
-}
-
-// foreign returns pd's foreignWaits, making it at the first foreign use.
-func (pd *pollDesc) foreign() *foreignWaits {
-	if f := pd.fw.Load(); f != nil {
-		return f
-	}
-	pd.fw.CompareAndSwap(nil, new(foreignWaits))
-	return pd.fw.Load()
-}
-
-// kickForeign wakes pd's foreign waiters in both directions, if it has any.
-func (pd *pollDesc) kickForeign() {
-	if f := pd.fw.Load(); f != nil {
-		f.kick(dirRead)
-		f.kick(dirWrite)
-	}
-}
-
 // fdClosedBit is fref's low bit: the conn closed its fd, or will when the
-// foreign calls in flight (fref>>1) have ended.
+// foreign uses in flight (fref>>1) have ended.
 const fdClosedBit = 1
 
-// acquire takes a reference on pd's fd for a foreign system call; false
-// when the fd is closed or closing.
+// acquire takes a reference on pd's fd for a foreign use; false when the
+// fd is closed or closing.
 func (pd *pollDesc) acquire() bool {
 	for {
 		v := pd.fref.Load()
@@ -143,19 +67,28 @@ func (pd *pollDesc) acquire() bool {
 	}
 }
 
-// release ends a foreign system call: the last one after the close closes
-// the fd.
+// release ends a foreign use: the last one after the close closes the fd.
 func (pd *pollDesc) release() {
-	if pd.fref.Add(^uint64(1)) == fdClosedBit { // minus 2: closed, and no call left
+	if pd.fref.Add(^uint64(1)) == fdClosedBit { // minus 2: closed, and no use left
 		unix.Close(pd.fd)
 	}
 }
 
-// closeFD closes pd's fd, now or, while foreign calls hold it, when the
-// last one ends. Only the carrier calls it, once.
+// closeFD closes pd's fd, now or, while foreign uses hold it, when the
+// last one ends, and the foreign callers' Go conn on its duplicate. Only
+// the carrier calls it, once.
 func (pd *pollDesc) closeFD() {
 	if pd.fref.Or(fdClosedBit)>>1 == 0 {
 		unix.Close(pd.fd)
+	}
+	pd.closeGoConn()
+}
+
+// closeGoConn closes the foreign callers' Go conn, if there is one: its
+// waiters wake with net.ErrClosed. Closing it twice is harmless.
+func (pd *pollDesc) closeGoConn() {
+	if c := pd.gc.Load(); c != nil {
+		(*c).Close()
 	}
 }
 
@@ -165,13 +98,85 @@ func (pd *pollDesc) foreignClosed() bool {
 	return pd.fref.Load()&fdClosedBit != 0 || pd.closeReq.Load()
 }
 
-// direct reports whether foreign callers make the fd's system calls
-// themselves (the readiness engine) rather than hand them to the carrier.
+// direct reports whether foreign callers use the fd themselves (through
+// goConn) rather than hand their operations to the carrier.
 func (pd *pollDesc) direct() bool { return pd.g.connEng.direct() }
 
 // errNoHome is the error of a foreign operation on a conn that was never
 // registered on a carrier.
 var errNoHome = errors.New("carrier: conn has no home carrier")
+
+// foreignUse marks cn used by a foreign caller and reports whether it is
+// the first such use (see setDeadline), or an error for a conn without a
+// group.
+func (cn *Conn) foreignUse() (first bool, err error) {
+	if cn.pd.g == nil {
+		return false, errNoHome
+	}
+	return !cn.pd.foreignUsed.Swap(true), nil
+}
+
+// goConn returns the Go net.Conn on a duplicate of cn's fd that foreign
+// callers of the readiness engine use, made at the first call with cn's
+// current deadlines.
+func (cn *Conn) goConn() (net.Conn, error) {
+	pd := &cn.pd
+	if c := pd.gc.Load(); c != nil {
+		return *c, nil
+	}
+	if !pd.acquire() {
+		return nil, net.ErrClosed
+	}
+	dfd, err := unix.DupCloexec(pd.fd)
+	pd.release()
+	if err != nil {
+		return nil, fmt.Errorf("carrier: a conn for a foreign caller: %w", err)
+	}
+	f := os.NewFile(uintptr(dfd), "carrier-conn")
+	nc, err := net.FileConn(f) // its own duplicate, in Go's netpoller
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("carrier: a conn for a foreign caller: %w", err)
+	}
+	if !pd.gc.CompareAndSwap(nil, &nc) {
+		nc.Close()
+		return *pd.gc.Load(), nil
+	}
+	nc.SetReadDeadline(wallDeadline(cn.rdl.Load()))
+	nc.SetWriteDeadline(wallDeadline(cn.wdl.Load()))
+	// The close stores its bit, then looks for the Go conn; this stored the
+	// Go conn and now looks for the bit: one of the two closes it.
+	if pd.foreignClosed() {
+		nc.Close()
+	}
+	return nc, nil
+}
+
+// wallDeadline converts a stored deadline (wait.Now ns; 0: none) back to
+// a time for the Go conn.
+func wallDeadline(d int64) time.Time {
+	switch {
+	case d == 0:
+		return time.Time{}
+	case d == deadlinePassed:
+		return time.Unix(1, 0)
+	}
+	return time.Now().Add(time.Duration(d - wait.Now()))
+}
+
+// plainErr turns the Go conn's errors into the conn's own: the deadline's
+// and the close's sentinels bare, as a task's operations return them.
+func plainErr(err error) error {
+	switch {
+	case err == nil, err == io.EOF:
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return os.ErrDeadlineExceeded
+	case errors.Is(err, net.ErrClosed):
+		return net.ErrClosed
+	}
+	return err
+}
 
 // onCarrier runs op as a task of cn's home carrier, where cn's own
 // operations park it as usual, and waits for it: the foreign form of an
@@ -196,93 +201,58 @@ func (cn *Conn) onCarrier(op func(t *Task)) error {
 
 // foreignRead is Read for a foreign caller.
 func (cn *Conn) foreignRead(p []byte) (n int, err error) {
-	pd := &cn.pd
-	if pd.g == nil {
-		return 0, errNoHome
+	if _, err := cn.foreignUse(); err != nil {
+		return 0, err
 	}
-	if !pd.direct() {
-		if e := cn.onCarrier(func(*Task) { n, err = cn.Read(p) }); e != nil {
-			return 0, e
-		}
-		return n, err
+	if !cn.pd.direct() {
+		return cn.onCarrierIO(p, (*Conn).Read)
 	}
-	f := pd.foreign()
-	for {
-		if pd.foreignClosed() {
-			return 0, net.ErrClosed
-		}
-		dl := cn.rdl.Load()
-		if dl != 0 && wait.Now() >= dl {
-			return 0, os.ErrDeadlineExceeded
-		}
-		s := f.seq[dirRead].Load()
-		if !pd.acquire() {
-			return 0, net.ErrClosed
-		}
-		n, err := unix.ReadNB(pd.fd, p)
-		pd.release()
-		switch {
-		case err == nil:
-			if n == 0 && len(p) > 0 {
-				return 0, io.EOF
-			}
-			return n, nil
-		case err == unix.EAGAIN:
-			f.wait(dirRead, s, dl)
-		case err == unix.EINTR:
-		default:
-			return 0, err
-		}
+	if cn.pd.foreignClosed() {
+		return 0, net.ErrClosed
 	}
+	nc, err := cn.goConn()
+	if err != nil {
+		return 0, err
+	}
+	n, err = nc.Read(p)
+	return n, plainErr(err)
+}
+
+// onCarrierIO runs op (Read or Write) of p on the home carrier
+// (onCarrier). It is a function of its own so that the results its task
+// sets escape to the heap only on this path, not on the direct one.
+func (cn *Conn) onCarrierIO(p []byte, op func(*Conn, []byte) (int, error)) (n int, err error) {
+	if e := cn.onCarrier(func(*Task) { n, err = op(cn, p) }); e != nil {
+		return 0, e
+	}
+	return n, err
 }
 
 // foreignWrite is Write for a foreign caller.
 func (cn *Conn) foreignWrite(p []byte) (n int, err error) {
-	pd := &cn.pd
-	if pd.g == nil {
-		return 0, errNoHome
+	if _, err := cn.foreignUse(); err != nil {
+		return 0, err
 	}
-	if !pd.direct() {
-		if e := cn.onCarrier(func(*Task) { n, err = cn.Write(p) }); e != nil {
-			return 0, e
-		}
-		return n, err
+	if !cn.pd.direct() {
+		return cn.onCarrierIO(p, (*Conn).Write)
 	}
-	f := pd.foreign()
-	written := 0
-	for written < len(p) {
-		if pd.foreignClosed() {
-			return written, net.ErrClosed
-		}
-		dl := cn.wdl.Load()
-		if dl != 0 && wait.Now() >= dl {
-			return written, os.ErrDeadlineExceeded
-		}
-		s := f.seq[dirWrite].Load()
-		if !pd.acquire() {
-			return written, net.ErrClosed
-		}
-		n, err := unix.WriteNB(pd.fd, p[written:])
-		pd.release()
-		switch {
-		case err == nil:
-			written += n
-		case err == unix.EAGAIN:
-			f.wait(dirWrite, s, dl)
-		case err == unix.EINTR:
-		default:
-			return written, err
-		}
+	if cn.pd.foreignClosed() {
+		return 0, net.ErrClosed
 	}
-	return written, nil
+	nc, err := cn.goConn()
+	if err != nil {
+		return 0, err
+	}
+	n, err = nc.Write(p)
+	return n, plainErr(err)
 }
 
 // foreignClose is Close for a foreign caller.
 func (cn *Conn) foreignClose() (err error) {
-	pd := &cn.pd
-	if pd.g == nil {
-		return errNoHome
+	if _, err := cn.foreignUse(); err != nil {
+		return err
 	}
+	pd := &cn.pd
 	if !pd.direct() { // the ring engine sends what Write accepted first
 		if pd.closeReq.Load() {
 			return net.ErrClosed
@@ -300,46 +270,61 @@ func (cn *Conn) foreignClose() (err error) {
 
 // foreignCloseWrite is CloseWrite for a foreign caller.
 func (cn *Conn) foreignCloseWrite() (err error) {
-	pd := &cn.pd
-	if pd.g == nil {
-		return errNoHome
+	if _, err := cn.foreignUse(); err != nil {
+		return err
 	}
+	pd := &cn.pd
 	if !pd.direct() {
 		if e := cn.onCarrier(func(*Task) { err = cn.CloseWrite() }); e != nil {
 			return e
 		}
 		return err
 	}
-	if pd.foreignClosed() || !pd.acquire() {
+	if pd.foreignClosed() {
 		return net.ErrClosed
 	}
-	defer pd.release()
-	return unix.Shutdown(pd.fd, unix.SHUT_WR)
+	nc, err := cn.goConn()
+	if err != nil {
+		return err
+	}
+	return plainErr(nc.(*net.TCPConn).CloseWrite()) // a shutdown of the socket both descriptors name
 }
 
-// setDeadline stores a deadline (dir's: rdl or wdl) from any caller. The
-// home carrier's task moves a parked task's timer itself; a foreign
-// caller wakes the foreign waiters and asks the carrier to do it when a
-// task may be parked on the conn (rearmRequest).
+// setDeadline stores a deadline (dl: rdl or wdl; slot the tasks parked in
+// that direction) from any caller, and the Go conn's, if foreign callers
+// made one. The home carrier's task moves a parked task's timer itself; a
+// foreign caller asks the carrier to do it when a task may be parked on
+// the conn (rearmRequest).
 func (cn *Conn) setDeadline(dl *atomic.Int64, slot **Task, t time.Time) {
 	pd := &cn.pd
 	d := monoDeadline(t)
+	setGo := func() {
+		if c := pd.gc.Load(); c != nil {
+			if dl == &cn.rdl {
+				(*c).SetReadDeadline(t)
+			} else {
+				(*c).SetWriteDeadline(t)
+			}
+		}
+	}
 	if task := pd.current(); task != nil {
 		defer task.leave(task.enter())
 		dl.Store(d)
 		pd.rearm(*slot, d)
-		pd.kickForeign()
+		setGo()
 		return
 	}
-	first := pd.fw.Load() == nil
-	f := pd.foreign()
+	first, err := cn.foreignUse()
+	if err != nil {
+		dl.Store(d)
+		return
+	}
 	dl.Store(d)
-	f.kick(dirRead)
-	f.kick(dirWrite)
-	// A task reads the deadline after it counts itself in taskParks, where
-	// foreignWaits exist (awaitConn): either it sees the new deadline, or
-	// this sees it parked. Before the first foreign use it did not count,
-	// so that one always asks.
+	setGo()
+	// A task reads the deadline after it counts itself in taskParks, once
+	// foreign callers exist (awaitConn): either it sees the new deadline,
+	// or this sees it parked. Before the first foreign use it did not
+	// count, so that one always asks.
 	if first || pd.taskParks.Load() > 0 {
 		cn.rearmRequest()
 	}
@@ -363,11 +348,11 @@ func (cn *Conn) rearmRequest() {
 }
 
 // awaitConn is await for a conn operation with the conn's deadline dl,
-// which any goroutine may move: where the conn has foreign callers, the
+// which any goroutine may move: once the conn has foreign callers, the
 // task counts itself parked (taskParks) before it reads the deadline, so
 // that a foreign setter knows to ask the carrier to move its timer.
 func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
-	if pd.fw.Load() == nil {
+	if !pd.foreignUsed.Load() {
 		return pd.await(t, slot, dl.Load())
 	}
 	pd.taskParks.Add(1)
@@ -379,9 +364,10 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 // must make a system call of its own on it (go-redis's health check peeks
 // with a non-blocking recv). Control and the functions given to Read and
 // Write run with the fd held open. Read and Write call f again after the
-// next readiness edge each time it returns false; with the io_uring
-// poller, whose conns have no readiness poll, they call it once and fail
-// with errors.ErrUnsupported if it returns false.
+// next readiness edge each time it returns false (a foreign caller's wait
+// is Go's netpoller's, on the conn's duplicate); with the io_uring poller,
+// whose conns have no readiness poll, they call it once and fail with
+// errors.ErrUnsupported if it returns false.
 func (cn *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{cn}, nil }
 
 // rawConn is the syscall.RawConn of a Conn.
@@ -397,35 +383,46 @@ func (rc rawConn) Control(f func(fd uintptr)) error {
 	return nil
 }
 
-func (rc rawConn) Read(f func(fd uintptr) bool) error  { return rc.poll(dirRead, f) }
-func (rc rawConn) Write(f func(fd uintptr) bool) error { return rc.poll(dirWrite, f) }
+func (rc rawConn) Read(f func(fd uintptr) bool) error  { return rc.poll(false, f) }
+func (rc rawConn) Write(f func(fd uintptr) bool) error { return rc.poll(true, f) }
 
-// poll calls f until it returns true, waiting for dir's next edge between
-// calls: a task of the home carrier parks, any other caller waits on the
-// conn's foreignWaits.
-func (rc rawConn) poll(dir int, f func(fd uintptr) bool) error {
+// poll calls f until it returns true, waiting for the next readiness edge
+// in its direction between calls: a task of the home carrier parks; any
+// other caller waits in Go's netpoller, through the Go conn's raw conn.
+func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 	cn := rc.cn
 	pd := &cn.pd
-	dl, slot := &cn.rdl, &pd.rwait
-	if dir == dirWrite {
-		dl, slot = &cn.wdl, &pd.wwait
-	}
 	t := pd.current()
+	if t == nil && pd.g != nil && pd.direct() {
+		if _, err := cn.foreignUse(); err != nil {
+			return err
+		}
+		nc, err := cn.goConn()
+		if err != nil {
+			return err
+		}
+		raw, err := nc.(syscall.Conn).SyscallConn()
+		if err != nil {
+			return err
+		}
+		if write {
+			return plainErr(raw.Write(f))
+		}
+		return plainErr(raw.Read(f))
+	}
 	if t != nil {
 		defer t.leave(t.enter())
 	}
+	dl, slot := &cn.rdl, &pd.rwait
+	if write {
+		dl, slot = &cn.wdl, &pd.wwait
+	}
 	for {
-		if pd.foreignClosed() {
+		if pd.foreignClosed() || (t != nil && pd.ended()) {
 			return net.ErrClosed
 		}
 		if d := dl.Load(); d != 0 && wait.Now() >= d {
 			return os.ErrDeadlineExceeded
-		}
-		var fw *foreignWaits
-		var s uint64
-		if t == nil {
-			fw = pd.foreign()
-			s = fw.seq[dir].Load()
 		}
 		if !pd.acquire() {
 			return net.ErrClosed
@@ -435,17 +432,14 @@ func (rc rawConn) poll(dir int, f func(fd uintptr) bool) error {
 		switch {
 		case done:
 			return nil
-		case pd.g == nil || !pd.g.connEng.polled():
+		case t == nil || !pd.eng.polled():
 			return fmt.Errorf("carrier: waiting for readiness of a conn without a readiness poll (io_uring): %w", errors.ErrUnsupported)
-		case t != nil:
-			if dir == dirRead {
-				pd.unread = false
-			}
-			if err := pd.awaitConn(t, slot, dl); err != nil {
-				return err
-			}
-		default:
-			fw.wait(dir, s, dl.Load())
+		}
+		if !write {
+			pd.unread = false
+		}
+		if err := pd.awaitConn(t, slot, dl); err != nil {
+			return err
 		}
 	}
 }

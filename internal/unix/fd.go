@@ -9,6 +9,15 @@ import (
 // Close closes a raw file descriptor.
 func Close(fd int) error { return wrap("close", xunix.Close(fd)) }
 
+// DupCloexec returns a new descriptor of fd's open file (fcntl
+// F_DUPFD_CLOEXEC): it shares the file's status flags (O_NONBLOCK) and,
+// for a socket, the socket itself, which stays open until every
+// descriptor of it is closed.
+func DupCloexec(fd int) (int, error) {
+	nfd, err := xunix.FcntlInt(uintptr(fd), xunix.F_DUPFD_CLOEXEC, 0)
+	return nfd, wrap("fcntl F_DUPFD_CLOEXEC", err)
+}
+
 // Read reads from a raw file descriptor. EAGAIN is returned as is (wrapped).
 func Read(fd int, p []byte) (int, error) {
 	n, err := xunix.Read(fd, p)
