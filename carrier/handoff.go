@@ -3,8 +3,11 @@ package carrier
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
@@ -217,12 +220,21 @@ func (c *Carrier) moveTo(m uintptr) {
 	c.m = m
 	c.tid.Store(int64(unix.Gettid()))
 	_ = unix.SetThreadName(fmt.Sprintf("carrier-%d", c.id)) // cosmetic
+	_ = unix.SetThreadNameOf(old, processName())            // the old thread is the runtime's again
 	if len(c.affinity) > 0 {
 		_ = cpu.Pin(c.affinity) // best effort: the carrier runs on, unpinned, if it fails
 		_ = cpu.PinThread(old, c.g.offCarrier())
 	}
 	add(&c.stats.threadMoves, 1)
 }
+
+// processName is the name of the process's main thread, which the
+// runtime's other threads inherit: a thread that no longer serves a
+// carrier takes it back.
+var processName = sync.OnceValue(func() string {
+	b, _ := os.ReadFile("/proc/self/comm")
+	return strings.TrimSpace(string(b))
+})
 
 // offCarrier is where a thread that leaves a carrier goes: with N+1 the
 // CPUs reserved for everything that is not a carrier, as moveOthers moves
@@ -391,8 +403,14 @@ func (c *Carrier) check(now, lim, threshold, relook int64) (due int64, taken *co
 	c.awayMu.Lock()
 	c.away = append(c.away, co)
 	c.awayMu.Unlock()
-	if c.bound() && len(c.affinity) > 0 {
-		_ = cpu.PinThread(int(c.tid.Load()), c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
+	if c.bound() {
+		old := int(c.tid.Load())
+		if len(c.affinity) > 0 {
+			_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
+		}
+		// Its name too: carrier-N is the new owner's (perf, top and the
+		// report's per-thread figures attribute by name). Cosmetic.
+		_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
 	}
 	return 0, co, start, waiting
 }

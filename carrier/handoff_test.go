@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/spindle-lab/spindle/internal/unix"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +105,13 @@ func TestHandoffLeaderFollowers(t *testing.T) {
 	}
 }
 
+// threadName is this process's thread tid's name ("" when it is gone).
+func threadName(t *testing.T, tid int) string {
+	t.Helper()
+	b, _ := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
 // TestHandoffIsolation: while a task blocks the Go way (time.Sleep) or
 // computes for 50 ms, the carrier's other tasks go on: a conn echoes
 // within a few hand-off thresholds.
@@ -125,7 +135,9 @@ func TestHandoffIsolation(t *testing.T) {
 				g, l := handoffGroup(t, cfg.o)
 				blocked := make(chan struct{})
 				released := make(chan struct{})
+				var ownerTid int
 				g.Go(func(tk *Task) {
+					ownerTid = unix.Gettid() // the owner's thread runs the task until the hand-off
 					close(blocked)
 					tc.block()
 					tk.Yield()
@@ -157,6 +169,15 @@ func TestHandoffIsolation(t *testing.T) {
 				// takes a threshold and a half (1.5 ms).
 				if took > 100*time.Millisecond {
 					t.Errorf("echo took %v while a task blocked its carrier", took)
+				}
+				// The new owner's thread is carrier-0, the blocked one's
+				// handed-off-0 (where the carrier is bound to threads).
+				now := int(g.Carrier(0).tid.Load())
+				t.Logf("owner thread %d before the hand-off, %d after", ownerTid, now)
+				if !cfg.o.Float && now != ownerTid {
+					if a, b := threadName(t, now), threadName(t, ownerTid); a != "carrier-0" || b != "handed-off-0" {
+						t.Errorf("while a task is handed off: the owner's thread is %q, the blocked one's %q; want carrier-0 and handed-off-0", a, b)
+					}
 				}
 				within(t, released, 5*time.Second, "the blocked task")
 				t.Logf("echo %v during a blocked run; %+v", took, g.Snapshot()[0].Handoffs)

@@ -1,6 +1,9 @@
 package unix
 
 import (
+	"fmt"
+	"os"
+
 	xunix "golang.org/x/sys/unix"
 )
 
@@ -16,6 +19,15 @@ func SetThreadName(name string) error {
 	b := make([]byte, 16)
 	copy(b[:15], name)
 	return wrap("prctl", xunix.Prctl(xunix.PR_SET_NAME, uintptr(bytesPtr(b)), 0, 0, 0))
+}
+
+// SetThreadNameOf names thread tid of this process (its
+// /proc/self/task/TID/comm; at most 15 bytes are kept).
+func SetThreadNameOf(tid int, name string) error {
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return os.WriteFile(fmt.Sprintf("/proc/self/task/%d/comm", tid), []byte(name), 0)
 }
 
 // ThreadUsage is the calling thread's resource usage (getrusage RUSAGE_THREAD).
