@@ -27,6 +27,9 @@ type pollDesc struct {
 	conn  bool  // counted in OpenConns
 	rwait *Task // task parked until readable (or its read done)
 	wwait *Task // task parked until writable (or its write done)
+	// unpolled says the poller no longer reports pd: only foreign callers
+	// used it since (foreign.go, unpollRequest), until a task parks on it.
+	unpolled bool
 	// unread is false once a read found the socket drained (a short read
 	// or EAGAIN) and true again when the poller reports it readable. With
 	// edge-triggered readiness every arrival after the drain queues an
