@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 	"io"
 	"log"
@@ -353,17 +355,46 @@ const benchRedisKey, benchRedisValue = "bench:greeting", "hello"
 // benchRedisKey through go-redis (its default pool, 20 connections on 2
 // CPUs), "pgxpool" looks up the row ?arg (pgLookup) on a pgxpool.Pool of
 // sqlitePool connections, as BenchmarkSQLiteHandler's does on SQLite.
-func standardHandler(b *testing.B, backend, name string) http.Handler {
+//
+// dial, where not nil, is the drivers' dialer: a carrier group's
+// DialContext makes their conns carrier conns, polled by the carrier that
+// runs the handler (issue 25), where the default ones are Go's net.Conns,
+// on which a handler on a carrier blocks the Go way.
+//
+// pool is pgxpool's size (0: sqlitePool).
+func standardHandler(b *testing.B, backend, name string, dial func(ctx context.Context, network, addr string) (net.Conn, error), pool int32) http.Handler {
 	b.Helper()
 	switch name {
 	case "redis":
 		c := newRedisClient(b, testsvc.Redis(b), 0)
+		if dial != nil {
+			c = goredis.NewClient(&goredis.Options{Addr: c.Options().Addr, Dialer: dial})
+			b.Cleanup(func() { c.Close() })
+		}
 		if err := c.Set(context.Background(), benchRedisKey, benchRedisValue, 0).Err(); err != nil {
 			b.Fatal(err)
 		}
 		return redisGetHandler(c, benchRedisKey)
 	case "pgxpool":
-		return pgxHandler(testsvc.PgxPool(b, pgItems(b), sqlitePool), pgLookup)
+		dsn := pgItems(b)
+		if pool == 0 {
+			pool = sqlitePool
+		}
+		if dial == nil {
+			return pgxHandler(testsvc.PgxPool(b, dsn, pool), pgLookup)
+		}
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.MaxConns = pool
+		cfg.ConnConfig.DialFunc = dial
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
+		return pgxHandler(pool, pgLookup)
 	}
 	return standardHandlers(backend)[name]
 }
@@ -390,24 +421,48 @@ func driveStandard(b *testing.B, name, addr string) {
 // BenchmarkStandardHandlers serves each of standardHandler's handlers
 // under net/http, on one carrier, and on one carrier wrapped in
 // OffloadHandler, 16 keep-alive clients in closed loop, req/s: the issue's
-// ratios (carrier over net/http) for handlers that wait the Go way. Each
-// side makes its handler, clients and pools afresh. Run the sides
-// alternated (docs/PERFORMANCE.md).
+// ratios (carrier over net/http) for handlers that wait the Go way; the
+// drivers' handlers also on one carrier with their conns dialled on it
+// ("polled": carrier conns, which the carrier polls for the handler's
+// task). Each side makes its handler, clients and pools afresh. Run the
+// sides alternated (docs/PERFORMANCE.md).
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
 	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50", "promhttp", "redis", "pgxpool"} {
 		b.Run(name+"/nethttp", func(b *testing.B) {
-			driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name)))
+			driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, 0)))
 		})
-		for _, side := range []string{"carrier", "offload"} {
+		if name == "pgxpool" { // and with a pool as large as the clients: no request waits for a conn
+			b.Run(name+"/nethttp-pool16", func(b *testing.B) {
+				driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, sqliteClients)))
+			})
+		}
+		sides := []string{"carrier", "offload"}
+		switch name {
+		case "redis":
+			sides = append(sides, "polled")
+		case "pgxpool":
+			sides = append(sides, "polled", "polled-pool16")
+		}
+		for _, side := range sides {
 			b.Run(name+"/"+side, func(b *testing.B) {
-				h := standardHandler(b, "http://"+backend, name) // first: it may skip
-				if side == "offload" {
-					h = OffloadHandler(h)
-				}
 				g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
 				if err != nil {
 					b.Fatal(err)
+				}
+				b.Cleanup(func() { g.Close() }) // also when the handler skips (listenOn closes it too)
+				var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+				pool := int32(0)
+				switch side {
+				case "polled-pool16":
+					pool = sqliteClients
+					fallthrough
+				case "polled":
+					dial = g.DialContext
+				}
+				h := standardHandler(b, "http://"+backend, name, dial, pool) // it may skip
+				if side == "offload" {
+					h = OffloadHandler(h)
 				}
 				s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
 				driveStandard(b, name, listenOn(b, g, s))
