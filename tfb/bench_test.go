@@ -33,7 +33,8 @@ var benchEndpoints = []struct {
 }
 
 // BenchmarkTFB measures each endpoint's max throughput under net/http's
-// server ("nethttp") and carrierhttp's on one carrier ("carrier"), with
+// server ("nethttp") and carrierhttp's on one carrier ("carrier"; "polled"
+// with the pool's conns dialled on the carrier, which polls them), with
 // benchClients clients in closed loop: req/s, and for the carrier the
 // hand-offs per request (a handler whose pgx wait held the carrier past
 // the hand-off threshold). Each side's server is fresh; the pool is
@@ -48,6 +49,10 @@ func BenchmarkTFB(b *testing.B) {
 			})
 			b.Run("carrier", func(b *testing.B) {
 				base, g := serveCarriers(b, h, 1)
+				closedLoop(b, base+ep.path, ep.first, g)
+			})
+			b.Run("polled", func(b *testing.B) { // pgx over carrier conns
+				base, g := servePolled(b, testDSN(b), 1, benchClients)
 				closedLoop(b, base+ep.path, ep.first, g)
 			})
 		})

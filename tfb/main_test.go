@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +125,35 @@ func serveCarriers(tb testing.TB, h http.Handler, n int) (string, *carrier.Group
 		g.Close()
 	})
 	return "http://" + l.Addr().String(), g
+}
+
+// servePolled serves NewPools on a fresh group of n carriers, with one
+// pool of poolSize conns per carrier dialled on it (Carrier.DialContext):
+// a request's queries go over conns its own carrier polls.
+func servePolled(tb testing.TB, dsn string, n int, poolSize int32) (string, *carrier.Group) {
+	tb.Helper()
+	var h atomic.Pointer[http.Handler]
+	base, g := serveCarriers(tb, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }), n)
+	pools, err := carrier.NewPerCarrier(g, func(c *carrier.Carrier) (*pgxpool.Pool, error) {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = poolSize
+		cfg.ConnConfig.DialFunc = c.DialContext
+		return pgxpool.NewWithConfig(context.Background(), cfg)
+	}, (*pgxpool.Pool).Close)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { // before the group's close, registered earlier
+		for _, p := range pools.All() {
+			p.Close()
+		}
+	})
+	ph := NewPools(pools.Get)
+	h.Store(&ph)
+	return base, g
 }
 
 // newClient is an HTTP client keeping up to conns connections alive,

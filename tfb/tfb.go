@@ -106,13 +106,24 @@ type message struct {
 // but for a mistake in it, which TestFortunes would show.
 var fortunesTemplate = template.Must(template.New("fortunes").Parse(`<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>{{range .}}<tr><td>{{.ID}}</td><td>{{.Message}}</td></tr>{{end}}</table></body></html>`))
 
-// handler answers the test types from pool.
-type handler struct{ pool *pgxpool.Pool }
+// handler answers the test types from the pool poolFor gives a request's
+// context.
+type handler struct {
+	poolFor func(context.Context) *pgxpool.Pool
+}
 
 // New returns the handler of the six test types, reading and writing the
 // tables Setup made through pool. It is safe for concurrent use.
 func New(pool *pgxpool.Pool) http.Handler {
-	h := &handler{pool: pool}
+	return NewPools(func(context.Context) *pgxpool.Pool { return pool })
+}
+
+// NewPools is New with a pool per request: poolFor picks it from the
+// request's context. On carriers, one pool per carrier whose conns its
+// carrier polls (carrier.PerCarrier's Get, each pool dialling with its
+// carrier's DialContext) keeps each request's queries on its own carrier.
+func NewPools(poolFor func(context.Context) *pgxpool.Pool) http.Handler {
+	h := &handler{poolFor: poolFor}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /json", h.json)
 	mux.HandleFunc("GET /plaintext", h.plaintext)
@@ -136,7 +147,7 @@ func (h *handler) plaintext(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) db(w http.ResponseWriter, r *http.Request) {
 	var wd World
-	if err := h.pool.QueryRow(r.Context(), selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber); err != nil {
+	if err := h.poolFor(r.Context()).QueryRow(r.Context(), selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber); err != nil {
 		fail(w, fmt.Errorf("tfb: /db: %w", err))
 		return
 	}
@@ -188,7 +199,7 @@ func (h *handler) updates(w http.ResponseWriter, r *http.Request) {
 // readWorlds reads n rows of random ids, one query each, on one
 // connection of the pool.
 func (h *handler) readWorlds(ctx context.Context, n int) ([]World, error) {
-	conn, err := h.pool.Acquire(ctx)
+	conn, err := h.poolFor(ctx).Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire a connection: %w", err)
 	}
@@ -228,7 +239,7 @@ func (h *handler) writeWorlds(ctx context.Context, worlds []World) error {
 		batch.Queue(updateWorld, last.ID, last.RandomNumber)
 		i = j
 	}
-	if err := h.pool.SendBatch(ctx, &batch).Close(); err != nil {
+	if err := h.poolFor(ctx).SendBatch(ctx, &batch).Close(); err != nil {
 		return fmt.Errorf("update %d worlds: %w", batch.Len(), err)
 	}
 	return nil
@@ -236,7 +247,7 @@ func (h *handler) writeWorlds(ctx context.Context, worlds []World) error {
 
 // readFortunes reads every row of Fortune.
 func (h *handler) readFortunes(ctx context.Context) ([]Fortune, error) {
-	rows, err := h.pool.Query(ctx, selectFortunes)
+	rows, err := h.poolFor(ctx).Query(ctx, selectFortunes)
 	if err != nil {
 		return nil, fmt.Errorf("query fortunes: %w", err)
 	}

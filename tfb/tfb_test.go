@@ -109,14 +109,21 @@ func verifyCases() []verifyCase {
 }
 
 // TestVerify runs the verifier's table against net/http's server and
-// carrierhttp's on one and two carriers, and checks that the Date is not
-// cached.
+// carrierhttp's on one and two carriers, with the pool's own conns and
+// with a pool per carrier of carrier conns ("polled"), and checks that the
+// Date is not cached.
 func TestVerify(t *testing.T) {
 	pool := testsvc.PgxPool(t, checkLeaks(t), 4)
 	h := New(pool)
-	for _, s := range sides {
+	dsn := testDSN(t)
+	for _, s := range append(sides, side{"polled1", 1}, side{"polled2", 2}) {
 		t.Run(s.name, func(t *testing.T) {
-			base, _ := s.serve(t, h)
+			var base string
+			if strings.HasPrefix(s.name, "polled") { // pgx over carrier conns, a pool per carrier
+				base, _ = servePolled(t, dsn, s.carriers, 2)
+			} else {
+				base, _ = s.serve(t, h)
+			}
 			c := newClient(t, 1, requestTimeout)
 			for _, vc := range verifyCases() {
 				t.Run(vc.name, func(t *testing.T) {
