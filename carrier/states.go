@@ -109,18 +109,26 @@ func (pd *pollDesc) setState(s descState) {
 	pd.state = s
 }
 
+// The sets of states the predicates below test, by bit: sets rather than
+// ranges of the enum, so that a state added at its end joins the sets it
+// belongs to and no other.
+var (
+	descClosedStates = to(descClosing, descDraining, descShut)
+	descGoneStates   = to(descDraining, descShut)
+)
+
 // closed reports whether pd's conn is closed or closing: every new
 // operation fails with net.ErrClosed.
-func (pd *pollDesc) closed() bool { return pd.state >= descClosing }
+func (pd *pollDesc) closed() bool { return descClosedStates&(1<<pd.state) != 0 }
 
 // ended reports whether an operation on pd's conn fails with
 // net.ErrClosed: it is closed or closing, or CloseAsync (or a foreign
 // caller's Close) asked the carrier to close it, which the carrier does at
 // its next turn.
-func (pd *pollDesc) ended() bool { return pd.state >= descClosing || pd.closeReq.Load() }
+func (pd *pollDesc) ended() bool { return pd.closed() || pd.closeReq.Load() }
 
 // gone reports whether pd was shut: out of the poller and the fd table.
-func (pd *pollDesc) gone() bool { return pd.state >= descDraining }
+func (pd *pollDesc) gone() bool { return descGoneStates&(1<<pd.state) != 0 }
 
 // taskState is where a task is in its life. Only its home carrier's
 // owner reads or writes it, and a detached task that rejoins (taskRejoining,

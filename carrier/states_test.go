@@ -60,14 +60,20 @@ func TestStateMachineChecks(t *testing.T) {
 	badTransition.Store(nil)
 }
 
-// Every state of both machines has a name and a row in its table.
+// Every state of both machines has a name and a row in its table, and no
+// row names a state that has neither.
 func TestStateTablesComplete(t *testing.T) {
-	for _, m := range []struct {
-		machine *machine
-		last    uint8
-	}{{&descMachine, uint8(descShut)}, {&taskMachine, uint8(taskRejoining)}} {
-		if len(m.machine.moves) != len(m.machine.names) || int(m.last)+1 != len(m.machine.names) {
-			t.Errorf("%s machine: %d rows, %d names, last state %d", m.machine.what, len(m.machine.moves), len(m.machine.names), m.last)
+	for _, m := range []*machine{&descMachine, &taskMachine} {
+		if len(m.moves) != len(m.names) {
+			t.Errorf("%s machine: %d rows, %d names", m.what, len(m.moves), len(m.names))
 		}
+		for from, row := range m.moves {
+			if row>>len(m.names) != 0 {
+				t.Errorf("%s machine: state %s moves to a state beyond its %d", m.what, m.name(uint8(from)), len(m.names))
+			}
+		}
+	}
+	if len(descMachine.names) <= int(descShut) || len(taskMachine.names) <= int(taskRejoining) {
+		t.Error("a named constant has no name")
 	}
 }
