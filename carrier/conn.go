@@ -223,27 +223,11 @@ func (c *Carrier) caller() *Task {
 	return nil
 }
 
-// enter begins a carrier operation on cn by the task that calls, where
-// cn's carrier hands off (Task.enter: a detached task rejoins first); it
-// returns the task and what to pass to its leave, or nil. Elsewhere, and
-// for the carrier's own calls from outside a task, there is nothing to
-// enter, and no closure or lookup is paid for.
-func (cn *Conn) enter() (*Task, bool) {
-	if c := cn.pd.c; c == nil || !c.handoff {
-		return nil, false
-	}
-	t := cn.pd.current()
-	if t == nil {
-		return nil, false
-	}
-	return t, t.enter()
-}
-
 // Conn is a TCP connection driven by its home carrier, and a net.Conn for
 // any goroutine. Called by a task of its home carrier, Read and Write look
 // blocking but park the task, not the thread; any other caller (a plain
-// goroutine, a task of another carrier) waits the Go way for the readiness
-// the home carrier reports, or has the carrier do the operation (io_uring;
+// goroutine, a task of another carrier) is served by Go's netpoller on a
+// duplicate of the fd, or has the carrier do the operation (io_uring;
 // foreign.go). Like a net.Conn it takes one reader and one writer at a
 // time, and deadlines and Close from any goroutine. With floating carriers
 // a conn moves with the task that holds it (the one that dialled or

@@ -51,20 +51,31 @@ func (c *Carrier) DialContext(ctx context.Context, network, addr string) (net.Co
 	}); err != nil {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 	}
+	var r result
 	select {
-	case r := <-res:
-		if r.err != nil {
-			return nil, r.err
+	case r = <-res:
+	case <-c.done: // stopped: the dial task was dropped unrun, or ran (its result is waiting)
+		select {
+		case r = <-res:
+		default:
+			r.err = &net.OpError{Op: "dial", Net: network, Err: ErrGroupClosed}
 		}
-		return r.cn, nil
 	case <-ctx.Done():
-		go func() { // the dial goes on: close what it brings
-			if r := <-res; r.cn != nil {
-				r.cn.Close()
+		go func() { // the dial goes on: close what it brings, unless the carrier drops it
+			select {
+			case r := <-res:
+				if r.cn != nil {
+					r.cn.Close()
+				}
+			case <-c.done:
 			}
 		}()
 		return nil, &net.OpError{Op: "dial", Net: network, Err: ctx.Err()}
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.cn, nil
 }
 
 // dialFree is Task.Dial for a conn that no task holds.

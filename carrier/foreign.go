@@ -210,14 +210,36 @@ func (cn *Conn) onCarrier(op func(t *Task)) error {
 		return errNoHome
 	}
 	done := make(chan struct{})
+	ran := false
 	if err := c.SubmitLocal(func(t *Task) {
 		defer close(done)
 		op(t)
+		ran = true // not when the carrier's stop unwound the task
 	}); err != nil {
 		return net.ErrClosed
 	}
-	<-done
+	if err := c.await(done); err != nil || !ran {
+		return net.ErrClosed
+	}
 	return nil
+}
+
+// await waits for done, closed by a task submitted to c, or for c to
+// finish: a carrier that stops drops the tasks still queued unrun, whose
+// submitters would otherwise wait for ever (a goroutine's operation on an
+// io_uring conn while its group closes).
+func (c *Carrier) await(done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-c.done:
+		select {
+		case <-done: // it ran before the carrier finished
+			return nil
+		default:
+			return net.ErrClosed
+		}
+	}
 }
 
 // foreignRead is Read for a foreign caller.

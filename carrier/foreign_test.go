@@ -286,6 +286,31 @@ func TestForeignConn(t *testing.T) {
 	}
 }
 
+// A goroutine waiting in a conn's Read when its group closes gets an
+// error, not a wait for ever: with io_uring its read is a task on the
+// carrier, which the stop unwinds or drops unrun.
+func TestForeignReadAtGroupClose(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	addr, peers := netPeer(t)
+	cn := dialFree(t, g, 0, addr)
+	if <-peers == nil {
+		t.Fatal("no peer conn")
+	}
+	got := make(chan error, 1)
+	go func() { _, err := cn.Read(make([]byte, 1)); got <- err }()
+	time.Sleep(20 * time.Millisecond)
+	g.Close()
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Error("read returned no error after its group closed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("read still waiting 5s after its group closed")
+	}
+}
+
 // A foreign system call holds the fd: the conn's close leaves it open
 // until the last one ends, and closes it then.
 func TestForeignFdRefs(t *testing.T) {
