@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# peers.sh: one spindle server mode against a peer server of another runtime (the fasthttp peer
+# in fasthttppeer/, or any program that takes --port and --backend and answers /health and /fruits
+# as `spindle serve` does), at maximum throughput and at fixed rates: issue 24's comparison.
+# Each side runs alone on the server CPU (SRV_CPU, default 1), with the mock (think time THINK,
+# default 1ms) and the load generator (1 thread, CONNS connections, default 100) on the other
+# (LG_CPU, default 0). A round runs, in turn for both sides (A first in odd rounds, B first in
+# even ones): a closed-loop run of SECONDS (max req/s), then, after both maxima are known, one
+# fixed-rate run of SECONDS per rate in RATES (default "10000 70%"; "70%" is 70% of side A's
+# maximum in that round, the issue's "70% of the carrier mode's own max"), each after a 2 s
+# warm-up. Prints every run's figures, then per side and rate the median (min-max) over rounds
+# of p50, p99 and p99.9 (corrected, ms), B/A of max req/s, and in how many rounds A's p99 was at
+# most B's and A's p99.9 at most twice B's p99. Run from the repo root:
+#
+#   go build -o /tmp/spindle ./cmd/spindle
+#   (cd server/bench/fasthttppeer && go build -o /tmp/fasthttppeer .)
+#   server/bench/peers.sh ROUNDS SECONDS /tmp/spindle /tmp/fasthttppeer [MODE]   # MODE default carrier
+#
+# TARGET (default /fruits) is the path asked for; POLLER the spindle server's --poller; KEEP, a
+# directory to keep every run's load.json in. Needs taskset and jq. Loopback only (ports
+# PORT..PORT+1, default 18380); every process it starts is stopped on exit.
+set -euo pipefail
+if [ $# -lt 4 ]; then
+	echo "usage: $0 ROUNDS SECONDS SPINDLE_BIN PEER_BIN [MODE]" >&2
+	exit 2
+fi
+rounds=$1 secs=$2 bin=$3 peer=$4 mode=${5:-carrier}
+srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18380} target=${TARGET:-/fruits}
+conns=${CONNS:-100} rates=${RATES:-10000 70%}
+case "$rounds$secs" in *[!0-9]*) echo "$0: ROUNDS and SECONDS are whole numbers" >&2; exit 2 ;; esac
+for b in "$bin" "$peer"; do
+	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
+done
+for c in taskset jq; do
+	command -v "$c" >/dev/null || { echo "skip: $c is not installed" >&2; exit 0; }
+done
+poller_args=()
+[ -n "${POLLER:-}" ] && poller_args=(--poller "$POLLER")
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+scratch
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
+m=$port s=$((port + 1))
+taskset -c "$lg_cpu" "$bin" mock --port "$m" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
+pids+=($!)
+waitport "$m" || exit 1
+
+# side K: start side K's server (0: spindle MODE, 1: the peer) on the server CPU.
+side() {
+	if [ "$1" = 0 ]; then
+		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
+			--backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+	else
+		taskset -c "$srv_cpu" "$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+	fi
+	srv=$!
+	waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
+}
+
+# run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json.
+run() {
+	local k=$1 name=$2 rate=${3:-} rargs=()
+	[ -n "$rate" ] && rargs=(-R "$rate" --warmup 2s)
+	side "$k"
+	taskset -c "$lg_cpu" "$bin" load -t1 -c"$conns" -d"${secs}s" "${rargs[@]}" --json "$dir/$name.json" \
+		"http://127.0.0.1:$s$target" >/dev/null 2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+	kill "$srv" 2>/dev/null || true
+	wait "$srv" 2>/dev/null || true
+	[ -n "${KEEP:-}" ] && cp "$dir/$name.json" "$KEEP/"
+	local bad
+	bad=$(jq '.failed + (.errors | if type == "object" then ([.[]] | add // 0) else 0 end)' "$dir/$name.json")
+	[ "$bad" = 0 ] || echo "  $name: $bad failed requests" >&2
+}
+
+# pct NAME P: the corrected percentile P of run NAME, in ms.
+pct() { jq -r --arg p "$2" '.corrected.percentiles_us[$p] / 1000' "$dir/$1.json"; }
+
+names=("$mode" "$(basename "$peer")")
+: >"$dir/rows"
+for r in $(seq "$rounds"); do
+	order=(0 1)
+	[ $((r % 2)) -eq 0 ] && order=(1 0)
+	for k in "${order[@]}"; do run "$k" "r$r-max-$k"; done
+	max0=$(jq '.achieved_rate' "$dir/r$r-max-0.json") max1=$(jq '.achieved_rate' "$dir/r$r-max-1.json")
+	echo "round $r: max req/s ${names[0]} $max0, ${names[1]} $max1, B/A $(awk -v a="$max0" -v b="$max1" 'BEGIN{printf "%.3f", b/a}')"
+	echo "max - $max0 $max1" >>"$dir/rows"
+	for rate in $rates; do
+		R=$rate
+		case "$rate" in *%) R=$(awk -v a="$max0" -v p="${rate%\%}" 'BEGIN{printf "%d", a*p/100}') ;; esac
+		for k in "${order[@]}"; do run "$k" "r$r-$rate-$k" "$R"; done
+		for k in 0 1; do
+			p50=$(pct "r$r-$rate-$k" 50) p99=$(pct "r$r-$rate-$k" 99) p999=$(pct "r$r-$rate-$k" 99.9)
+			echo "  $rate ($R/s) ${names[$k]}: p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms"
+			echo "$rate $k $p50 $p99 $p999" >>"$dir/rows"
+		done
+	done
+done
+
+# med [FMT]: "median (min-max)" of the numbers on stdin, each printed with FMT (default %.3g).
+med() {
+	sort -g | awk -v f="${1:-%.3g}" '{v[NR]=$1} END{m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf f " (" f "-" f ")", m, v[1], v[NR]}'
+}
+echo "summary over $rounds rounds, ${secs} s runs, A = ${names[0]}, B = ${names[1]}:"
+echo "  max req/s: A $(awk '$1=="max"{print $3}' "$dir/rows" | med %.0f), B $(awk '$1=="max"{print $4}' "$dir/rows" | med %.0f)," \
+	"B/A $(awk '$1=="max"{print $4/$3}' "$dir/rows" | med %.3f)"
+for rate in $rates; do
+	for k in 0 1; do
+		echo "  $rate ${names[$k]}: p50 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $3}' "$dir/rows" | med)," \
+			"p99 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $4}' "$dir/rows" | med)," \
+			"p99.9 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $5}' "$dir/rows" | med) ms"
+	done
+	awk -v r="$rate" -v n="$rounds" '$1==r && $2==0{a99[++i]=$4; a999[i]=$5} $1==r && $2==1{b99[++j]=$4}
+		END{for (x = 1; x <= i; x++) {p += (a99[x] <= b99[x]); q += (a999[x] <= 2 * b99[x])}
+		printf "  %s: A p99 <= B p99 in %d of %d rounds; A p99.9 <= 2x B p99 in %d of %d\n", r, p, n, q, n}' "$dir/rows"
+done
