@@ -2,7 +2,10 @@ module example.com/hello
 
 go 1.26.0
 
-require github.com/spindle-lab/spindle v0.0.0
+require (
+	github.com/spindle-lab/spindle v0.0.0
+	golang.org/x/sync v0.24.0
+)
 
 require golang.org/x/sys v0.50.0 // indirect
 
