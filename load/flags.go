@@ -50,6 +50,8 @@ type Flags struct {
 	// Spin is how long before each intended send a thread polls instead of
 	// sleeping.
 	Spin time.Duration
+	// Pipeline is the requests a connection sends at once (closed loop).
+	Pipeline int
 	// Insecure, TLSResume, SNI, TLSMin and TLSMax are the https options
 	// (TLSMin, TLSMax as ParseTLSVersion reads them).
 	Insecure, TLSResume bool
@@ -92,6 +94,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.StartAt, "start-at", "", "start the run (warm-up first) at this `INSTANT` (RFC 3339, e.g. 2026-01-02T15:04:05.5Z) instead of at once: load generators on several hosts start together")
 	cliflag.CPUsVar(fs, &f.CPUs, "cpuset", "pin the load threads to these CPUs (thread i on the i-th, round robin)")
 	cliflag.DurationVar(fs, &f.Spin, "spin", DefaultSpin, "poll instead of sleeping this long before each intended send")
+	cliflag.CountVar(fs, &f.Pipeline, []string{"pipeline"}, 1, "requests each connection sends at once, closed loop only (wrk's pipeline script; TechEmpower's plaintext sends 16); the next batch goes when its last response is in")
 	for _, n := range []string{"k", "insecure"} {
 		fs.BoolVar(&f.Insecure, n, false, "https: do not verify the server's certificate (self-signed certificates)")
 	}

@@ -1,11 +1,14 @@
 package load
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -183,17 +186,20 @@ func TestAccountingRandomCloses(t *testing.T) {
 		}
 		return answerOK(n, w)
 	})
-	for _, rate := range []float64{0, 2000} {
+	for _, tt := range []struct {
+		rate     float64
+		pipeline int
+	}{{0, 1}, {2000, 1}, {0, 3}} {
 		r, err := Run(context.Background(), Options{
 			URL: s.url(), Threads: 2, Connections: 7, Duration: time.Second,
-			Rate: rate, Timeout: time.Second,
+			Rate: tt.rate, Timeout: time.Second, Pipeline: tt.pipeline,
 		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkAccounting(t, r)
 		if r.Completed == 0 || r.Errors.Read == 0 {
-			t.Errorf("rate %g: completed %d, read errors %d: want both", rate, r.Completed, r.Errors.Read)
+			t.Errorf("rate %g, pipeline %d: completed %d, read errors %d: want both", tt.rate, tt.pipeline, r.Completed, r.Errors.Read)
 		}
 	}
 }
@@ -309,6 +315,10 @@ func TestBadOptions(t *testing.T) {
 		{"rate", func(o *Options) { o.Rate = -1 }, "rate"},
 		{"timeout", func(o *Options) { o.Timeout = 0 }, "timeout"},
 		{"header", func(o *Options) { o.Headers = []string{"no colon"} }, "header"},
+		{"pipeline negative", func(o *Options) { o.Pipeline = -1 }, "pipeline must be 1 to 1024"},
+		{"pipeline too deep", func(o *Options) { o.Pipeline = MaxPipeline + 1 }, "pipeline must be 1 to 1024"},
+		{"pipeline at a rate", func(o *Options) { o.Pipeline, o.Rate = 4, 100 }, "closed loop only"},
+		{"pipeline with a mix", func(o *Options) { o.Pipeline, o.Mix = 4, []MixEntry{{Weight: 1, Target: "/a"}} }, "no mix"},
 	}
 	for _, tt := range tests {
 		o := ok
@@ -470,5 +480,122 @@ func TestBodyLongerThanLengthLater(t *testing.T) {
 	checkAccounting(t, r)
 	if r.Errors.Parse == 0 || r.Errors.ParseLate != r.Errors.Parse || r.ByStatus.C2xx != 0 {
 		t.Fatalf("malformed %d (late %d), 2xx %d: want every response malformed, late", r.Errors.Parse, r.Errors.ParseLate, r.ByStatus.C2xx)
+	}
+}
+
+// batchServer answers a connection's requests batch requests at a time:
+// it reads batch request heads, then writes the answer of each (answer, as
+// testServer's, for the i-th request of the batch; false closes the
+// connection). A client that waits for each answer before it sends the next
+// request gets none: only a pipeline of batch requests is served.
+func batchServer(t *testing.T, batch int, answer func(i int, w io.Writer) bool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					for range batch {
+						if readRequest(r) != nil {
+							return
+						}
+					}
+					var out bytes.Buffer
+					keep := true
+					for i := 0; i < batch && keep; i++ {
+						keep = answer(i, &out)
+					}
+					if _, err := c.Write(out.Bytes()); err != nil || !keep {
+						return
+					}
+				}
+			})
+		}
+	})
+	return "http://" + ln.Addr().String() + "/"
+}
+
+// TestPipeline runs closed loop with a pipeline of 4 against a server that
+// answers only batches of 4: every response counts as a request, and every
+// request is accounted for, also when the server closes after the first
+// answer of each batch (the other three fail as read errors).
+func TestPipeline(t *testing.T) {
+	const depth = 4
+	closeAfter := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+	tests := []struct {
+		name   string
+		answer func(i int, w io.Writer) bool
+		check  func(r *Result) error
+	}{
+		{"all answered", func(_ int, w io.Writer) bool { return answerOK(0, w) }, func(r *Result) error {
+			if r.Completed < 100 || r.Failed != 0 || r.ByStatus.C2xx != r.Completed {
+				return fmt.Errorf("completed %d (2xx %d), failed %d: want >= 100 completed, all 2xx, none failed", r.Completed, r.ByStatus.C2xx, r.Failed)
+			}
+			if r.Config.Pipeline != depth {
+				return fmt.Errorf("config pipeline %d, want %d", r.Config.Pipeline, depth)
+			}
+			return nil
+		}},
+		{"closed after the first", func(i int, w io.Writer) bool {
+			io.WriteString(w, closeAfter)
+			return false
+		}, func(r *Result) error {
+			if r.Completed < 10 || r.Errors.Read != (depth-1)*r.Completed {
+				return fmt.Errorf("completed %d, read errors %d: want >= 10 and %d read errors per completed", r.Completed, r.Errors.Read, depth-1)
+			}
+			return nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Run(context.Background(), Options{
+				URL: batchServer(t, depth, tt.answer), Threads: 1, Connections: 3,
+				Duration: 500 * time.Millisecond, Timeout: 2 * time.Second, Pipeline: depth,
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAccounting(t, r)
+			if err := tt.check(r); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Without a pipeline the same server answers nothing: each request
+	// waits for answers that need three more requests first.
+	r, err := Run(context.Background(), Options{
+		URL: batchServer(t, depth, func(_ int, w io.Writer) bool { return answerOK(0, w) }), Threads: 1, Connections: 1,
+		Duration: 300 * time.Millisecond, Timeout: 100 * time.Millisecond,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAccounting(t, r)
+	if r.Completed != 0 || r.Errors.Timeout == 0 {
+		t.Errorf("unpipelined: completed %d, timeouts %d: want none completed, timeouts", r.Completed, r.Errors.Timeout)
 	}
 }

@@ -16,6 +16,7 @@
 package load
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/tls"
@@ -46,6 +47,8 @@ const (
 	// DefaultInterval is the length of an interval histogram (HdrHistogram
 	// interval logs are conventionally per second).
 	DefaultInterval = time.Second
+	// MaxPipeline bounds Options.Pipeline (TechEmpower pipelines 16).
+	MaxPipeline = 1024
 )
 
 // Errors callers test with errors.Is.
@@ -98,6 +101,13 @@ type Options struct {
 	// Spin is how long before an intended send time a thread polls instead
 	// of sleeping (0: never spin).
 	Spin time.Duration
+	// Pipeline is how many requests a connection sends at once, closed
+	// loop only (wrk's pipelining script, TechEmpower's plaintext test):
+	// the next batch goes when the last response of the previous one has
+	// arrived. Each response is a request in the counts and histograms,
+	// its latency from the batch's send. 0 or 1: no pipelining; at most
+	// MaxPipeline; no Mix.
+	Pipeline int
 
 	// StartAt, when not zero, is the instant the run starts (the warm-up
 	// first), after the threads have connected nothing yet: load
@@ -171,6 +181,12 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("interval must be at least 1ms (got %s)", o.Interval)
 	case o.Spin < 0:
 		return target{}, badOptions("spin must not be negative (got %s)", o.Spin)
+	case o.Pipeline < 0 || o.Pipeline > MaxPipeline:
+		return target{}, badOptions("pipeline must be 1 to %d (got %d)", MaxPipeline, o.Pipeline)
+	case o.Pipeline > 1 && o.Rate > 0:
+		return target{}, badOptions("pipeline %d: pipelining runs closed loop only (no rate)", o.Pipeline)
+	case o.Pipeline > 1 && len(o.Mix) > 0:
+		return target{}, badOptions("pipeline %d: a pipeline sends the URL's request alone (no mix)", o.Pipeline)
 	case o.Method != "" && strings.ContainsAny(o.Method, " \t\r\n"):
 		return target{}, badOptions("method %q is not a token", o.Method)
 	}
@@ -284,7 +300,8 @@ func (o Options) withDefaults() Options {
 // without a mix) once; every send reuses the bytes.
 func buildRequests(o Options, t target) [][]byte {
 	if len(o.Mix) == 0 {
-		return [][]byte{buildRequest(o, t)}
+		// A pipeline's batch is the request Pipeline times, one write.
+		return [][]byte{bytes.Repeat(buildRequest(o, t), max(1, o.Pipeline))}
 	}
 	reqs := make([][]byte, len(o.Mix))
 	for i, e := range o.Mix {

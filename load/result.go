@@ -118,7 +118,8 @@ type Config struct {
 	Method      string   `json:"method"`
 	Headers     []string `json:"headers"`
 	BodyBytes   int      `json:"body_bytes"`
-	CPUs        string   `json:"cpus"` // pinned CPU list; empty: not pinned
+	CPUs        string   `json:"cpus"`               // pinned CPU list; empty: not pinned
+	Pipeline    int      `json:"pipeline,omitempty"` // requests a connection sends at once (closed loop); 0: 1
 }
 
 // StatusCounts counts responses by status class.

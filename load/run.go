@@ -96,7 +96,7 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 		// into its raw buffer.
 		sa, family := unix.SockaddrOf(t.addr)
 		workers[i] = &worker{
-			id: i, closed: o.Rate == 0, reqs: reqs, table: table, stride: int64(o.Connections), head: o.Method == "HEAD",
+			id: i, closed: o.Rate == 0, pipeline: int64(max(1, o.Pipeline)), reqs: reqs, table: table, stride: int64(o.Connections), head: o.Method == "HEAD",
 			timeout: int64(o.Timeout), spin: int64(o.Spin), sa: sa, family: family,
 			cpus: o.CPUs, clock: clock, conns: make([]conn, n), ep: -1, tlsConf: tlsConf,
 		}
@@ -268,7 +268,7 @@ func collect(o Options, start time.Time, measureAt int64, workers []*worker) (*R
 			URL: o.URL, Threads: o.Threads, Connections: o.Connections,
 			DurationS: o.Duration.Seconds(), WarmupS: o.Warmup.Seconds(), Rate: o.Rate,
 			TimeoutS: o.Timeout.Seconds(), Method: o.Method, Headers: o.Headers,
-			BodyBytes: len(o.Body), CPUs: o.CPUs.String(),
+			BodyBytes: len(o.Body), CPUs: o.CPUs.String(), Pipeline: pipelined(o.Pipeline),
 		},
 		Start:     start.UTC(),
 		DurationS: max(0, float64(stopped-measureAt)/1e9),
@@ -327,9 +327,21 @@ func statusCounts(byClass [6]int64) StatusCounts {
 		C4xx: byClass[4], C5xx: byClass[5], Other: byClass[0]}
 }
 
+// pipelined is Config.Pipeline of Options.Pipeline p: 0 (left out of the
+// JSON) without pipelining.
+func pipelined(p int) int {
+	if p > 1 {
+		return p
+	}
+	return 0
+}
+
 // String describes the options in one line, for logs.
 func (o Options) String() string {
 	mode := "closed loop"
+	if o.Pipeline > 1 {
+		mode = fmt.Sprintf("closed loop, pipeline %d", o.Pipeline)
+	}
 	if o.Rate > 0 {
 		mode = fmt.Sprintf("%g req/s", o.Rate)
 	}

@@ -106,12 +106,15 @@ type live struct {
 }
 
 type conn struct {
-	idx      int32 // index in worker.conns
-	fd       int
-	gen      uint32 // bumped per socket; stale events carry an old one
-	state    uint8
-	wantOut  bool // EPOLLOUT registered
-	hasReq   bool // a request is current (begun, outcome pending)
+	idx     int32 // index in worker.conns
+	fd      int
+	gen     uint32 // bumped per socket; stale events carry an old one
+	state   uint8
+	wantOut bool // EPOLLOUT registered
+	hasReq  bool // a request is current (begun, outcome pending)
+	// pending is how many responses of the current request (a batch of
+	// worker.pipeline requests, sent in one write) are still due.
+	pending  int64
 	measured bool // the current request counts (intended in the window)
 	parser   responseParser
 	written  int         // bytes of the request (TLS: of tls.out) written
@@ -138,9 +141,10 @@ type conn struct {
 
 // worker is one load thread.
 type worker struct {
-	id     int
-	closed bool     // closed loop (no rate)
-	reqs   [][]byte // the request of each mix entry (one without a mix)
+	id       int
+	closed   bool     // closed loop (no rate)
+	pipeline int64    // requests in a batch, sent at once (Options.Pipeline; 1: none)
+	reqs     [][]byte // the request of each mix entry (one without a mix)
 	// table maps a request's rank in its sequence to its mix entry
 	// (mixTable); nil without a mix. At a fixed rate the rank is the
 	// request's in the intended send order of all connections
@@ -424,12 +428,13 @@ func (w *worker) setOut(c *conn, on bool) {
 // begin starts a request intended at intended.
 func (w *worker) begin(c *conn, intended, now int64) {
 	c.hasReq = true
+	c.pending = w.pipeline
 	c.intended = intended
 	c.measured = intended >= w.measureAt
 	if c.measured {
-		w.c.intended++
+		w.c.intended += c.pending
 	} else {
-		w.c.warmup++
+		w.c.warmup += c.pending
 	}
 	if w.table != nil {
 		n := w.seq
@@ -453,9 +458,9 @@ func (w *worker) send(c *conn, now int64) {
 	c.lastOK = 0
 	c.parser.reset(w.head)
 	c.state = csWriting
-	w.live.sent.Add(1)
+	w.live.sent.Add(c.pending)
 	if c.measured {
-		w.c.sent++
+		w.c.sent += c.pending
 		if w.mix != nil {
 			w.mix[c.entry].sent++
 		}
@@ -539,23 +544,30 @@ func (w *worker) consume(c *conn, data []byte, now int64) bool {
 		w.closeConn(c)
 		return false
 	}
-	used, perr := c.parser.feed(data)
-	if perr != nil {
-		w.fail(c, failParse, now)
-		return false
-	}
-	if c.parser.done() {
-		if used < len(data) {
-			// Bytes beyond the response, which came with it: a body longer
-			// than its Content-Length (a request is never pipelined, so
-			// nothing else may follow).
+	for {
+		used, perr := c.parser.feed(data)
+		if perr != nil {
 			w.fail(c, failParse, now)
 			return false
 		}
-		w.complete(c, now, c.parser.keepAliveAfter())
-		return false
+		if !c.parser.done() {
+			return true
+		}
+		data = data[used:]
+		if c.pending == 1 && len(data) > 0 {
+			// Bytes beyond the batch's last response, which came with it:
+			// a body longer than its Content-Length (nothing else was
+			// asked for, so nothing else may follow).
+			w.fail(c, failParse, now)
+			return false
+		}
+		if !w.complete(c, now, c.parser.keepAliveAfter()) {
+			return false
+		}
+		if len(data) == 0 {
+			return true
+		}
 	}
-	return true
 }
 
 // ended handles the end of c's stream: clean (EOF, TLS close_notify) or not.
@@ -649,8 +661,38 @@ func (w *worker) flushTLS(c *conn, now int64) bool {
 	return true
 }
 
-// complete records a finished response and moves c on.
-func (w *worker) complete(c *conn, now int64, keep bool) {
+// complete records a finished response and moves c on: to the next
+// response of its batch, when one is still due (it then reports true), or
+// to its next request.
+func (w *worker) complete(c *conn, now int64, keep bool) bool {
+	w.record(c, now)
+	c.pending--
+	if c.pending > 0 {
+		if keep && (c.state == csReading || c.state == csWriting) {
+			c.parser.reset(w.head) // a pipeline's next response: it may come before the batch is all written
+			return true
+		}
+		// The server closed (or the stream is out of step) with responses
+		// of the batch still due: those fail.
+		w.fail(c, failRead, now)
+		return false
+	}
+	if keep && c.state == csReading {
+		c.state = csReady
+		c.lastOK, c.lastMeasured, c.lastEntry = int8(c.parser.status/100)+1, c.measured, c.entry
+		if c.lastOK > 6 {
+			c.lastOK = 1 // class 0, as counted above
+		}
+	} else { // (a response that beat the end of our write leaves the stream out of step)
+		w.closeConn(c)
+	}
+	w.advance(c, now)
+	return false
+}
+
+// record counts a finished response of c's current request and records its
+// latencies.
+func (w *worker) record(c *conn, now int64) {
 	w.live.completed.Add(1)
 	if c.measured {
 		class := c.parser.status / 100
@@ -672,16 +714,6 @@ func (w *worker) complete(c *conn, now int64, keep bool) {
 			latency.RecordNs(w.iv.h, now-c.intended)
 		}
 	}
-	if keep && c.state == csReading {
-		c.state = csReady
-		c.lastOK, c.lastMeasured, c.lastEntry = int8(c.parser.status/100)+1, c.measured, c.entry
-		if c.lastOK > 6 {
-			c.lastOK = 1 // class 0, as counted above
-		}
-	} else { // (a response that beat the end of our write leaves the stream out of step)
-		w.closeConn(c)
-	}
-	w.advance(c, now)
 }
 
 // lateBytes turns the last response completed on c into a malformed one
@@ -720,11 +752,11 @@ func (w *worker) fail(c *conn, kind int, now int64) {
 	if !c.hasReq {
 		return
 	}
-	w.live.errors.Add(1)
+	w.live.errors.Add(c.pending)
 	if c.measured {
-		w.c.failed[kind]++
+		w.c.failed[kind] += c.pending
 		if w.mix != nil {
-			w.mix[c.entry].failed++
+			w.mix[c.entry].failed++ // a mix is never pipelined: pending is 1
 		}
 	}
 	w.advance(c, now)
@@ -836,9 +868,9 @@ func (w *worker) finish(end int64) {
 		c := &w.conns[i]
 		if c.hasReq && c.measured {
 			if c.state == csWriting || c.state == csReading {
-				w.c.inFlight++
+				w.c.inFlight += c.pending
 			} else {
-				w.c.notSent++
+				w.c.notSent += c.pending
 			}
 		}
 		if !w.closed {

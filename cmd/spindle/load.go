@@ -42,6 +42,7 @@ Counts take k/M suffixes (20k); durations need a unit (10s, 500ms, 2m).`)
 	cliflag.Narrow(fs.FlagSet, cliflag.Positive(&c.Timeout), "timeout")
 	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.Warmup, 0), "warmup")
 	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.Spin, 0), "spin")
+	cliflag.Narrow(fs.FlagSet, cliflag.Within(&c.Pipeline, 1, load.MaxPipeline), "pipeline")
 	// 0 would silently mean the library's default interval.
 	cliflag.Narrow(fs.FlagSet, cliflag.AtLeast(&c.HlogInterval, time.Millisecond), "hlog-interval")
 	fs.example(
@@ -67,7 +68,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	}
 	o := load.Options{URL: pos[0], Threads: c.Threads, Connections: c.Connections,
 		Duration: c.Duration, Warmup: c.Warmup, Timeout: c.Timeout, Headers: c.Headers, CPUs: c.CPUs, Mix: c.Mix,
-		Method: c.Method, Body: c.Body, Spin: c.Spin, Insecure: c.Insecure, TLSResume: c.TLSResume, SNI: c.SNI}
+		Method: c.Method, Body: c.Body, Spin: c.Spin, Insecure: c.Insecure, TLSResume: c.TLSResume, SNI: c.SNI,
+		Pipeline: c.Pipeline}
 	if c.RateGiven {
 		o.Rate = c.Rate
 	}
