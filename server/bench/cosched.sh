@@ -13,7 +13,9 @@
 #   server/bench/cosched.sh ROUNDS SECONDS BIN_A BIN_B [MODE]     # MODE default nethttp-carrier
 #
 # TARGET (default /fruits) is the path the load generators ask for; POLLER (default: the
-# binaries' own default) the servers' --poller.
+# binaries' own default) the servers' --poller. PEER, a program that takes --threads, --port and
+# --backend (server/bench/fasthttppeer), is side B's server instead of BIN_B's serve: then B/A is
+# the peer's throughput over spindle's MODE, sharing the CPU, the ratio of their CPU per request.
 # Loopback only (ports PORT..PORT+11, default 18280); every process it starts is stopped on exit.
 set -euo pipefail
 if [ $# -lt 4 ]; then
@@ -24,7 +26,7 @@ rounds=$1 secs=$2 bin_a=$3 bin_b=$4 mode=${5:-nethttp-carrier}
 srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18280} target=${TARGET:-/fruits}
 poller_args=()
 [ -n "${POLLER:-}" ] && poller_args=(--poller "$POLLER")
-for b in "$bin_a" "$bin_b"; do
+for b in "$bin_a" "$bin_b" ${PEER:+"$PEER"}; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
 done
 command -v taskset >/dev/null || { echo "skip: taskset is not installed" >&2; exit 0; }
@@ -41,8 +43,12 @@ for r in $(seq "$rounds"); do
 		m=$((port + 10 * k)) s=$((port + 10 * k + 1))
 		taskset -c "$lg_cpu" "${bins[$k]}" mock --port "$m" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 		pids+=($!)
-		taskset -c "$srv_cpu" "${bins[$k]}" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
-			--backend "http://127.0.0.1:$m/fruits" >/dev/null 2>&1 &
+		if [ -n "${PEER:-}" ] && [ "${bins[$k]}" = "$bin_b" ]; then
+			taskset -c "$srv_cpu" "$PEER" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >/dev/null 2>&1 &
+		else
+			taskset -c "$srv_cpu" "${bins[$k]}" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
+				--backend "http://127.0.0.1:$m/fruits" >/dev/null 2>&1 &
+		fi
 		pids+=($!)
 		waitport "$m" || exit 1
 		waitport "$s" || exit 1

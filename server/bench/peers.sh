@@ -6,7 +6,7 @@
 # default 1ms) and the load generator (1 thread, CONNS connections, default 100) on the other
 # (LG_CPU, default 0). A round runs, in turn for both sides (A first in odd rounds, B first in
 # even ones): a closed-loop run of SECONDS (max req/s), then, after both maxima are known, one
-# fixed-rate run of SECONDS per rate in RATES (default "10000 70%"; "70%" is 70% of side A's
+# fixed-rate run of SECONDS per rate in RATES (default "10000 70%", empty for none; "70%" is 70% of side A's
 # maximum in that round, the issue's "70% of the carrier mode's own max"), each after a 2 s
 # warm-up. Prints every run's figures, then per side and rate the median (min-max) over rounds
 # of p50, p99 and p99.9 (corrected, ms), B/A of max req/s, and in how many rounds A's p99 was at
@@ -26,7 +26,7 @@ if [ $# -lt 4 ]; then
 fi
 rounds=$1 secs=$2 bin=$3 peer=$4 mode=${5:-carrier}
 srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18380} target=${TARGET:-/fruits}
-conns=${CONNS:-100} rates=${RATES:-10000 70%}
+conns=${CONNS:-100} rates=${RATES-10000 70%}
 case "$rounds$secs" in *[!0-9]*) echo "$0: ROUNDS and SECONDS are whole numbers" >&2; exit 2 ;; esac
 for b in "$bin" "$peer"; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
@@ -57,13 +57,21 @@ side() {
 	waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
 }
 
-# run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json.
+# ticks PID: the CPU time of process PID so far (utime + stime, clock ticks).
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+
+# run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json and the server's
+# CPU µs per completed request (over the whole run, connects included) in $dir/NAME.cpu.
 run() {
-	local k=$1 name=$2 rate=${3:-} rargs=()
+	local k=$1 name=$2 rate=${3:-} rargs=() t0 t1
 	[ -n "$rate" ] && rargs=(-R "$rate" --warmup 2s)
 	side "$k"
+	t0=$(ticks "$srv")
 	taskset -c "$lg_cpu" "$bin" load -t1 -c"$conns" -d"${secs}s" "${rargs[@]}" --json "$dir/$name.json" \
 		"http://127.0.0.1:$s$target" >/dev/null 2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+	t1=$(ticks "$srv")
+	awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$(jq '.completed + .warmup_requests' "$dir/$name.json")" \
+		'BEGIN{printf "%.2f\n", t * 1e6 / hz / n}' >"$dir/$name.cpu"
 	kill "$srv" 2>/dev/null || true
 	wait "$srv" 2>/dev/null || true
 	[ -n "${KEEP:-}" ] && cp "$dir/$name.json" "$KEEP/"
@@ -82,8 +90,10 @@ for r in $(seq "$rounds"); do
 	[ $((r % 2)) -eq 0 ] && order=(1 0)
 	for k in "${order[@]}"; do run "$k" "r$r-max-$k"; done
 	max0=$(jq '.achieved_rate' "$dir/r$r-max-0.json") max1=$(jq '.achieved_rate' "$dir/r$r-max-1.json")
-	echo "round $r: max req/s ${names[0]} $max0, ${names[1]} $max1, B/A $(awk -v a="$max0" -v b="$max1" 'BEGIN{printf "%.3f", b/a}')"
-	echo "max - $max0 $max1" >>"$dir/rows"
+	cpu0=$(cat "$dir/r$r-max-0.cpu") cpu1=$(cat "$dir/r$r-max-1.cpu")
+	echo "round $r: max req/s ${names[0]} $max0, ${names[1]} $max1, B/A $(awk -v a="$max0" -v b="$max1" 'BEGIN{printf "%.3f", b/a}');" \
+		"server CPU µs/request ${names[0]} $cpu0, ${names[1]} $cpu1"
+	echo "max - $max0 $max1 $cpu0 $cpu1" >>"$dir/rows"
 	for rate in $rates; do
 		R=$rate
 		case "$rate" in *%) R=$(awk -v a="$max0" -v p="${rate%\%}" 'BEGIN{printf "%d", a*p/100}') ;; esac
@@ -103,6 +113,8 @@ med() {
 echo "summary over $rounds rounds, ${secs} s runs, A = ${names[0]}, B = ${names[1]}:"
 echo "  max req/s: A $(awk '$1=="max"{print $3}' "$dir/rows" | med %.0f), B $(awk '$1=="max"{print $4}' "$dir/rows" | med %.0f)," \
 	"B/A $(awk '$1=="max"{print $4/$3}' "$dir/rows" | med %.3f)"
+echo "  server CPU µs per request at max: A $(awk '$1=="max"{print $5}' "$dir/rows" | med %.2f)," \
+	"B $(awk '$1=="max"{print $6}' "$dir/rows" | med %.2f), A/B $(awk '$1=="max"{print $5/$6}' "$dir/rows" | med %.3f)"
 for rate in $rates; do
 	for k in 0 1; do
 		echo "  $rate ${names[$k]}: p50 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $3}' "$dir/rows" | med)," \
