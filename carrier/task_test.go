@@ -193,8 +193,8 @@ func TestReadDeadline(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	inTaskWithConn(t, Options{Carriers: 1}, func(net.Conn) { <-stop }, func(tk *Task, c *Conn) { // the peer never writes
-		c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
-		start := time.Now()
+		start := time.Now() // before the deadline is set: a start read after it may be late
+		c.SetReadDeadline(start.Add(30 * time.Millisecond))
 		_, err := c.Read(make([]byte, 8))
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("read: %v, want deadline exceeded", err)
