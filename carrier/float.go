@@ -13,9 +13,9 @@ package carrier
 //   - The asked carrier answers at the start of its next drain, on
 //     its own goroutine: it takes half of its FIFO's movable tasks off its
 //     books (their coroutines and the conns they own: the fds leave its
-//     epoll and fd table) and queues them on the thief's local queue.
+//     poller and fd table) and queues them on the thief's local queue.
 //   - The thief rehomes each one when it runs it: the conns are registered
-//     on its epoll (edge-triggered, so readiness at the moment of adding is
+//     on its poller (edge-triggered, so readiness at the moment of adding is
 //     reported), and the task's home, timers and telemetry are the thief's
 //     from then on.
 //
@@ -32,7 +32,7 @@ package carrier
 
 // minBacklog is the least number of runnable tasks waiting in a carrier's
 // FIFO for an idle sibling to ask for some: with one, the hand-over (two
-// epoll_ctl calls per conn, a wake-up) would only move the wait around.
+// poller calls per conn, a wake-up) would only move the wait around.
 const minBacklog = 2
 
 // A carrier hands work over only when the oldest runnable task in its FIFO
@@ -77,7 +77,7 @@ func (c *Carrier) floatRound() {
 		if th != nil {
 			c.lastGave = c.now
 			c.donate(th)
-			c.quota[0] = min(c.quota[0], c.fifo.n) // the round's FIFO share went with the tasks
+			c.quota[roundFIFO] = min(c.quota[roundFIFO], c.fifo.n) // the round's FIFO share went with the tasks
 			behind = c.behind()
 		}
 	}
@@ -176,8 +176,9 @@ func (c *Carrier) unhome(t *Task) {
 	}
 }
 
-// rehome makes c the home of a started task that another carrier
-// released: its coroutine joins c's, its conns are registered on c's epoll.
+// rehome makes c the home of a started task that another carrier took
+// off its books (unhome): its coroutine joins c's, its conns are
+// registered on c's poller.
 // A conn that cannot be registered is closed (its next operation says so).
 // For a task never started there is nothing to rehome: run starts it on c.
 func (c *Carrier) rehome(t *Task) {

@@ -53,9 +53,9 @@ import (
 // foreign uses in flight (fref>>1) have ended.
 const fdClosedBit = 1
 
-// acquire takes a reference on pd's fd for a foreign use; false when the
+// refFD takes a reference on pd's fd for a foreign use; false when the
 // fd is closed or closing.
-func (pd *pollDesc) acquire() bool {
+func (pd *pollDesc) refFD() bool {
 	for {
 		v := pd.fref.Load()
 		if v&fdClosedBit != 0 {
@@ -67,8 +67,8 @@ func (pd *pollDesc) acquire() bool {
 	}
 }
 
-// release ends a foreign use: the last one after the close closes the fd.
-func (pd *pollDesc) release() {
+// unrefFD ends a foreign use: the last one after the close closes the fd.
+func (pd *pollDesc) unrefFD() {
 	if pd.fref.Add(^uint64(1)) == fdClosedBit { // minus 2: closed, and no use left
 		unix.Close(pd.fd)
 	}
@@ -145,11 +145,11 @@ func (cn *Conn) goConn() (net.Conn, error) {
 	if c := pd.gc.Load(); c != nil {
 		return *c, nil
 	}
-	if !pd.acquire() {
+	if !pd.refFD() {
 		return nil, net.ErrClosed
 	}
 	dfd, err := unix.DupCloexec(pd.fd)
-	pd.release()
+	pd.unrefFD()
 	if err != nil {
 		return nil, fmt.Errorf("carrier: a conn for a foreign caller: %w", err)
 	}
@@ -424,10 +424,10 @@ type rawConn struct{ cn *Conn }
 
 func (rc rawConn) Control(f func(fd uintptr)) error {
 	pd := &rc.cn.pd
-	if !pd.acquire() {
+	if !pd.refFD() {
 		return net.ErrClosed
 	}
-	defer pd.release()
+	defer pd.unrefFD()
 	f(uintptr(pd.fd))
 	return nil
 }
@@ -473,11 +473,11 @@ func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 		if d := dl.Load(); d != 0 && wait.Now() >= d {
 			return os.ErrDeadlineExceeded
 		}
-		if !pd.acquire() {
+		if !pd.refFD() {
 			return net.ErrClosed
 		}
 		done := f(uintptr(pd.fd))
-		pd.release()
+		pd.unrefFD()
 		switch {
 		case done:
 			return nil
