@@ -1,16 +1,17 @@
 // Package carrier is spindle's runtime: per-CPU event loops ("carriers")
-// that poll their own epoll instance and run handler code as coroutines
-// with carrier affinity, the Go form of the scheduler study's custom
-// scheduler.
+// that each poll an I/O poller of their own and run handler code as
+// coroutines with carrier affinity, the Go form of the scheduler study's
+// custom scheduler.
 //
 // A carrier is a goroutine locked to its OS thread (named carrier-N and
-// optionally pinned to one CPU). It owns an epoll instance, an eventfd that
-// producers write only when the carrier is asleep, a timer heap and its run
-// queues: a LIFO slot for the task just woken by I/O, a local FIFO, and an
-// inject queue for work submitted from anywhere. Its loop polls I/O
-// (without blocking while it has work), drains runnable tasks under a time
-// budget (at least one task per pass), and otherwise waits with its
-// wait.Strategy, for which it is the wait.Target.
+// optionally pinned to one CPU). It owns a poller (an epoll instance or an
+// io_uring ring, Options.Poller), an eventfd that producers write only when
+// the carrier is asleep, a timer heap and its run queues: a LIFO slot for
+// the task just woken by I/O, a local FIFO, and an inject queue for work
+// submitted from anywhere. Its loop polls I/O (without blocking while it
+// has work), drains runnable tasks under a time budget (at least one task
+// per pass), and otherwise waits with its wait.Strategy, for which it is
+// the wait.Target.
 //
 // A task is a closure run as a coroutine from its carrier's pool (built on
 // iter.Pull; no allocation per task once warm). Once started, a task stays
@@ -18,9 +19,10 @@
 // time.Sleep) or computes for long is handed off (handoff.go): past
 // Options.HandoffThreshold the carrier goes on on another thread while the
 // task finishes its wait, and the task rejoins its carrier at its next
-// carrier operation. Inside a task, Conn
-// offers blocking-style I/O that parks the task on the home epoll, and
-// Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
+// carrier operation. Inside a task, Conn offers blocking-style I/O that
+// parks the task on its carrier's poller (any other goroutine may use a
+// Conn too: foreign.go), and Sleep, Yield, Dial, Go and Offload complete
+// the toolkit. Work stealing,
 // when enabled, moves only tasks that have not started, except in floating
 // mode (Options.Float: carriers not locked to threads), where a busy
 // carrier also hands runnable started tasks, with the conns they own, to an
@@ -43,7 +45,7 @@ import (
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
-// eventBatch is how many epoll events one poll returns at most; more ready
+// eventBatch is how many events one poll returns at most; more ready
 // fds are picked up by the next poll, a few microseconds later.
 const eventBatch = 256
 
@@ -203,7 +205,7 @@ func (c *Carrier) resume(t *Task) {
 	}
 }
 
-// wake makes a sleeping carrier return from epoll_wait. The producer has
+// wake makes a sleeping carrier return from its poller's wait. The producer has
 // already published its work (a sequentially consistent store); the
 // carrier stores sleeping=1 before its last look at the queues. So either
 // the carrier sees the work, or the producer sees sleeping=1 and writes
