@@ -32,6 +32,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer notePoller(t, g)
 	l, err := g.Listen("127.0.0.1:0", echo, ListenOptions{ReusePort: true})
 	if err != nil {
 		t.Fatal(err)
@@ -551,6 +552,7 @@ func TestGOMAXPROCSRaisedAndRestored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer notePoller(t, g)
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Errorf("GOMAXPROCS with 2 carriers = %d, want 3", got)
 	}

@@ -205,6 +205,7 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer notePoller(t, g)
 			if !g.Carrier(0).handoff {
 				g.Close()
 				t.Skip("carriers do not hand off here")
