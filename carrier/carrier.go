@@ -36,7 +36,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,7 +48,8 @@ import (
 // fds are picked up by the next poll, a few microseconds later.
 const eventBatch = 256
 
-// Carrier is one event loop on one locked OS thread.
+// Carrier is one event loop on one locked OS thread (or, floating, on a
+// goroutine of its own).
 type Carrier struct {
 	g        *Group
 	id       int
@@ -102,42 +102,25 @@ type Carrier struct {
 	// run ended, so the drain stamps it with the clock reading it takes next.
 	yielded *Task
 
-	// Floating mode (Options.Float): an idle sibling asks a busy carrier
-	// to hand over started tasks (asked), judging by how many runnable
-	// tasks wait in its FIFO (backlog, published at each drain).
-	asked    atomic.Pointer[Carrier]
-	backlog  atomic.Int32
-	lastGave int64 // c.now at the last hand-over
-
-	rng uint64
+	fl floatState   // floating mode's hand-overs (float.go)
+	ho handoffState // hand-off's owner and its runs (handoff.go)
+	// runCo is the coroutine of the current run (or the last), for the
+	// monitor and to tell a task's call from a foreign one (caller).
+	runCo atomic.Pointer[coro]
 	// closeSeen is the group's count of CloseAsync requests the loop last
 	// acted on (closeRequested).
 	closeSeen uint64
-	// Hand-off (handoff.go). handoff is fixed at start; m is the owner's
-	// thread (getm), owner-only; runSeq and runStart describe the current
-	// run for the monitor; detachedAt holds the tasks handed off and not
-	// back yet, with when (owner-only).
-	handoff    bool
-	m          uintptr
-	runSeq     atomic.Uint64
-	runStart   atomic.Int64
-	detachedAt map[*coro]away
-	runCo      atomic.Pointer[coro] // the coroutine of the current run (or the last), for the monitor and to tell a task's call from a foreign one (caller)
-	// away are the same tasks' coroutines, for a carrier operation of one
-	// of them to find its task from its goroutine (awayCaller); the
-	// monitor adds, the owner removes.
-	awayMu sync.Mutex
-	away   []*coro
 	// labels are the pprof labels of the carrier's coroutines (nil when it
 	// floats).
 	labels context.Context
 
-	siblings  []*Carrier // steal candidates in scope
-	stealBuf  []*Task
-	stats     stats
-	done      chan struct{}
-	startErr  chan error
-	lastDrain int64
+	siblings []*Carrier // steal candidates in scope
+	stealBuf []*Task    // a steal's batch, reused
+	rng      uint64     // rand's xorshift state (random siblings to steal from or offer work to)
+
+	stats    stats
+	done     chan struct{}
+	startErr chan error
 }
 
 // ID returns the carrier's index in its group.
@@ -534,7 +517,7 @@ func (c *Carrier) run(t *Task) {
 	c.cur.Store(t)
 	start := c.now
 	var done bool
-	if c.handoff {
+	if c.ho.on {
 		done = c.runOwned(t, start)
 	} else {
 		c.runCo.Store(t.co)
@@ -582,7 +565,7 @@ func (c *Carrier) start() {
 	var err error
 	if !c.g.opts.Float {
 		err = c.bindThread()
-		c.m = getm()
+		c.ho.m = getm()
 	}
 	if err == nil {
 		err = c.poll.start()
@@ -637,7 +620,7 @@ func (c *Carrier) shutdown() {
 	}
 	for co := range c.pool.all {
 		t := co.task
-		if _, away := c.detachedAt[co]; away {
+		if _, away := c.ho.detachedAt[co]; away {
 			continue // running elsewhere: stopped by its old owner when it rejoins (lost)
 		}
 		c.stopCoro(co)

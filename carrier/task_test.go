@@ -109,7 +109,7 @@ func TestSleepAndYieldStayOnCarrier(t *testing.T) {
 			inTask(t, g, func(tk *Task) {
 				c, tid := tk.Carrier(), unix.Gettid()
 				onCarrier := func(after string) {
-					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.handoff && got != tid {
+					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.ho.on && got != tid {
 						t.Errorf("after %s the task runs on thread %d; its carrier's is %d (it began on %d)", after, got, want, tid)
 					}
 					if tk.Carrier() != c {
