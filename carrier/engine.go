@@ -25,9 +25,10 @@ import (
 //     no readiness poll, except while Dial connects it.
 //
 // A third engine is one file with a type that implements engine, plus its
-// line in newCarrier (connEngineFor). Every method runs on the fd's
-// carrier's thread (or its owner's, where it hands off), by the task that
-// calls a Conn method or by the loop.
+// line in connEngineFor (which newCarrier calls once per carrier). Every
+// method but foreign runs on the fd's carrier's thread (or its owner's,
+// where it hands off), by the task that calls a Conn method or by the
+// loop; foreign runs on any goroutine (an engine is immutable).
 type engine interface {
 	// polled reports whether the fd has a readiness poll while it is
 	// registered (register arms it).
