@@ -1,16 +1,17 @@
 // Package carrier is spindle's runtime: per-CPU event loops ("carriers")
-// that poll their own epoll instance and run handler code as coroutines
-// with carrier affinity, the Go form of the scheduler study's custom
-// scheduler.
+// that each poll an I/O poller of their own and run handler code as
+// coroutines with carrier affinity, the Go form of the scheduler study's
+// custom scheduler.
 //
 // A carrier is a goroutine locked to its OS thread (named carrier-N and
-// optionally pinned to one CPU). It owns an epoll instance, an eventfd that
-// producers write only when the carrier is asleep, a timer heap and its run
-// queues: a LIFO slot for the task just woken by I/O, a local FIFO, and an
-// inject queue for work submitted from anywhere. Its loop polls I/O
-// (without blocking while it has work), drains runnable tasks under a time
-// budget (at least one task per pass), and otherwise waits with its
-// wait.Strategy, for which it is the wait.Target.
+// optionally pinned to one CPU). It owns a poller (an epoll instance or an
+// io_uring ring, Options.Poller), an eventfd that producers write only when
+// the carrier is asleep, a timer heap and its run queues: a LIFO slot for
+// the task just woken by I/O, a local FIFO, and an inject queue for work
+// submitted from anywhere. Its loop polls I/O (without blocking while it
+// has work), drains runnable tasks under a time budget (at least one task
+// per pass), and otherwise waits with its wait.Strategy, for which it is
+// the wait.Target.
 //
 // A task is a closure run as a coroutine from its carrier's pool (built on
 // iter.Pull; no allocation per task once warm). Once started, a task stays
@@ -18,9 +19,10 @@
 // time.Sleep) or computes for long is handed off (handoff.go): past
 // Options.HandoffThreshold the carrier goes on on another thread while the
 // task finishes its wait, and the task rejoins its carrier at its next
-// carrier operation. Inside a task, Conn
-// offers blocking-style I/O that parks the task on the home epoll, and
-// Sleep, Yield, Dial, Go and Offload complete the toolkit. Work stealing,
+// carrier operation. Inside a task, Conn offers blocking-style I/O that
+// parks the task on its carrier's poller (any other goroutine may use a
+// Conn too: foreign.go), and Sleep, Yield, Dial, Go and Offload complete
+// the toolkit. Work stealing,
 // when enabled, moves only tasks that have not started, except in floating
 // mode (Options.Float: carriers not locked to threads), where a busy
 // carrier also hands runnable started tasks, with the conns they own, to an
@@ -34,7 +36,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,11 +44,12 @@ import (
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
-// eventBatch is how many epoll events one poll returns at most; more ready
+// eventBatch is how many events one poll returns at most; more ready
 // fds are picked up by the next poll, a few microseconds later.
 const eventBatch = 256
 
-// Carrier is one event loop on one locked OS thread.
+// Carrier is one event loop on one locked OS thread (or, floating, on a
+// goroutine of its own).
 type Carrier struct {
 	g        *Group
 	id       int
@@ -100,42 +102,25 @@ type Carrier struct {
 	// run ended, so the drain stamps it with the clock reading it takes next.
 	yielded *Task
 
-	// Floating mode (Options.Float): an idle sibling asks a busy carrier
-	// to hand over started tasks (asked), judging by how many runnable
-	// tasks wait in its FIFO (backlog, published at each drain).
-	asked    atomic.Pointer[Carrier]
-	backlog  atomic.Int32
-	lastGave int64 // c.now at the last hand-over
-
-	rng uint64
+	fl floatState   // floating mode's hand-overs (float.go)
+	ho handoffState // hand-off's owner and its runs (handoff.go)
+	// runCo is the coroutine of the current run (or the last), for the
+	// monitor and to tell a task's call from a foreign one (caller).
+	runCo atomic.Pointer[coro]
 	// closeSeen is the group's count of CloseAsync requests the loop last
 	// acted on (closeRequested).
 	closeSeen uint64
-	// Hand-off (handoff.go). handoff is fixed at start; m is the owner's
-	// thread (getm), owner-only; runSeq and runStart describe the current
-	// run for the monitor; detachedAt holds the tasks handed off and not
-	// back yet, with when (owner-only).
-	handoff    bool
-	m          uintptr
-	runSeq     atomic.Uint64
-	runStart   atomic.Int64
-	detachedAt map[*coro]away
-	runCo      atomic.Pointer[coro] // the coroutine of the current run (or the last), for the monitor and to tell a task's call from a foreign one (caller)
-	// away are the same tasks' coroutines, for a carrier operation of one
-	// of them to find its task from its goroutine (awayCaller); the
-	// monitor adds, the owner removes.
-	awayMu sync.Mutex
-	away   []*coro
 	// labels are the pprof labels of the carrier's coroutines (nil when it
 	// floats).
 	labels context.Context
 
-	siblings  []*Carrier // steal candidates in scope
-	stealBuf  []*Task
-	stats     stats
-	done      chan struct{}
-	startErr  chan error
-	lastDrain int64
+	siblings []*Carrier // steal candidates in scope
+	stealBuf []*Task    // a steal's batch, reused
+	rng      uint64     // rand's xorshift state (random siblings to steal from or offer work to)
+
+	stats    stats
+	done     chan struct{}
+	startErr chan error
 }
 
 // ID returns the carrier's index in its group.
@@ -203,7 +188,7 @@ func (c *Carrier) resume(t *Task) {
 	}
 }
 
-// wake makes a sleeping carrier return from epoll_wait. The producer has
+// wake makes a sleeping carrier return from its poller's wait. The producer has
 // already published its work (a sequentially consistent store); the
 // carrier stores sleeping=1 before its last look at the queues. So either
 // the carrier sees the work, or the producer sees sleeping=1 and writes
@@ -532,7 +517,7 @@ func (c *Carrier) run(t *Task) {
 	c.cur.Store(t)
 	start := c.now
 	var done bool
-	if c.handoff {
+	if c.ho.on {
 		done = c.runOwned(t, start)
 	} else {
 		c.runCo.Store(t.co)
@@ -580,7 +565,7 @@ func (c *Carrier) start() {
 	var err error
 	if !c.g.opts.Float {
 		err = c.bindThread()
-		c.m = getm()
+		c.ho.m = getm()
 	}
 	if err == nil {
 		err = c.poll.start()
@@ -635,7 +620,7 @@ func (c *Carrier) shutdown() {
 	}
 	for co := range c.pool.all {
 		t := co.task
-		if _, away := c.detachedAt[co]; away {
+		if _, away := c.ho.detachedAt[co]; away {
 			continue // running elsewhere: stopped by its old owner when it rejoins (lost)
 		}
 		c.stopCoro(co)

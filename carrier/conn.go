@@ -217,7 +217,7 @@ func (c *Carrier) caller() *Task {
 	if co := c.runCo.Load(); co != nil && co.g.Load() == g {
 		return co.task
 	}
-	if c.handoff {
+	if c.ho.on {
 		return c.awayCaller(g)
 	}
 	return nil

@@ -25,16 +25,18 @@ import (
 //     no readiness poll, except while Dial connects it.
 //
 // A third engine is one file with a type that implements engine, plus its
-// line in newCarrier (connEngineFor). Every method runs on the fd's
-// carrier's thread (or its owner's, where it hands off), by the task that
-// calls a Conn method or by the loop.
+// line in connEngineFor (which newCarrier calls once per carrier). Every
+// method but foreign runs on the fd's carrier's thread (or its owner's,
+// where it hands off), by the task that calls a Conn method or by the
+// loop; foreign runs on any goroutine (an engine is immutable).
 type engine interface {
 	// polled reports whether the fd has a readiness poll while it is
 	// registered (register arms it).
 	polled() bool
-	// direct reports whether a foreign caller (foreign.go) makes the fd's
-	// system calls itself, or hands them to the carrier.
-	direct() bool
+	// foreign is how a foreign caller's operations reach a conn
+	// (foreign.go): its own system calls (goConnPath) or a task of the
+	// carrier (carrierPath).
+	foreign() foreignPath
 	// read reads into p for task t, which may park until data arrives.
 	read(cn *Conn, t *Task, p []byte) (int, error)
 	// write writes all of p for task t, which may park while it cannot.
@@ -76,7 +78,7 @@ var readinessEngine engine = readiness{}
 
 func (readiness) polled() bool { return true }
 
-func (readiness) direct() bool { return true }
+func (readiness) foreign() foreignPath { return goConnPath{} }
 
 func (readiness) read(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd

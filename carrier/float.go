@@ -1,5 +1,7 @@
 package carrier
 
+import "sync/atomic"
+
 // Floating mode (Options.Float). Carriers run on goroutines that are not
 // locked to threads, so the Go runtime lets any carrier resume a coroutine
 // that another created. Work stealing then also moves started tasks:
@@ -13,9 +15,9 @@ package carrier
 //   - The asked carrier answers at the start of its next drain, on
 //     its own goroutine: it takes half of its FIFO's movable tasks off its
 //     books (their coroutines and the conns they own: the fds leave its
-//     epoll and fd table) and queues them on the thief's local queue.
+//     poller and fd table) and queues them on the thief's local queue.
 //   - The thief rehomes each one when it runs it: the conns are registered
-//     on its epoll (edge-triggered, so readiness at the moment of adding is
+//     on its poller (edge-triggered, so readiness at the moment of adding is
 //     reported), and the task's home, timers and telemetry are the thief's
 //     from then on.
 //
@@ -32,7 +34,7 @@ package carrier
 
 // minBacklog is the least number of runnable tasks waiting in a carrier's
 // FIFO for an idle sibling to ask for some: with one, the hand-over (two
-// epoll_ctl calls per conn, a wake-up) would only move the wait around.
+// poller calls per conn, a wake-up) would only move the wait around.
 const minBacklog = 2
 
 // A carrier hands work over only when the oldest runnable task in its FIFO
@@ -48,16 +50,26 @@ const minBacklog = 2
 // placed badly still moves at once (docs/PERFORMANCE.md, "Floating mode").
 const floatDelayPasses = 2
 
+// floatState is a floating carrier's side of the hand-overs (Carrier.fl):
+// an idle sibling asks it to hand over started tasks (asked), judging by
+// how many runnable tasks wait in its FIFO (backlog, published at each
+// drain); lastGave is its clock reading (c.now) at its last hand-over.
+type floatState struct {
+	asked    atomic.Pointer[Carrier]
+	backlog  atomic.Int32
+	lastGave int64
+}
+
 // ask is called by an idle thief that found no unstarted work at a or b:
 // it asks the one with the longer backlog to hand over started tasks. The
 // answer comes as tasks on c's local queue (and a wake-up), or never.
 func (c *Carrier) ask(a, b *Carrier) {
 	v := a
-	if b.backlog.Load() > a.backlog.Load() {
+	if b.fl.backlog.Load() > a.fl.backlog.Load() {
 		v = b
 	}
-	if v.backlog.Load() >= minBacklog {
-		v.asked.CompareAndSwap(nil, c)
+	if v.fl.backlog.Load() >= minBacklog {
+		v.fl.asked.CompareAndSwap(nil, c)
 	}
 }
 
@@ -65,23 +77,23 @@ func (c *Carrier) ask(a, b *Carrier) {
 // answers a thief's request, or offers work to an idle sibling, and
 // publishes its backlog.
 func (c *Carrier) floatRound() {
-	th := c.asked.Load()
+	th := c.fl.asked.Load()
 	if th != nil {
-		c.asked.Store(nil)
+		c.fl.asked.Store(nil)
 	}
 	behind := c.behind()
-	if behind >= minBacklog && (c.lastGave == 0 || c.now-c.lastGave >= int64(c.g.opts.FloatSettle)) {
+	if behind >= minBacklog && (c.fl.lastGave == 0 || c.now-c.fl.lastGave >= int64(c.g.opts.FloatSettle)) {
 		if th == nil {
 			th = c.idleSibling()
 		}
 		if th != nil {
-			c.lastGave = c.now
+			c.fl.lastGave = c.now
 			c.donate(th)
-			c.quota[0] = min(c.quota[0], c.fifo.n) // the round's FIFO share went with the tasks
+			c.quota[roundFIFO] = min(c.quota[roundFIFO], c.fifo.n) // the round's FIFO share went with the tasks
 			behind = c.behind()
 		}
 	}
-	c.backlog.Store(int32(behind))
+	c.fl.backlog.Store(int32(behind))
 }
 
 // behind returns the number of runnable tasks in c's FIFO when the oldest
@@ -176,8 +188,9 @@ func (c *Carrier) unhome(t *Task) {
 	}
 }
 
-// rehome makes c the home of a started task that another carrier
-// released: its coroutine joins c's, its conns are registered on c's epoll.
+// rehome makes c the home of a started task that another carrier took
+// off its books (unhome): its coroutine joins c's, its conns are
+// registered on c's poller.
 // A conn that cannot be registered is closed (its next operation says so).
 // For a task never started there is nothing to rehome: run starts it on c.
 func (c *Carrier) rehome(t *Task) {

@@ -21,17 +21,20 @@ import (
 // foreign caller, and never touches carrier state:
 //
 //   - With the readiness engine (epoll, io_uring_poll) its operations are
-//     those of a Go net.Conn on a duplicate of the conn's fd (goConn, made
-//     at the first foreign use): Go's own netpoller waits for it, so a
-//     goroutine's round trip costs what a net.Conn's does, and the home
-//     carrier is not involved at all. Both descriptors name one socket,
-//     which stays open until both are closed: the conn's close closes the
-//     duplicate too.
+//     those of a Go net.Conn on a duplicate of the conn's fd (goConnPath;
+//     goConn, made at the first foreign use): Go's own netpoller waits for
+//     it, so a goroutine's round trip costs what a net.Conn's does, and the
+//     home carrier is not involved at all. Both descriptors name one
+//     socket, which stays open until both are closed: the conn's close
+//     closes the duplicate too.
 //   - With the ring engine (io_uring), whose conns the kernel reads and
 //     writes through the carrier's single-issuer ring (and whose writes are
 //     write-behind, which a direct write would overtake), it hands the
-//     operation to the home carrier as a task (SubmitLocal) and waits for
-//     its result.
+//     operation to the home carrier as a task (carrierPath; SubmitLocal)
+//     and waits for its result.
+//
+// The engine chooses the path (engine.foreign); Conn's methods do not ask
+// which engine they have.
 //
 // Deadlines are atomics that any goroutine sets; a foreign setter also
 // sets the Go conn's and, when a task of the home carrier may be parked on
@@ -53,9 +56,9 @@ import (
 // foreign uses in flight (fref>>1) have ended.
 const fdClosedBit = 1
 
-// acquire takes a reference on pd's fd for a foreign use; false when the
+// refFD takes a reference on pd's fd for a foreign use; false when the
 // fd is closed or closing.
-func (pd *pollDesc) acquire() bool {
+func (pd *pollDesc) refFD() bool {
 	for {
 		v := pd.fref.Load()
 		if v&fdClosedBit != 0 {
@@ -67,8 +70,8 @@ func (pd *pollDesc) acquire() bool {
 	}
 }
 
-// release ends a foreign use: the last one after the close closes the fd.
-func (pd *pollDesc) release() {
+// unrefFD ends a foreign use: the last one after the close closes the fd.
+func (pd *pollDesc) unrefFD() {
 	if pd.fref.Add(^uint64(1)) == fdClosedBit { // minus 2: closed, and no use left
 		unix.Close(pd.fd)
 	}
@@ -98,9 +101,26 @@ func (pd *pollDesc) foreignClosed() bool {
 	return pd.fref.Load()&fdClosedBit != 0 || pd.closeReq.Load()
 }
 
-// direct reports whether foreign callers use the fd themselves (through
-// goConn) rather than hand their operations to the carrier.
-func (pd *pollDesc) direct() bool { return pd.g.connEng.direct() }
+// foreignPath is how a foreign caller's operations reach a conn, as the
+// conn engine chooses (engine.foreign): goConnPath, the fd's own system
+// calls through a Go net.Conn on a duplicate of it, or carrierPath, each
+// operation run as a task of the home carrier. The caller has marked the
+// conn used (foreignUse) before read, write, close and closeWrite.
+type foreignPath interface {
+	// firstUse runs at the conn's first foreign use.
+	firstUse(cn *Conn)
+	read(cn *Conn, p []byte) (int, error)
+	write(cn *Conn, p []byte) (int, error)
+	close(cn *Conn) error
+	closeWrite(cn *Conn) error
+	// rawPoll is SyscallConn's Read or Write (rawConn.poll) for a foreign
+	// caller.
+	rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error
+}
+
+// foreign is the path of pd's foreign callers: its group's conn engine's
+// (fixed for the group's life, unlike pd.eng, which its carrier writes).
+func (pd *pollDesc) foreign() foreignPath { return pd.g.connEng.foreign() }
 
 // errNoHome is the error of a foreign operation on a conn that was never
 // registered on a carrier.
@@ -114,8 +134,8 @@ func (cn *Conn) foreignUse() (first bool, err error) {
 		return false, errNoHome
 	}
 	first = !cn.pd.foreignUsed.Swap(true)
-	if first && cn.pd.direct() {
-		cn.unpollRequest()
+	if first {
+		cn.pd.foreign().firstUse(cn)
 	}
 	return first, nil
 }
@@ -145,11 +165,11 @@ func (cn *Conn) goConn() (net.Conn, error) {
 	if c := pd.gc.Load(); c != nil {
 		return *c, nil
 	}
-	if !pd.acquire() {
+	if !pd.refFD() {
 		return nil, net.ErrClosed
 	}
 	dfd, err := unix.DupCloexec(pd.fd)
-	pd.release()
+	pd.unrefFD()
 	if err != nil {
 		return nil, fmt.Errorf("carrier: a conn for a foreign caller: %w", err)
 	}
@@ -243,42 +263,52 @@ func (c *Carrier) await(done <-chan struct{}) error {
 }
 
 // foreignRead is Read for a foreign caller.
-func (cn *Conn) foreignRead(p []byte) (n int, err error) {
+func (cn *Conn) foreignRead(p []byte) (int, error) {
 	if _, err := cn.foreignUse(); err != nil {
 		return 0, err
 	}
-	if !cn.pd.direct() {
-		return cn.onCarrierIO(p, (*Conn).Read)
-	}
-	if cn.pd.foreignClosed() {
-		return 0, net.ErrClosed
-	}
-	nc, err := cn.goConn()
-	if err != nil {
-		return 0, err
-	}
-	n, err = nc.Read(p)
-	return n, plainErr(err)
-}
-
-// onCarrierIO runs op (Read or Write) of p on the home carrier
-// (onCarrier). It is a function of its own so that the results its task
-// sets escape to the heap only on this path, not on the direct one.
-func (cn *Conn) onCarrierIO(p []byte, op func(*Conn, []byte) (int, error)) (n int, err error) {
-	if e := cn.onCarrier(func(*Task) { n, err = op(cn, p) }); e != nil {
-		return 0, e
-	}
-	return n, err
+	return cn.pd.foreign().read(cn, p)
 }
 
 // foreignWrite is Write for a foreign caller.
-func (cn *Conn) foreignWrite(p []byte) (n int, err error) {
+func (cn *Conn) foreignWrite(p []byte) (int, error) {
 	if _, err := cn.foreignUse(); err != nil {
 		return 0, err
 	}
-	if !cn.pd.direct() {
-		return cn.onCarrierIO(p, (*Conn).Write)
+	return cn.pd.foreign().write(cn, p)
+}
+
+// foreignClose is Close for a foreign caller.
+func (cn *Conn) foreignClose() error {
+	if _, err := cn.foreignUse(); err != nil {
+		return err
 	}
+	return cn.pd.foreign().close(cn)
+}
+
+// foreignCloseWrite is CloseWrite for a foreign caller.
+func (cn *Conn) foreignCloseWrite() error {
+	if _, err := cn.foreignUse(); err != nil {
+		return err
+	}
+	return cn.pd.foreign().closeWrite(cn)
+}
+
+// goConnPath is the foreign path of the readiness engine: a foreign
+// caller's operations are those of the Go conn on a duplicate of the fd
+// (goConn), which Go's netpoller waits for.
+type goConnPath struct{}
+
+// firstUse takes the conn off the home carrier's poller until a task
+// parks on it (unpollRequest).
+func (goConnPath) firstUse(cn *Conn) { cn.unpollRequest() }
+
+func (goConnPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Read) }
+
+func (goConnPath) write(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Write) }
+
+// goConnIO runs op (the Go conn's Read or Write) of p on cn's Go conn.
+func goConnIO(cn *Conn, p []byte, op func(net.Conn, []byte) (int, error)) (int, error) {
 	if cn.pd.foreignClosed() {
 		return 0, net.ErrClosed
 	}
@@ -286,44 +316,21 @@ func (cn *Conn) foreignWrite(p []byte) (n int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err = nc.Write(p)
+	n, err := op(nc, p)
 	return n, plainErr(err)
 }
 
-// foreignClose is Close for a foreign caller.
-func (cn *Conn) foreignClose() (err error) {
-	if _, err := cn.foreignUse(); err != nil {
-		return err
-	}
-	pd := &cn.pd
-	if !pd.direct() { // the ring engine sends what Write accepted first
-		if pd.closeReq.Load() {
-			return net.ErrClosed
-		}
-		if e := cn.onCarrier(func(*Task) { err = cn.Close() }); e != nil {
-			return e
-		}
-		return err
-	}
+// close is CloseAsync's request (the carrier closes the fd at its next
+// turn), which closes the Go conn at once.
+func (goConnPath) close(cn *Conn) error {
 	if !cn.requestClose() {
 		return net.ErrClosed
 	}
 	return nil
 }
 
-// foreignCloseWrite is CloseWrite for a foreign caller.
-func (cn *Conn) foreignCloseWrite() (err error) {
-	if _, err := cn.foreignUse(); err != nil {
-		return err
-	}
-	pd := &cn.pd
-	if !pd.direct() {
-		if e := cn.onCarrier(func(*Task) { err = cn.CloseWrite() }); e != nil {
-			return e
-		}
-		return err
-	}
-	if pd.foreignClosed() {
+func (goConnPath) closeWrite(cn *Conn) error {
+	if cn.pd.foreignClosed() {
 		return net.ErrClosed
 	}
 	nc, err := cn.goConn()
@@ -331,6 +338,71 @@ func (cn *Conn) foreignCloseWrite() (err error) {
 		return err
 	}
 	return plainErr(nc.(*net.TCPConn).CloseWrite()) // a shutdown of the socket both descriptors name
+}
+
+// rawPoll waits in Go's netpoller, through the Go conn's raw conn.
+func (goConnPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
+	if _, err := cn.foreignUse(); err != nil {
+		return err
+	}
+	nc, err := cn.goConn()
+	if err != nil {
+		return err
+	}
+	raw, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	if write {
+		return plainErr(raw.Write(f))
+	}
+	return plainErr(raw.Read(f))
+}
+
+// carrierPath is the foreign path of the ring engine: each operation runs
+// as a task of the home carrier (onCarrier), where the conn's own
+// operations park it as usual.
+type carrierPath struct{}
+
+// firstUse does nothing: the conn has no readiness poll to leave.
+func (carrierPath) firstUse(*Conn) {}
+
+func (carrierPath) read(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Read) }
+
+func (carrierPath) write(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Write) }
+
+// onCarrierIO runs op (Read or Write) of p on the home carrier
+// (onCarrier). It is a function of its own so that the results its task
+// sets escape to the heap only on this path, not on goConnPath's.
+func (cn *Conn) onCarrierIO(p []byte, op func(*Conn, []byte) (int, error)) (n int, err error) {
+	if e := cn.onCarrier(func(*Task) { n, err = op(cn, p) }); e != nil {
+		return 0, e
+	}
+	return n, err
+}
+
+// close runs Close on the carrier, which sends what Write accepted first.
+func (carrierPath) close(cn *Conn) (err error) {
+	if cn.pd.closeReq.Load() {
+		return net.ErrClosed
+	}
+	if e := cn.onCarrier(func(*Task) { err = cn.Close() }); e != nil {
+		return e
+	}
+	return err
+}
+
+func (carrierPath) closeWrite(cn *Conn) (err error) {
+	if e := cn.onCarrier(func(*Task) { err = cn.CloseWrite() }); e != nil {
+		return e
+	}
+	return err
+}
+
+// rawPoll calls f once: the conn has no readiness poll to wait for
+// (rawConn.wait).
+func (carrierPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
+	return rawConn{cn}.wait(nil, write, f)
 }
 
 // setDeadline stores a deadline (dl: rdl or wdl; slot the tasks parked in
@@ -424,10 +496,10 @@ type rawConn struct{ cn *Conn }
 
 func (rc rawConn) Control(f func(fd uintptr)) error {
 	pd := &rc.cn.pd
-	if !pd.acquire() {
+	if !pd.refFD() {
 		return net.ErrClosed
 	}
-	defer pd.release()
+	defer pd.unrefFD()
 	f(uintptr(pd.fd))
 	return nil
 }
@@ -437,28 +509,22 @@ func (rc rawConn) Write(f func(fd uintptr) bool) error { return rc.poll(true, f)
 
 // poll calls f until it returns true, waiting for the next readiness edge
 // in its direction between calls: a task of the home carrier parks; any
-// other caller waits in Go's netpoller, through the Go conn's raw conn.
+// other caller takes its conn's foreign path (foreignPath.rawPoll).
 func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
+	pd := &rc.cn.pd
+	t := pd.current()
+	if t == nil && pd.g != nil {
+		return pd.foreign().rawPoll(rc.cn, write, f)
+	}
+	return rc.wait(t, write, f)
+}
+
+// wait is poll for task t of the home carrier, or for a caller without
+// one (t nil: a foreign caller of a conn without a readiness poll, or of
+// a conn without a group), which f gets one call.
+func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 	cn := rc.cn
 	pd := &cn.pd
-	t := pd.current()
-	if t == nil && pd.g != nil && pd.direct() {
-		if _, err := cn.foreignUse(); err != nil {
-			return err
-		}
-		nc, err := cn.goConn()
-		if err != nil {
-			return err
-		}
-		raw, err := nc.(syscall.Conn).SyscallConn()
-		if err != nil {
-			return err
-		}
-		if write {
-			return plainErr(raw.Write(f))
-		}
-		return plainErr(raw.Read(f))
-	}
 	if t != nil {
 		defer t.leave(t.enter())
 	}
@@ -473,11 +539,11 @@ func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 		if d := dl.Load(); d != 0 && wait.Now() >= d {
 			return os.ErrDeadlineExceeded
 		}
-		if !pd.acquire() {
+		if !pd.refFD() {
 			return net.ErrClosed
 		}
 		done := f(uintptr(pd.fd))
-		pd.release()
+		pd.unrefFD()
 		switch {
 		case done:
 			return nil

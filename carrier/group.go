@@ -114,13 +114,13 @@ func New(o Options) (*Group, error) {
 			return nil, fmt.Errorf("carrier: n+1: %w", err)
 		}
 	}
-	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.handoff }) {
+	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.ho.on }) {
 		if g.clock, err = unix.NewTimer(); err != nil {
 			g.Close()
 			return nil, fmt.Errorf("carrier: hand-off monitor: %w", err)
 		}
 		for _, c := range g.carriers {
-			if c.handoff {
+			if c.ho.on {
 				g.handing++
 			}
 		}
@@ -138,15 +138,15 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	}
 	c := &Carrier{
 		g: g, id: i, cpu: p.cpus[i], affinity: p.affinity[i], strat: strat,
-		pool:       coroPool{all: map[*coro]struct{}{}},
-		rng:        uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
-		done:       make(chan struct{}),
-		startErr:   make(chan error, 1),
-		efd:        -1,
-		pinNs:      max(0, int64(g.opts.PinnedThreshold)), // negative: off
-		detachedAt: map[*coro]away{},
+		pool:     coroPool{all: map[*coro]struct{}{}},
+		rng:      uint64(i)*0x9e3779b97f4a7c15 + 1, // distinct non-zero xorshift seeds
+		done:     make(chan struct{}),
+		startErr: make(chan error, 1),
+		efd:      -1,
+		pinNs:    max(0, int64(g.opts.PinnedThreshold)), // negative: off
+		ho:       handoffState{detachedAt: map[*coro]away{}},
 	}
-	c.handoff = c.handoffOn()
+	c.ho.on = c.handoffOn()
 	if !g.opts.Float { // a floating carrier's coroutines move between carriers: no label would stay true
 		c.labels = pprof.WithLabels(context.Background(), pprof.Labels("carrier", strconv.Itoa(i)))
 	}
@@ -154,7 +154,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	if c.efd, err = unix.Eventfd(); err != nil {
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
 	}
-	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float || c.handoff, &c.stats); err != nil {
+	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float || c.ho.on, &c.stats); err != nil {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
 	}
@@ -326,7 +326,7 @@ func (g *Group) onCarrierThread() bool {
 		// so the thread may run any goroutine meanwhile: the caller is one of
 		// its tasks when it is the running task's coroutine or a detached
 		// task's (caller), whatever thread it is on.
-		if c.handoff && c.caller() != nil || !c.handoff && c.tid.Load() == tid {
+		if c.ho.on && c.caller() != nil || !c.ho.on && c.tid.Load() == tid {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
@@ -109,7 +110,7 @@ func (c *Carrier) bound() bool { return !c.g.opts.Float }
 // alone what the outer one set); pass it to leave.
 func (t *Task) enter() bool {
 	c := t.home
-	if c == nil || !c.handoff {
+	if c == nil || !c.ho.on {
 		return false
 	}
 	t.refuseLocked()
@@ -133,7 +134,7 @@ func (t *Task) enter() bool {
 // carrier stopped meanwhile (the coroutine then just ends).
 func (t *Task) end() bool {
 	c := t.home
-	if c == nil || !c.handoff || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
+	if c == nil || !c.ho.on || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}
 	switch t.co.phase.Load() {
@@ -174,22 +175,22 @@ func (t *Task) rejoin() bool {
 // owner that lost the carrier does not return (errLost).
 func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 	c.runCo.Store(t.co)
-	c.runStart.Store(start)
-	seq := c.runSeq.Add(1) // odd: running
+	c.ho.runStart.Store(start)
+	seq := c.ho.runSeq.Add(1) // odd: running
 	if !c.bound() {
 		done, _ = t.co.next()
-		if !c.runSeq.CompareAndSwap(seq, seq+1) {
+		if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
 			c.lost(t)
 		}
 		return done
 	}
 	runtime.UnlockOSThread()
 	done, _ = t.co.next()
-	if !c.runSeq.CompareAndSwap(seq, seq+1) {
+	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
 		c.lost(t)
 	}
 	runtime.LockOSThread()
-	if m := getm(); m != c.m {
+	if m := getm(); m != c.ho.m {
 		c.moveTo(m)
 	}
 	return done
@@ -217,7 +218,7 @@ func (c *Carrier) lost(t *Task) {
 // as the carrier's; the one it left is moved off the carrier's CPU.
 func (c *Carrier) moveTo(m uintptr) {
 	old := int(c.tid.Load())
-	c.m = m
+	c.ho.m = m
 	c.tid.Store(int64(unix.Gettid()))
 	_ = unix.SetThreadName(fmt.Sprintf("carrier-%d", c.id)) // cosmetic
 	_ = unix.SetThreadNameOf(old, processName())            // the old thread is the runtime's again
@@ -298,7 +299,7 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 		relook, minSleep := monitorPeriods(lim)
 		next := now + lim
 		for _, c := range g.carriers {
-			if !c.handoff {
+			if !c.ho.on {
 				continue
 			}
 			due, co, start, waiting := c.check(now, lim, threshold, relook)
@@ -375,11 +376,11 @@ func monitorPeriods(threshold int64) (relook, minSleep int64) {
 // returns when c next needs a look: lim after its run began, or after now
 // when it is between runs; relook after now for a run past lim.
 func (c *Carrier) check(now, lim, threshold, relook int64) (due int64, taken *coro, start int64, waiting bool) {
-	seq := c.runSeq.Load()
+	seq := c.ho.runSeq.Load()
 	if seq&1 == 0 {
 		return now + lim, nil, 0, false // between runs: the next one crosses later
 	}
-	start = c.runStart.Load()
+	start = c.ho.runStart.Load()
 	if now-start < lim {
 		return start + lim, nil, 0, false
 	}
@@ -395,14 +396,14 @@ func (c *Carrier) check(now, lim, threshold, relook int64) (due int64, taken *co
 	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
 		return due, nil, 0, false // in carrier code (about to park or yield), or already gone
 	}
-	if !c.runSeq.CompareAndSwap(seq, seq+1) {
+	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
 		co.phase.CompareAndSwap(phaseDetached, phaseUser) // the run ended meanwhile: not this one's to take
 		return now, nil, 0, false                         // a new run may have begun: look again soon
 	}
 	add(&c.stats.handoffs, 1)
-	c.awayMu.Lock()
-	c.away = append(c.away, co)
-	c.awayMu.Unlock()
+	c.ho.awayMu.Lock()
+	c.ho.away = append(c.ho.away, co)
+	c.ho.awayMu.Unlock()
 	if c.bound() {
 		old := int(c.tid.Load())
 		if len(c.affinity) > 0 {
@@ -422,10 +423,10 @@ func (c *Carrier) own(co *coro, start, at int64) {
 	defer c.ownerExit()
 	if c.bound() {
 		_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
-		c.m = getm()
+		c.ho.m = getm()
 	}
 	c.cur.Store(nil)
-	c.detachedAt[co] = away{start: start, at: at}
+	c.ho.detachedAt[co] = away{start: start, at: at}
 	gauge(&c.stats.detached, 1)
 	c.loop()
 	c.shutdown()
@@ -443,13 +444,13 @@ func (c *Carrier) ownerExit() {
 // rejoined is the new owner's side of a rejoin: t, detached, came back
 // through the local queue.
 func (c *Carrier) rejoined(t *Task) {
-	if a, ok := c.detachedAt[t.co]; ok {
-		delete(c.detachedAt, t.co)
-		c.awayMu.Lock()
-		if i := slices.Index(c.away, t.co); i >= 0 {
-			c.away = slices.Delete(c.away, i, i+1)
+	if a, ok := c.ho.detachedAt[t.co]; ok {
+		delete(c.ho.detachedAt, t.co)
+		c.ho.awayMu.Lock()
+		if i := slices.Index(c.ho.away, t.co); i >= 0 {
+			c.ho.away = slices.Delete(c.ho.away, i, i+1)
 		}
-		c.awayMu.Unlock()
+		c.ho.awayMu.Unlock()
 		gauge(&c.stats.detached, -1)
 		add(&c.stats.rejoins, 1)
 		c.stats.detachedFor.record(uint64(max(0, c.now-a.at)))
@@ -467,6 +468,23 @@ func (c *Carrier) rejoined(t *Task) {
 // handed off (wait.Now ns).
 type away struct{ start, at int64 }
 
+// handoffState is a carrier's hand-off bookkeeping (Carrier.ho). on is
+// fixed at start (handoffOn); m is the owner's thread (getm), owner-only;
+// runSeq and runStart describe the current run for the monitor;
+// detachedAt holds the tasks handed off and not back yet, with when
+// (owner-only); away are the same tasks' coroutines, for a carrier
+// operation of one of them to find its task from its goroutine
+// (awayCaller): the monitor adds, the owner removes, under awayMu.
+type handoffState struct {
+	on         bool
+	m          uintptr
+	runSeq     atomic.Uint64
+	runStart   atomic.Int64
+	detachedAt map[*coro]away
+	awayMu     sync.Mutex
+	away       []*coro
+}
+
 // stopCoro stops an idle or parked coroutine (its task unwinds with
 // errStopped); a carrier that hands off switches to it unlocked, as to
 // every coroutine it created.
@@ -476,7 +494,7 @@ func (c *Carrier) stopCoro(co *coro) {
 	// running coroutine, not take them for a foreign caller's.
 	last := c.runCo.Swap(co)
 	defer c.runCo.Store(last)
-	if !c.handoff || !c.bound() {
+	if !c.ho.on || !c.bound() {
 		co.stop()
 		return
 	}
@@ -489,9 +507,9 @@ func (c *Carrier) stopCoro(co *coro) {
 // goroutine g, or nil: a carrier operation called by a task that the
 // monitor handed off, which rejoins before it touches the carrier.
 func (c *Carrier) awayCaller(g uintptr) *Task {
-	c.awayMu.Lock()
-	defer c.awayMu.Unlock()
-	for _, co := range c.away {
+	c.ho.awayMu.Lock()
+	defer c.ho.awayMu.Unlock()
+	for _, co := range c.ho.away {
 		if co.g.Load() == g {
 			return co.task // the caller's own coroutine: its task, set before the run
 		}

@@ -135,7 +135,7 @@ var errLockedThread = errors.New("carrier: a task called runtime.LockOSThread an
 // often as the task locked it) and panics with errLockedThread, which the
 // task's code, a server's handler recovery say, sees as any panic.
 func (t *Task) refuseLocked() {
-	if c := t.home; c == nil || !c.handoff || !c.bound() || !lockedOK() {
+	if c := t.home; c == nil || !c.ho.on || !c.bound() || !lockedOK() {
 		return
 	}
 	g := getg()

@@ -23,7 +23,7 @@ import (
 // hand off (io_uring, floating, no getm), saying why.
 func needHandoff(t testing.TB, g *Group) {
 	t.Helper()
-	if !g.Carrier(0).handoff {
+	if !g.Carrier(0).ho.on {
 		t.Skipf("carriers do not hand off here (poller %s, float %v, getm %v): they block as before",
 			g.opts.Poller, g.opts.Float, mOK())
 	}
@@ -205,7 +205,8 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !g.Carrier(0).handoff {
+			defer notePoller(t, g)
+			if !g.Carrier(0).ho.on {
 				g.Close()
 				t.Skip("carriers do not hand off here")
 			}
@@ -251,7 +252,7 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 // the hand-off the echo would wait the whole 5 ms.
 func BenchmarkHandoffStall(b *testing.B) {
 	g, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
-	if !g.Carrier(0).handoff {
+	if !g.Carrier(0).ho.on {
 		b.Skip("carriers do not hand off here")
 	}
 	c, err := net.Dial("tcp", l.Addr().String())

@@ -28,20 +28,23 @@ func newGroup(t testing.TB, o Options) *Group {
 	return g
 }
 
-// closeAtEnd closes g when the test ends; a test that failed says which
-// poller it ran with, since TestMain runs the suite once per poller and
-// go test's own lines name the test only.
+// closeAtEnd closes g when the test ends, saying which poller g had if
+// the test failed (notePoller).
 func closeAtEnd(t testing.TB, g *Group) {
 	t.Cleanup(func() {
-		if t.Failed() {
-			p := g.opts.Poller
-			if p == "" {
-				p = defaultPoller
-			}
-			t.Logf("this test ran with poller %s", p)
-		}
+		notePoller(t, g)
 		g.Close()
 	})
+}
+
+// notePoller logs, when t has failed, which poller g ran with: TestMain
+// runs the suite once per poller, and go test's own lines name the test
+// only. A test that starts its group with New rather than newGroup (to
+// test Close itself) defers it.
+func notePoller(t testing.TB, g *Group) {
+	if t.Failed() {
+		t.Logf("this test ran with poller %s", g.opts.Poller)
+	}
 }
 
 // within fails the test if ch is not closed (or sent on) within d.

@@ -3,6 +3,7 @@ package carrier
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -11,12 +12,18 @@ import (
 // pass. A poller this machine cannot run is skipped with its reason.
 // SPINDLE_TEST_POLLER=name restricts the run to one poller.
 //
+// go test names a failed test without its pass, so a failure names its
+// poller three ways: each pass begins with a line "carrier tests: poller
+// NAME" and a failed one ends with "carrier tests: poller NAME FAILED"; a
+// failed test that started a group logs "this test ran with poller NAME"
+// (notePoller); and the last line lists the pollers whose passes failed.
+//
 // The state machines' transition checks (states.go) are on throughout: a
 // pass in which a transition broke its table fails, with the transition
 // and where it happened.
 func TestMain(m *testing.M) {
 	checkTransitions = true
-	code := 0
+	var failed []string
 	ran := 0
 	for _, name := range Pollers {
 		if only := os.Getenv("SPINDLE_TEST_POLLER"); only != "" && only != name {
@@ -29,19 +36,24 @@ func TestMain(m *testing.M) {
 		fmt.Printf("carrier tests: poller %s\n", name)
 		defaultPoller = name
 		ran++
-		if c := m.Run(); c != 0 {
-			code = c
-			fmt.Printf("carrier tests: poller %s FAILED\n", name)
+		bad := m.Run() != 0
+		if tr := badTransition.Swap(nil); tr != nil {
+			bad = true
+			fmt.Printf("carrier tests: poller %s: %s\n", name, *tr)
 		}
-		if bad := badTransition.Swap(nil); bad != nil {
-			code = 1
-			fmt.Printf("carrier tests: poller %s: %s\n", name, *bad)
+		if bad {
+			failed = append(failed, name)
+			fmt.Printf("carrier tests: poller %s FAILED\n", name)
 		}
 	}
 	defaultPoller = DefaultPoller
-	if ran == 0 {
+	switch {
+	case ran == 0:
 		fmt.Println("carrier tests: no poller ran")
-		code = 1
+		os.Exit(1)
+	case len(failed) > 0:
+		fmt.Printf("carrier tests: FAILED with poller %s\n", strings.Join(failed, ", "))
+		os.Exit(1)
 	}
-	os.Exit(code)
+	os.Exit(0)
 }

@@ -19,7 +19,7 @@ const (
 	// backlog runs tasks between two polls of I/O (see
 	// Options.BacklogPollGap).
 	DefaultBacklogPollGap = 4
-	// DefaultWait is the idle strategy: block in epoll_wait.
+	// DefaultWait is the idle strategy: block in the poller's wait.
 	DefaultWait = "block"
 	// DefaultOpBudget is how many I/O operations a task may complete in a
 	// row without blocking before it is made to yield: enough for a request

@@ -26,26 +26,65 @@ const DefaultPoller = PollerEpoll
 // while the package's tests run their suite over every poller (TestMain).
 var defaultPoller = DefaultPoller
 
+// pollerKind is a poller the package knows: its name, whether it can run
+// here (check; nil: everywhere) and how a carrier makes one (newPoller's
+// arguments).
+type pollerKind struct {
+	name  string
+	check func() error
+	make  func(efd int, moves bool, s *stats) (poller, error)
+}
+
+// pollerKinds are the pollers, in the order a usage message shows them: a
+// poller's registration is its line here (Pollers, CheckPoller and
+// newPoller read nothing else).
+var pollerKinds = []pollerKind{
+	{PollerEpoll, nil, func(efd int, _ bool, _ *stats) (poller, error) { return newEpollPoller(efd) }},
+	{PollerURing, uringSupport, func(efd int, moves bool, s *stats) (poller, error) { return newURingPoller(efd, moves, true, s) }},
+	{PollerURingPoll, uringSupport, func(efd int, moves bool, s *stats) (poller, error) { return newURingPoller(efd, moves, false, s) }},
+}
+
 // Pollers lists the poller names in the order a usage message shows them.
-var Pollers = []string{PollerEpoll, PollerURing, PollerURingPoll}
+var Pollers = func() []string {
+	names := make([]string, len(pollerKinds))
+	for i, k := range pollerKinds {
+		names[i] = k.name
+	}
+	return names
+}()
+
+// pollerKindOf returns the named poller ("": DefaultPoller).
+func pollerKindOf(name string) (pollerKind, bool) {
+	if name == "" {
+		name = DefaultPoller
+	}
+	for _, k := range pollerKinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return pollerKind{}, false
+}
 
 // CheckPoller reports whether the named poller can run here: nil, an
 // error wrapping wait.ErrNotSupported that says why not (io_uring only:
 // the kernel is too old, kernel.io_uring_disabled forbids it, or a seccomp
 // filter refuses the system call), or an error for an unknown name.
 func CheckPoller(name string) error {
-	switch name {
-	case "", PollerEpoll:
-		return nil
-	case PollerURing, PollerURingPoll:
-		return uringSupport()
+	k, ok := pollerKindOf(name)
+	switch {
+	case !ok:
+		return fmt.Errorf("unknown poller %q (want one of %s)", name, strings.Join(Pollers, ", "))
+	case k.check != nil:
+		return k.check()
 	}
-	return fmt.Errorf("unknown poller %q (want one of %s)", name, strings.Join(Pollers, ", "))
+	return nil
 }
 
 // knownPoller reports whether name is a poller name ("" included).
 func knownPoller(name string) bool {
-	return name == "" || name == PollerEpoll || name == PollerURing || name == PollerURingPoll
+	_, ok := pollerKindOf(name)
+	return ok
 }
 
 // poller is a carrier's source of I/O readiness. Every method runs on the
@@ -116,13 +155,11 @@ type ioOp struct {
 // is efd. moves says the carrier may change threads: it floats (not
 // locked to a thread) or hands off (a new owner on another thread).
 func newPoller(name string, efd int, moves bool, s *stats) (poller, error) {
-	switch name {
-	case "", PollerEpoll:
-		return newEpollPoller(efd)
-	case PollerURing, PollerURingPoll:
-		return newURingPoller(efd, moves, name == PollerURing, s)
+	k, ok := pollerKindOf(name)
+	if !ok {
+		return nil, CheckPoller(name)
 	}
-	return nil, CheckPoller(name)
+	return k.make(efd, moves, s)
 }
 
 // epollPoller is the epoll instance of a carrier.

@@ -24,9 +24,10 @@ type ringConn struct{ cio ioPoller }
 // arrival (docs/carrier.md, "Pollers").
 func (ringConn) polled() bool { return false }
 
-// direct is false: the ring is the carrier's (single issuer), and a
-// foreign caller's own system calls would race with its RECVs and SENDs.
-func (ringConn) direct() bool { return false }
+// foreign is carrierPath: the ring is the carrier's (single issuer), and
+// a foreign caller's own system calls would race with its RECVs and
+// SENDs (and overtake write-behind).
+func (ringConn) foreign() foreignPath { return carrierPath{} }
 
 func (e ringConn) read(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd

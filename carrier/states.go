@@ -71,8 +71,9 @@ const (
 	// descOpen: registered: in its carrier's fd table, its engine chosen,
 	// the poller reporting it (unless its engine has no readiness poll).
 	descOpen
-	// descMoving: released by a floating carrier with the task that owns
-	// it, in no carrier's table until the next carrier rehomes the task.
+	// descMoving: taken off a floating carrier's books with the task that
+	// holds it (unhome), in no carrier's table until the next carrier
+	// rehomes the task.
 	descMoving
 	// descClosing: Close began; no new operation starts (they fail with
 	// net.ErrClosed) while the ring engine sends what Write accepted.
@@ -93,7 +94,7 @@ var descMachine = machine{
 	names: []string{"new", "open", "moving", "closing", "draining", "shut"},
 	moves: []uint16{
 		descNew:      to(descOpen, descShut),                              // registered; a listener closed unregistered
-		descOpen:     to(descMoving, descClosing, descDraining, descShut), // released (Float); Close; shut
+		descOpen:     to(descMoving, descClosing, descDraining, descShut), // unhomed (Float); Close; shut
 		descMoving:   to(descOpen, descShut),                              // rehomed; its registration failed
 		descClosing:  to(descDraining, descShut),                          // shut after the flush
 		descDraining: to(descShut),                                        // the kernel's last completion

@@ -1,6 +1,10 @@
 package carrier
 
 import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,3 +81,106 @@ func TestStateTablesComplete(t *testing.T) {
 		t.Error("a named constant has no name")
 	}
 }
+
+// docs/carrier.md draws both machines as tables (state, meaning, moves
+// to): each must list every state once, in the enum's order, with exactly
+// the moves of its row in states.go.
+func TestStateTablesDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/carrier.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, tc := range []struct {
+		heading string
+		m       *machine
+	}{
+		{"**The fd lifecycle**", &descMachine},
+		{"**The task lifecycle**", &taskMachine},
+	} {
+		rows, err := docTable(doc, tc.heading)
+		if err != nil {
+			t.Errorf("%s machine: %v", tc.m.what, err)
+			continue
+		}
+		if len(rows) != len(tc.m.names) {
+			t.Errorf("%s machine: docs/carrier.md has %d rows, states.go %d states", tc.m.what, len(rows), len(tc.m.names))
+			continue
+		}
+		for s, row := range rows {
+			if row.state != tc.m.names[s] {
+				t.Errorf("%s machine: docs row %d is %q, state %d is %q", tc.m.what, s, row.state, s, tc.m.names[s])
+				continue
+			}
+			var moves uint16
+			for _, to := range row.moves {
+				i := slices.Index(tc.m.names, to)
+				if i < 0 {
+					t.Errorf("%s machine: docs row %s moves to %q, not a state", tc.m.what, row.state, to)
+					continue
+				}
+				moves |= 1 << i
+			}
+			if moves != tc.m.moves[s] {
+				t.Errorf("%s machine: docs row %s moves to %v, states.go to %v", tc.m.what, row.state, row.moves, tc.m.movesOf(uint8(s)))
+			}
+		}
+	}
+}
+
+// movesOf lists the names of the states s may move to.
+func (m *machine) movesOf(s uint8) []string {
+	var names []string
+	for i := range m.names {
+		if m.moves[s]&(1<<i) != 0 {
+			names = append(names, m.names[i])
+		}
+	}
+	return names
+}
+
+type docRow struct {
+	state string
+	moves []string
+}
+
+// docTable reads the markdown table that follows heading in doc: each
+// row's first cell, and the states named in its last (the words outside
+// parentheses, separated by commas and "or").
+func docTable(doc, heading string) ([]docRow, error) {
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		return nil, fmt.Errorf("no %s in docs/carrier.md", heading)
+	}
+	lines := strings.Split(doc[i:], "\n")
+	var rows []docRow
+	inTable := false
+	for _, l := range lines[1:] {
+		if !strings.HasPrefix(l, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		inTable = true
+		cells := strings.Split(strings.Trim(l, "|"), "|")
+		first := strings.TrimSpace(cells[0])
+		if first == "state" || strings.HasPrefix(first, "---") {
+			continue
+		}
+		last := parenthesized.ReplaceAllString(cells[len(cells)-1], "")
+		var moves []string
+		for _, part := range strings.FieldsFunc(strings.ReplaceAll(last, " or ", ","), func(r rune) bool { return r == ',' }) {
+			if p := strings.TrimSpace(part); p != "" {
+				moves = append(moves, p)
+			}
+		}
+		rows = append(rows, docRow{first, moves})
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("no table after %s in docs/carrier.md", heading)
+	}
+	return rows, nil
+}
+
+var parenthesized = regexp.MustCompile(`\([^)]*\)`)

@@ -37,7 +37,7 @@ type Task struct {
 	accepted *Conn   // the handler's conn: closed when the task ends
 
 	// An accepted connection travelling with an unstarted handler task, so
-	// that a thief can register it on its own epoll (and the fd is closed
+	// that a thief can register it on its own poller (and the fd is closed
 	// if the task is dropped at Close).
 	lis   *Listener
 	afd   int
@@ -286,7 +286,7 @@ func (co *coro) body(yield func(bool) bool) {
 
 func (c *Carrier) newCoro() *coro {
 	co := &coro{mark: c.g.opts.Float, labels: c.labels}
-	if c.handoff && c.bound() { // created unlocked, so that any owner may resume it (handoff.go)
+	if c.ho.on && c.bound() { // created unlocked, so that any owner may resume it (handoff.go)
 		runtime.UnlockOSThread()
 		defer runtime.LockOSThread()
 	}

@@ -109,7 +109,7 @@ func TestSleepAndYieldStayOnCarrier(t *testing.T) {
 			inTask(t, g, func(tk *Task) {
 				c, tid := tk.Carrier(), unix.Gettid()
 				onCarrier := func(after string) {
-					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.handoff && got != tid {
+					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.ho.on && got != tid {
 						t.Errorf("after %s the task runs on thread %d; its carrier's is %d (it began on %d)", after, got, want, tid)
 					}
 					if tk.Carrier() != c {
@@ -193,8 +193,8 @@ func TestReadDeadline(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	inTaskWithConn(t, Options{Carriers: 1}, func(net.Conn) { <-stop }, func(tk *Task, c *Conn) { // the peer never writes
-		c.SetReadDeadline(time.Now().Add(30 * time.Millisecond))
-		start := time.Now()
+		start := time.Now() // before the deadline is set: a start read after it may be late
+		c.SetReadDeadline(start.Add(30 * time.Millisecond))
 		_, err := c.Read(make([]byte, 8))
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Errorf("read: %v, want deadline exceeded", err)

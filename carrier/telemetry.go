@@ -164,7 +164,7 @@ type Telemetry struct {
 	MigrationsIn   uint64            `json:"migrations_in"`    // started tasks (with their conns) this carrier took over from others, floating mode only; counted in StealsIn too
 	Waits          map[string]uint64 `json:"waits"`            // idle waits by wait.Kind: none, spin, block, timer
 	SpunNs         uint64            `json:"spun_ns"`          // ns spent spinning while idle
-	BlockedNs      uint64            `json:"blocked_ns"`       // ns spent blocked in epoll_wait while idle
+	BlockedNs      uint64            `json:"blocked_ns"`       // ns spent blocked in the poller's wait while idle
 	Panics         uint64            `json:"panics"`           // tasks that panicked (recovered)
 	Pinned         uint64            `json:"pinned"`           // task runs longer than Options.PinnedThreshold: code that blocked the carrier
 	AcceptBackoffs uint64            `json:"accept_backoffs"`  // accepts that failed for lack of fds and backed off

@@ -7,8 +7,9 @@ func init() {
 	})
 }
 
-// Busy spins on epoll_wait(0) (Target.Poll) and Target.Ready with no pause
-// between checks: the lowest wake latency, and a whole core spent waiting.
+// Busy spins on Target.Poll (a carrier's poll of its poller without a
+// wait) and Target.Ready with no pause between checks: the lowest wake
+// latency, and a whole core spent waiting.
 type Busy struct{}
 
 // Name returns "busy".

@@ -3,7 +3,7 @@
 // and blocking, or park the core with TPAUSE/UMWAIT where the CPU has WAITPKG.
 //
 // A Strategy waits on a Target, which the waiting side implements: a carrier
-// (its run queues and epoll instance) or a spectrum background thread (a
+// (its run queues and poller) or a spectrum background thread (a
 // shared word). Strategies hold no carrier state, so one implementation serves
 // both the runtime and the waiting-spectrum suite.
 package wait
