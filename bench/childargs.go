@@ -23,7 +23,8 @@ func MockArgs(c Config, h *Hosts) []string {
 // ServerArgs are the arguments of the server child of c placed by h (nil:
 // every role on this machine): it listens on every address where other
 // hosts reach it, its admin port too where it runs on another host (this
-// machine reads /debug/carrier), and calls the mock where h puts it.
+// machine reads /debug/carrier), and calls the mock where h puts it. The
+// tfb app's needs --db too, the run's database (DBArgs).
 func ServerArgs(c Config, h *Hosts) []string {
 	f := server.DefaultFlags()
 	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
@@ -44,7 +45,22 @@ func ServerArgs(c Config, h *Hosts) []string {
 	if h != nil && h.Server != nil {
 		f.AdminHost = ""
 	}
+	if c.TFB() {
+		f.App = c.App
+		if c.DBPool > 0 {
+			f.DBPool = c.DBPool
+		}
+	}
 	return append([]string{"serve"}, f.Args()...)
+}
+
+// DBArgs are the server child's arguments that name the run's database
+// (none without one).
+func DBArgs(db *DB) []string {
+	if db == nil {
+		return nil
+	}
+	return []string{"--db", db.DSN}
 }
 
 // LoadArgs are the arguments of the load generator child on this machine

@@ -79,6 +79,9 @@ func (r *runner) ownPIDs() []int {
 			pids = append(pids, c.pids()...)
 		}
 	}
+	if r.opt.DB != nil {
+		pids = append(pids, r.opt.DB.PIDs()...)
+	}
 	return pids
 }
 

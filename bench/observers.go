@@ -53,7 +53,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	var perfStat func() ([]byte, error)
 	if r.server.local() {
 		procs = []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}}
-		if r.mock.local() {
+		if r.mock != nil && r.mock.local() {
 			procs = append(procs, observe.Process{Name: "mock", PID: r.mock.cmd.Process.Pid})
 		}
 		if r.load.local() && !r.load.exited() {

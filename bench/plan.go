@@ -342,6 +342,16 @@ type Config struct {
 	// to: a handler that blocks the Go way, beside /fruits.
 	Mix              load.Mix `json:"mix,omitempty"`
 	BlockingEndpoint bool     `json:"blocking_endpoint,omitempty"`
+	// App is the server's application (server.App): "" for the study's
+	// fruits, or "tfb", TechEmpower's test types on a PostgreSQL the
+	// runner starts (RunOptions.DB), with no mock; in server.TFBModes.
+	App string `json:"app,omitempty"`
+	// Target is the request target the load generator sends without a
+	// Mix; "": the app's (DefaultTarget).
+	Target string `json:"target,omitempty"`
+	// DBPool is the tfb app's connections per pool (serve --db-pool); 0:
+	// the server's default.
+	DBPool int `json:"db_pool,omitempty"`
 	// Warmup precedes the measured window Duration.
 	Warmup   time.Duration `json:"warmup_ns"`
 	Duration time.Duration `json:"duration_ns"`
@@ -398,11 +408,55 @@ func (c Config) Validate(strict bool) error {
 	if err := c.checkMix(); err != nil {
 		return err
 	}
+	if err := c.checkApp(); err != nil {
+		return err
+	}
 	if strict {
 		return c.overlap()
 	}
 	return nil
 }
+
+// checkApp checks the app against the mode and the options that go with
+// it, and the target.
+func (c Config) checkApp() error {
+	app, err := server.ParseApp(c.App)
+	if err != nil {
+		return err
+	}
+	if err := server.CheckApp(app, server.Mode(c.Mode)); err != nil {
+		return err
+	}
+	if app == server.AppTFB && c.BlockingEndpoint {
+		return fmt.Errorf("app %s does not serve %s (the blocking endpoint is the fruits app's)", app, server.BlockPath)
+	}
+	if c.DBPool != 0 && app != server.AppTFB {
+		return fmt.Errorf("db pool %d: only the %s app has a database", c.DBPool, server.AppTFB)
+	}
+	if c.DBPool < 0 {
+		return fmt.Errorf("db pool %d: want at least 1 (0: the server's default)", c.DBPool)
+	}
+	if c.Target != "" && !strings.HasPrefix(c.Target, "/") {
+		return fmt.Errorf("target %q: want a path that starts with /, such as %s", c.Target, DefaultTarget(app))
+	}
+	if c.Target != "" && len(c.Mix) > 0 {
+		return fmt.Errorf("target %s and a mix: the mix has the targets", c.Target)
+	}
+	return nil
+}
+
+// DefaultTarget is the load generator's request target for app: /fruits
+// for the study's, /db for tfb (a query per request: TechEmpower's
+// "single query" test).
+func DefaultTarget(app server.App) string {
+	if app == server.AppTFB {
+		return "/db"
+	}
+	return "/fruits"
+}
+
+// TFB reports whether c serves the tfb app (a database, no mock).
+func (c Config) TFB() bool { return c.App == string(server.AppTFB) }
 
 // checkMix checks the request mix, and that one sending to /block has a
 // server that serves it.
@@ -437,13 +491,17 @@ func (c Config) MixConnections() int {
 	return (c.Connections + n - 1) / n * n
 }
 
-// loadPath is the request target of the load generator's URL: /fruits,
-// or with a mix the host alone (the mix has the targets).
+// loadPath is the request target of the load generator's URL: Target or
+// the app's DefaultTarget, or with a mix the host alone (the mix has the
+// targets).
 func (c Config) loadPath() string {
 	if len(c.Mix) > 0 {
 		return "/"
 	}
-	return "/fruits"
+	if c.Target != "" {
+		return c.Target
+	}
+	return DefaultTarget(server.App(c.App))
 }
 
 // overlap reports the first two of the load, server and mock CPU sets
@@ -570,6 +628,12 @@ type CompareOptions struct {
 	// this kind, for BlockingHold) and the rest to /fruits.
 	Blocking      string
 	BlockingShare int
+	// App, Target and DBPool are Config's: with the tfb app only the
+	// variants of server.TFBModes run, against the database the caller
+	// starts (StartDB).
+	App    string
+	Target string
+	DBPool int
 }
 
 // The blocking mix of "spindle compare --blocking": the issue's 5% of
@@ -638,6 +702,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		base.BlockingEndpoint = true
 		base.Connections = base.MixConnections()
 	}
+	base.App, base.Target, base.DBPool = o.App, o.Target, o.DBPool
 	if o.Warmup > 0 {
 		base.Warmup = o.Warmup
 	}
@@ -666,6 +731,12 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		c := base
 		c.Name = v.Name
 		v.apply(&c, l)
+		if err := server.CheckApp(server.App(o.App), server.Mode(c.Mode)); err != nil {
+			if want[v.Name] {
+				return Plan{}, fmt.Errorf("%s: %w", v.Name, err)
+			}
+			continue
+		}
 		configs = append(configs, c)
 	}
 	if len(configs) == 0 {
@@ -710,7 +781,19 @@ func describe(l Layout, c Config, rounds int) string {
 	return fmt.Sprintf("%s; %s. Think time %v, %s, warm-up %v, window %v, %s; "+
 		"the fixed rate is %.0f%% of the lowest configuration's max throughput.",
 		s, l.Note, c.MockThinkTime, report.Count(c.Connections, "connection", "connections"), c.Warmup, c.Duration,
-		report.Count(rounds, "round", "rounds"), 100*FixedRateShare) + describeMix(c)
+		report.Count(rounds, "round", "rounds"), 100*FixedRateShare) + describeMix(c) + describeApp(c)
+}
+
+// describeApp is the app's sentence of describe ("" for the study's).
+func describeApp(c Config) string {
+	if !c.TFB() {
+		return ""
+	}
+	s := fmt.Sprintf(" App %s: TechEmpower's test types on a PostgreSQL the runner starts on the mock's CPUs (no mock, no think time)", c.App)
+	if len(c.Mix) == 0 {
+		s += ", requests to " + c.loadPath()
+	}
+	return s + "."
 }
 
 // describeMix is the request mix's sentence of describe ("" without one).

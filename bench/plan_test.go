@@ -441,3 +441,51 @@ func TestVariantsNameFindings(t *testing.T) {
 		}
 	}
 }
+
+// TestComparePlanTFB: the tfb app's plan runs the variants of its modes
+// only, each valid, sending to the target given (or /db), and refuses a
+// variant of another mode asked for by name.
+func TestComparePlanTFB(t *testing.T) {
+	cpus := mustList(t, "0-3")
+	for _, tc := range []struct{ target, want string }{{"", "/db"}, {"/fortunes", "/fortunes"}} {
+		p, err := ComparePlan(CompareOptions{CPUs: cpus, App: "tfb", Target: tc.target})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range p.Phases[0].Configs {
+			names = append(names, c.Name)
+			if err := c.Validate(false); err != nil || !c.TFB() || c.loadPath() != tc.want {
+				t.Errorf("%s: %v, tfb %v, target %s; want valid, tfb, %s", c.Name, err, c.TFB(), c.loadPath(), tc.want)
+			}
+		}
+		if !slices.Equal(names, []string{ModeNetHTTP, ModeNetHTTPCarrier}) {
+			t.Errorf("configurations %v; want nethttp, nethttp-carrier", names)
+		}
+		if !strings.Contains(p.Description, "App tfb") || !strings.Contains(p.Description, "requests to "+tc.want) {
+			t.Errorf("description does not say the app: %s", p.Description)
+		}
+	}
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus, App: "tfb", Only: []string{"carrier"}}); err == nil || !strings.Contains(err.Error(), "runs in modes") {
+		t.Errorf("tfb with --only carrier: %v; want refused", err)
+	}
+	c := Config{Name: "x", Mode: ModeNetHTTP, Threads: 1, Connections: 1, LoadThreads: 1, MockThreads: 1, Duration: time.Second,
+		Topology: DefaultTopology, Wait: DefaultWait}
+	if err := c.Validate(false); err != nil || c.loadPath() != "/fruits" {
+		t.Fatalf("the fruits app: %v, target %s", err, c.loadPath())
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.App = "shop" },
+		func(c *Config) { c.App, c.Mode = "tfb", ModeCarrier },
+		func(c *Config) { c.DBPool = 3 },
+		func(c *Config) { c.App, c.DBPool = "tfb", -1 },
+		func(c *Config) { c.Target = "db" },
+		func(c *Config) { c.App, c.BlockingEndpoint = "tfb", true },
+	} {
+		b := c
+		bad(&b)
+		if err := b.Validate(false); err == nil {
+			t.Errorf("Validate(%+v) accepted", b)
+		}
+	}
+}

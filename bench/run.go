@@ -23,6 +23,8 @@ type configFile struct {
 	Config
 	Layout string       `json:"layout"`
 	Hosts  []hostRecord `json:"hosts,omitempty"`
+	// Database describes the tfb app's PostgreSQL (DB.String).
+	Database string `json:"database,omitempty"`
 }
 
 // Result directory files written by Run (documented in docs/bench.md).
@@ -75,6 +77,9 @@ type RunOptions struct {
 	// Hosts, when set, places roles on other hosts, already prepared
 	// (Hosts.Prepare); nil runs everything on this machine.
 	Hosts *Hosts
+	// DB is the database of a configuration of the tfb app (StartDB),
+	// shared by the runs of a comparison; nil for the fruits app.
+	DB *DB
 }
 
 // ErrIncomplete marks a run that did not complete: its summary.json says
@@ -99,6 +104,12 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 	}
 	if err := opt.Hosts.CheckCPUs(cfg); err != nil {
 		return report.Summary{}, err
+	}
+	if cfg.TFB() && opt.DB == nil {
+		return report.Summary{}, fmt.Errorf("configuration %s: app %s needs a database (RunOptions.DB, from StartDB)", cfg.Name, cfg.App)
+	}
+	if cfg.TFB() && opt.Hosts.Remote() {
+		return report.Summary{}, fmt.Errorf("configuration %s: app %s runs every role on this machine (its database is started here)", cfg.Name, cfg.App)
 	}
 	r := &runner{cfg: cfg, opt: opt, na: map[string]string{}, adminAddr: "127.0.0.1"}
 	if opt.Hosts.Remote() {
@@ -130,7 +141,7 @@ func Run(ctx context.Context, cfg Config, opt RunOptions) (report.Summary, error
 		}
 	}
 	r.sum = report.Summary{Hosts: r.sum.Hosts,
-		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, Threads: cfg.Threads,
+		Name: cfg.Name, Phase: opt.Phase, Round: opt.Round, Mode: cfg.Mode, App: cfg.App, Threads: cfg.Threads,
 		ServerCPUs: cfg.ServerCPUs.String(), LoadCPUs: cfg.LoadCPUs.String(), Rate: cfg.Rate, Started: time.Now().UTC(),
 	}
 	// The directory is marked incomplete until the run finishes: should
@@ -267,16 +278,22 @@ func (r *runner) run(ctx context.Context) error {
 	if h == nil {
 		h = &Hosts{}
 	}
-	if err := report.WriteJSON(r.path(ConfigFile), configFile{Config: *cfg, Layout: h.Layout(), Hosts: h.records()}); err != nil {
+	cf := configFile{Config: *cfg, Layout: h.Layout(), Hosts: h.records()}
+	if r.opt.DB != nil {
+		cf.Database = r.opt.DB.String()
+	}
+	if err := report.WriteJSON(r.path(ConfigFile), cf); err != nil {
 		return err
 	}
 	mockAddr, serverAddr := h.mockAddr(), h.serverAddr()
-	mockArgs, serverArgs := MockArgs(*cfg, h), ServerArgs(*cfg, h)
-	if r.mock, err = r.start("mock", h.Mock, mockArgs, cfg.MockCPUs, r.path(MockLog), ""); err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, r.mock, hostURL(mockAddr, cfg.MockPort, "/health"), r.opt.HealthTimeout); err != nil {
-		return err
+	mockArgs, serverArgs := MockArgs(*cfg, h), append(ServerArgs(*cfg, h), DBArgs(r.opt.DB)...)
+	if !cfg.TFB() { // the tfb app's backend is the database
+		if r.mock, err = r.start("mock", h.Mock, mockArgs, cfg.MockCPUs, r.path(MockLog), ""); err != nil {
+			return err
+		}
+		if err := waitHealthy(ctx, r.mock, hostURL(mockAddr, cfg.MockPort, "/health"), r.opt.HealthTimeout); err != nil {
+			return err
+		}
 	}
 	if r.server, err = r.start("server", h.Server, serverArgs, cfg.ServerCPUs, r.path(ServerLog), ""); err != nil {
 		return err
@@ -367,13 +384,17 @@ func (r *runner) sleepUntil(ctx context.Context, t time.Time) (exited bool, err 
 // is then true); without, the wait goes on until ready.
 func (r *runner) watch(ctx context.Context, ready <-chan struct{}, loadEnds bool) (exited bool, err error) {
 	loadDone := r.load.done
+	var mockDone <-chan struct{} // nil, never ready, without a mock
+	if r.mock != nil {
+		mockDone = r.mock.done
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-r.server.done:
 			return false, r.server.failure()
-		case <-r.mock.done:
+		case <-mockDone:
 			return false, r.mock.failure()
 		case <-loadDone:
 			if r.load.err != nil {

@@ -100,7 +100,16 @@ type Report struct {
 	// SLOP99 is the latency objective of the capacity figures (Curves);
 	// 0 means DefaultSLOP99.
 	SLOP99 time.Duration
+	// Apps are the applications other than the study's that the runs
+	// served (Summary.App), in run order: where there is one, the study's
+	// findings are not checked (Findings is empty), since the runs are not
+	// its experiment.
+	Apps []string
 }
+
+// StudyApp is the application of the scheduler study's experiment, as
+// Summary.App names it ("" in results written before there was another).
+const StudyApp = "fruits"
 
 // phaseRank orders phases in reports.
 func phaseRank(p string) int {
@@ -126,6 +135,9 @@ func Build(results []Result) (*Report, error) {
 		s := r.Summary
 		if s.Hosts != "" && !slices.Contains(rep.Hosts, s.Hosts) {
 			rep.Hosts = append(rep.Hosts, s.Hosts)
+		}
+		if s.App != "" && s.App != StudyApp && !slices.Contains(rep.Apps, s.App) {
+			rep.Apps = append(rep.Apps, s.App)
 		}
 		k := key{s.Phase, s.Name}
 		g := byKey[k]

@@ -91,6 +91,9 @@ const (
 // scheduling claims are the study's at 70% load, so they use the "fixed"
 // phase; the throughput claim uses "max".
 func (r *Report) Findings() []Finding {
+	if len(r.Apps) > 0 { // not the study's experiment
+		return []Finding{}
+	}
 	fs := make([]Finding, 0, len(claims)+1)
 	for _, c := range claims {
 		fs = append(fs, r.check(c))

@@ -112,21 +112,27 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		fmt.Fprintf(&b, "**Warning:** the machine was busy with other work during the runs (up to %.2f CPUs of other "+
 			"load in one configuration's median): the figures below are noisy and the verdicts may not hold on a quiet machine.\n\n", busy)
 	}
-	fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A part of a claim (one figure of two "+
-		"configurations) is confirmed or refuted only where the rounds agree on the difference: each round's ratio of the "+
-		"two configurations on the same side of 1 (without paired rounds, min–max ranges that do not overlap). Otherwise "+
-		"it is inconclusive. A difference the rounds agree on but smaller than the figure's run-to-run spread (how far "+
-		"one configuration's median moves between two comparisons on an unchanged machine) is **weak**: another "+
-		"comparison may show the opposite. A claim takes the verdict of the part that decides it (a firm refutation, "+
-		"else an inconclusive part, else a weak one). The verdicts are also in %s.\n\n", FindingsFile)
-	b.WriteString("| # | claim (study) | verdict | parts | figures here |\n|---|---|---|---|---|\n")
-	for i, f := range r.Findings() {
-		fmt.Fprintf(&b, "| %d | %s | **%s** | %s | %s |\n", i+1, cell(f.Claim), cell(f.Grade()), cell(f.partList()), cell(f.Figures))
+	if len(r.Apps) > 0 {
+		fmt.Fprintf(&b, "## Findings\n\nNot this study's experiment: these runs served the %s app, not the scheduler study's "+
+			"/fruits through the mock backend, so the study's claims are not checked against them (%s holds no finding). "+
+			"The tables below give each configuration's figures.\n\n", strings.Join(r.Apps, " and "), FindingsFile)
+		r.writeRatios(&b)
+	} else {
+		fmt.Fprintf(&b, "## Findings\n\nThe scheduler study's claims, checked on this machine. A part of a claim (one figure of two "+
+			"configurations) is confirmed or refuted only where the rounds agree on the difference: each round's ratio of the "+
+			"two configurations on the same side of 1 (without paired rounds, min–max ranges that do not overlap). Otherwise "+
+			"it is inconclusive. A difference the rounds agree on but smaller than the figure's run-to-run spread (how far "+
+			"one configuration's median moves between two comparisons on an unchanged machine) is **weak**: another "+
+			"comparison may show the opposite. A claim takes the verdict of the part that decides it (a firm refutation, "+
+			"else an inconclusive part, else a weak one). The verdicts are also in %s.\n\n", FindingsFile)
+		b.WriteString("| # | claim (study) | verdict | parts | figures here |\n|---|---|---|---|---|\n")
+		for i, f := range r.Findings() {
+			fmt.Fprintf(&b, "| %d | %s | **%s** | %s | %s |\n", i+1, cell(f.Claim), cell(f.Grade()), cell(f.partList()), cell(f.Figures))
+		}
+		b.WriteString("\n")
+		r.writeRatios(&b)
+		r.writeSplit(&b)
 	}
-	b.WriteString("\n")
-
-	r.writeRatios(&b)
-	r.writeSplit(&b)
 
 	for _, phase := range r.Phases() {
 		if IsSweepPhase(phase) {

@@ -516,3 +516,34 @@ func TestMixTable(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherAppNoFindings: runs of another app than the study's (tfb) get
+// no finding, and the report says why, beside the tables it still has;
+// the study's runs ("fruits", or no app as before there was another) get
+// the findings.
+func TestOtherAppNoFindings(t *testing.T) {
+	rs := loadAll(t, filepath.Join("testdata", "compare"))
+	for _, app := range []string{"", StudyApp} {
+		for i := range rs {
+			rs[i].Summary.App = app
+		}
+		if r, md := markdown(t, rs); len(r.Findings()) == 0 || strings.Contains(md, "Not this study's experiment") {
+			t.Errorf("app %q: %d findings; want the study's, and no note", app, len(r.Findings()))
+		}
+	}
+	for i := range rs {
+		rs[i].Summary.App = "tfb"
+	}
+	r, md := markdown(t, rs)
+	if f := r.Findings(); len(f) != 0 {
+		t.Errorf("tfb runs: findings %+v; want none", f)
+	}
+	for _, want := range []string{"Not this study's experiment: these runs served the tfb app", "| configuration | server CPUs | runs | req/s |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| # | claim (study) |") {
+		t.Errorf("report.md has the findings' table:\n%s", md)
+	}
+}

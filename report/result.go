@@ -53,6 +53,11 @@ type Summary struct {
 	Threads    int    `json:"threads"`
 	ServerCPUs string `json:"server_cpuset"`
 	LoadCPUs   string `json:"load_cpuset,omitempty"`
+	// App is the application the server served: "" or "fruits" for the
+	// scheduler study's /fruits through the mock, "tfb" for TechEmpower's
+	// test types on PostgreSQL (server.App; copied from config.json).
+	// The study's findings are checked on the study's app only.
+	App string `json:"app,omitempty"`
 	// Hosts says where each role ran when any ran on another host
 	// ("server h1, mock h1, load h2,h3"); absent when all ran here.
 	Hosts string `json:"hosts,omitempty"`

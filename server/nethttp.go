@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
 )
@@ -121,6 +123,9 @@ func (s *Server) startNetHTTP() error {
 	if s.o.Threads > 0 {
 		s.procs = runtime.GOMAXPROCS(s.o.Threads)
 	}
+	if err := s.appHandler(nil); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.o.Addr)
 	if err != nil {
 		return err
@@ -133,7 +138,7 @@ func (s *Server) startNetHTTP() error {
 	var backends sync.Map // net.Conn -> *netBackend
 	s.ln = ln.Addr()
 	s.hs = &http.Server{
-		Handler:           http.HandlerFunc(s.serveNetHTTP),
+		Handler:           s.handler,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		// net/http's write deadline runs from the end of the request
@@ -144,9 +149,12 @@ func (s *Server) startNetHTTP() error {
 		IdleTimeout:    o.IdleTimeout,
 		MaxHeaderBytes: max(o.MaxHeaderBytes-netHTTPHeaderSlack, 1),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			ctx = context.WithValue(ctx, framingKey{}, c)
+			if s.o.App == AppTFB { // no backend but the database
+				return ctx
+			}
 			b := s.newNetBackend()
 			backends.Store(c, b)
-			ctx = context.WithValue(ctx, framingKey{}, c)
 			return context.WithValue(ctx, backendKey{}, b)
 		},
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -170,6 +178,21 @@ func (s *Server) startNetHTTP() error {
 	}
 	s.serveErr = make(chan error, 1)
 	go func() { s.serveErr <- s.hs.Serve(ln) }()
+	return nil
+}
+
+// appHandler sets s.handler to the app's handler: the study's
+// serveNetHTTP, or AppTFB's on g's carriers (g nil: on net/http's server).
+func (s *Server) appHandler(g *carrier.Group) error {
+	if s.o.App != AppTFB {
+		s.handler = http.HandlerFunc(s.serveNetHTTP)
+		return nil
+	}
+	h, err := s.tfbHandler(g)
+	if err != nil {
+		return fmt.Errorf("app %s: %w", s.o.App, err)
+	}
+	s.handler = h
 	return nil
 }
 

@@ -37,13 +37,16 @@ func (s *Server) startNetHTTPCarrier() error {
 	if err != nil {
 		return err
 	}
+	if err := s.appHandler(g); err != nil {
+		return err
+	}
 	tr := &carrierhttp.Transport{DialTimeout: s.o.BackendTimeout, MaxIdleConnsPerHost: maxCarrierBackendIdle}
 	b := &netBackend{tr: tr, client: &http.Client{Transport: tr}, url: s.backend.raw, timeout: s.o.BackendTimeout}
 	s.closeBackends = b.close
 	o := s.o.HTTP.WithDefaults()
 	var rejected sync.Map // net.Conn -> struct{}: closed at once for MaxConns, never admitted
 	s.hc = &carrierhttp.Server{
-		Handler:           http.HandlerFunc(s.serveNetHTTP),
+		Handler:           s.handler,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		// As in nethttp mode: the write deadline runs from the end of the

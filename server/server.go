@@ -104,6 +104,17 @@ type Options struct {
 	// study's, to measure how each mode keeps its other requests from
 	// waiting behind them. false: /block is 404 like any unknown path.
 	BlockingEndpoint bool
+	// App is the application served: AppFruits ("": the default) or
+	// AppTFB, which runs in TFBModes only, with its database at DB.
+	App App
+	// DB is AppTFB's PostgreSQL database, a URL
+	// ("postgres://user@host:port/db?sslmode=disable") or key=value
+	// string as pgx reads it. Start fails when it does not answer.
+	DB string
+	// DBPool bounds AppTFB's connections to DB: in nethttp mode the
+	// server's, in nethttp-carrier mode each carrier's (a pool per
+	// carrier); 0: tfb.DefaultPoolSize.
+	DBPool int
 }
 
 // Server is a running server.
@@ -119,9 +130,14 @@ type Server struct {
 	procs int                 // GOMAXPROCS to restore (nethttp), 0: none
 	// closeBackends closes the nethttp mode's backend clients.
 	closeBackends func()
-	admin         *http.Server
-	adminLn       net.Listener
-	m             *metrics
+	// handler is the net/http handler of the nethttp and nethttp-carrier
+	// modes: the app's.
+	handler http.Handler
+	// closeDB closes AppTFB's database pools; nil without.
+	closeDB func()
+	admin   *http.Server
+	adminLn net.Listener
+	m       *metrics
 	// blockMu and flights are /block's mutex and singleflight calls.
 	blockMu sync.Mutex
 	flights singleflight.Group
@@ -183,6 +199,20 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: max conns %d: must not be negative", o.MaxConns)
 	}
 	o.HTTP.DiscardBody = true
+	if o.App == "" {
+		o.App = AppFruits
+	}
+	if err := CheckApp(o.App, o.Mode); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if o.App == AppTFB {
+		if err := CheckDB(o.DB, o.DBPool); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if o.BlockingEndpoint {
+			return nil, fmt.Errorf("server: app %s does not serve %s (the blocking endpoint is the fruits app's)", o.App, BlockPath)
+		}
+	}
 	b, err := parseBackend(o.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -252,6 +282,9 @@ func (s *Server) shutdown() {
 		}
 		if s.hc != nil {
 			s.hc.Close()
+		}
+		if s.closeDB != nil { // before the carriers its pools' conns are on
+			s.closeDB()
 		}
 		if s.cl != nil {
 			errs = append(errs, ignoreClosed(s.cl.Close()))

@@ -134,15 +134,7 @@ func servePolled(tb testing.TB, dsn string, n int, poolSize int32) (string, *car
 	tb.Helper()
 	var h atomic.Pointer[http.Handler]
 	base, g := serveCarriers(tb, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }), n)
-	pools, err := carrier.NewPerCarrier(g, func(c *carrier.Carrier) (*pgxpool.Pool, error) {
-		cfg, err := pgxpool.ParseConfig(dsn)
-		if err != nil {
-			return nil, err
-		}
-		cfg.MaxConns = poolSize
-		cfg.ConnConfig.DialFunc = c.DialContext
-		return pgxpool.NewWithConfig(context.Background(), cfg)
-	}, (*pgxpool.Pool).Close)
+	pools, err := NewCarrierPools(context.Background(), g, dsn, poolSize)
 	if err != nil {
 		tb.Fatal(err)
 	}

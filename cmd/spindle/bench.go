@@ -17,6 +17,7 @@ import (
 	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
+	"github.com/spindle-lab/spindle/tfb"
 )
 
 func init() {
@@ -66,6 +67,61 @@ type benchArgs struct {
 	hosts                          hostFlags
 	mix                            load.Mix
 	blockingEndpoint               bool
+	app                            appFlags
+}
+
+// appFlags are the application's flags of bench and compare.
+type appFlags struct {
+	app, target string
+	dbPool      int
+}
+
+func (p *appFlags) register(fs *flagSet) {
+	fs.StringVar(&p.app, "app", string(server.AppFruits), "the server's application: fruits (the scheduler study's /fruits through the mock) or tfb (TechEmpower's test types\n"+
+		"on a PostgreSQL the runner starts in a temporary directory on the mock's CPUs and stops at the end; modes nethttp and nethttp-carrier)")
+	fs.StringVar(&p.target, "target", "", "the request `PATH` the load generator sends (default: /fruits, with --app tfb /db; --mix for several)")
+	cliflag.Within(&p.dbPool, 0, 1<<16).Var(fs.FlagSet, "db-pool", 0, fmt.Sprintf("with --app tfb: the server's connections per pool, one pool per carrier in nethttp-carrier mode (0: serve's default, %d)", tfb.DefaultPoolSize))
+}
+
+// apply checks the flags against the configuration's mode and sets them on it.
+func (p *appFlags) apply(c *bench.Config) error {
+	app, err := checkApp(p.app, server.Mode(c.Mode), c.BlockingEndpoint)
+	if err != nil {
+		return err
+	}
+	if p.dbPool != 0 && app != server.AppTFB {
+		return badInput("--db-pool is for --app %s (the %s app has no database)", server.AppTFB, app)
+	}
+	if app != server.AppFruits {
+		c.App = string(app)
+	}
+	c.Target, c.DBPool = p.target, p.dbPool
+	return nil
+}
+
+// startDB starts the database of a tfb configuration on cpus, and says so
+// on w; nil for the fruits app. The caller stops it.
+func startDB(ctx context.Context, c bench.Config, cpus cpu.Set, w io.Writer) (*bench.DB, error) {
+	if !c.TFB() {
+		return nil, nil
+	}
+	db, err := bench.StartDB(ctx, cpus)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "database: %s\n", db)
+	return db, nil
+}
+
+// stopDB stops db (nil: nothing) and joins its failure to err.
+func stopDB(db *bench.DB, err error) error {
+	if db == nil {
+		return err
+	}
+	if serr := db.Stop(); serr != nil {
+		return errors.Join(err, fmt.Errorf("stop the database: %w", serr))
+	}
+	return err
 }
 
 func benchFlags() (*flagSet, *benchArgs) {
@@ -103,6 +159,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.profile, "profile", "", "profile the server over the observers' window: `KIND` cpu (cpu.pprof, top functions in the report)")
 	fs.StringVar(&a.outDir, "output-dir", "", "result directory, new or empty (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
+	a.app.register(fs)
 	a.ports.register(fs)
 	a.slo.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")
@@ -113,6 +170,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		`spindle bench --mode carrier --profile cpu --server-cpuset 2-3 --load-cpuset 0-1 --mock-cpuset 4`,
 		`spindle bench --server-host h1 --load-hosts h2,h3 --rate 40000 --output-dir results/3hosts`,
 		`spindle bench --mode nethttp-carrier --rate 2000 --connections 1000 --blocking-endpoint --mix 95:/fruits --mix '5:/block?kind=sleep&d=20ms'`,
+		`spindle bench --app tfb --mode nethttp-carrier --target /fortunes --duration 10s`,
 	)
 	return fs, a
 }
@@ -158,6 +216,9 @@ func (a *benchArgs) config() (bench.Config, error) {
 	}
 	if c.Name == "" {
 		c.Name = c.Mode
+	}
+	if err := a.app.apply(&c); err != nil {
+		return c, err
 	}
 	c.Connections = c.MixConnections()
 	if c.Threads == 0 {
@@ -223,13 +284,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if hosts.Remote() {
 		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
 	}
+	if cfg.TFB() && hosts.Remote() {
+		return badInput("--app %s runs every role on this machine (its database is started here): no --server-host, --mock-host or --load-hosts", cfg.App)
+	}
+	db, err := startDB(ctx, cfg, cfg.MockCPUs, stdout)
+	if err != nil {
+		return err
+	}
+	err = benchRun(ctx, a, cfg, dir, hosts, db, jsonOut, stdout, stderr)
+	return stopDB(db, err)
+}
+
+// benchRun runs cfg into dir and reports it.
+func benchRun(ctx context.Context, a *benchArgs, cfg bench.Config, dir string, hosts *bench.Hosts, db *bench.DB, jsonOut, stdout, stderr io.Writer) error {
 	if err := bench.PinRunner(cfg.LoadCPUs); err != nil {
 		return err
 	}
 	line := newProgressLine(stderr, "bench")
 	start := time.Now()
 	total := cfg.Warmup + cfg.Duration + bench.DefaultOverhead
-	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Hosts: hosts, Progress: func(step string) {
+	sum, err := bench.Run(ctx, cfg, bench.RunOptions{Dir: dir, Hosts: hosts, DB: db, Progress: func(step string) {
 		line.show(bench.Progress{Run: 1, Runs: 1, Config: cfg.Name, Step: step,
 			Elapsed: time.Since(start), Remaining: max(0, total-time.Since(start))})
 	}})

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
@@ -161,6 +162,16 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"report", t.TempDir()}, "no summary.json"},
 		{[]string{"report", "--spread", "../../report/testdata/compare"}, "two result directories"},
 		{[]string{"report", "--spread", "../../report/testdata/compare", t.TempDir()}, "no summary.json"},
+		{[]string{"bench", "--app", "tfb", "--mode", "carrier"}, "--app tfb runs in modes nethttp, nethttp-carrier (not carrier)"},
+		{[]string{"bench", "--app", "tfb", "--mode", "handoff"}, "--app tfb runs in modes"},
+		{[]string{"bench", "--app", "shop"}, `--app: unknown app "shop" (want fruits, tfb)`},
+		{[]string{"bench", "--db-pool", "4"}, "--db-pool is for --app tfb"},
+		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--db-pool", "-1"}, `--db-pool "-1": want a whole number from 0 to 65536`},
+		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--target", "db"}, `target "db": want a path that starts with /, such as /db`},
+		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--target", "/db", "--mix", "1:/json"}, "the mix has the targets"},
+		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--blocking-endpoint"}, "--app tfb does not serve /block"},
+		{[]string{"compare", "--app", "tfb", "--only", "carrier"}, "carrier: app tfb runs in modes nethttp, nethttp-carrier"},
+		{[]string{"compare", "--app", "tfb", "--blocking", "sleep"}, "--app tfb does not serve /block"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -399,6 +410,115 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 	}
 }
 
+// TestBenchTFBEndToEnd runs a short "spindle bench --app tfb" in each of
+// the app's modes: the runner starts its PostgreSQL, the server answers
+// /db without an error, the result directory records the app and the
+// database, and once the command has exited the database no longer
+// answers and no process of the run is left. It skips where PostgreSQL is
+// not installed, as the command's error says.
+func TestBenchTFBEndToEnd(t *testing.T) {
+	exe := spindleBinary(t)
+	for _, mode := range []string{"nethttp", "nethttp-carrier"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "res")
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, exe, "bench", "--app", "tfb", "--mode", mode, "--connections", "4",
+				"--warmup", "300ms", "--duration", "1500ms", "--no-pidstat", "--output-dir", dir).CombinedOutput()
+			if err != nil && strings.Contains(string(out), bench.ErrNoPostgres.Error()) {
+				t.Skipf("spindle bench --app tfb: %s", out)
+			}
+			if err != nil {
+				t.Fatalf("spindle bench --app tfb: %v\n%s\n%s", err, out, resultTails(dir))
+			}
+			res, err := report.Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Summary
+			if !s.Complete || s.App != "tfb" || s.Requests == 0 || s.Errors != 0 || s.Throughput <= 0 {
+				t.Fatalf("summary: complete %v, app %q, %d requests, %d errors, %.0f req/s; want complete tfb answers, no error\n%s",
+					s.Complete, s.App, s.Requests, s.Errors, s.Throughput, out)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "mock.log")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("mock.log: %v; want no mock for --app tfb", err)
+			}
+			checkDBStopped(t, dir)
+			if left := running(exe); len(left) > 0 {
+				t.Errorf("processes left running: %v", left)
+			}
+		})
+	}
+}
+
+// checkDBStopped reads the database of the tfb run in dir from its
+// config.json and wants it no longer answering.
+func checkDBStopped(t *testing.T, dir string) {
+	t.Helper()
+	var cf struct{ App, Database string }
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &cf)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(cf.Database, " at ")
+	addr, _, _ := strings.Cut(after, ",")
+	if cf.App != "tfb" || !strings.HasPrefix(cf.Database, "PostgreSQL ") || addr == "" {
+		t.Fatalf("config.json: app %q, database %q; want tfb and PostgreSQL at an address", cf.App, cf.Database)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("the run's PostgreSQL at %s still answers after the run", addr)
+	}
+}
+
+// TestBenchTFBInterrupt sends SIGINT to a running "spindle bench --app
+// tfb": the run is marked incomplete, and the database is stopped with
+// the children.
+func TestBenchTFBInterrupt(t *testing.T) {
+	exe := spindleBinary(t)
+	dir := filepath.Join(t.TempDir(), "res")
+	var out syncbuf.Buffer // read while the command writes
+	cmd := exec.Command(exe, "bench", "--app", "tfb", "--mode", "nethttp-carrier", "--connections", "4",
+		"--warmup", "1s", "--duration", "60s", "--no-pidstat", "--output-dir", dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(30 * time.Second)
+wait: // until the load generator runs (its output file exists)
+	for {
+		select {
+		case err := <-exited:
+			if strings.Contains(out.String(), bench.ErrNoPostgres.Error()) {
+				t.Skipf("spindle bench --app tfb: %s", out.String())
+			}
+			t.Fatalf("spindle bench --app tfb exited before its load ran: %v\n%s", err, out.String())
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("the load generator did not start within 30s\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+			if _, err := os.Stat(filepath.Join(dir, "load.txt")); err == nil {
+				break wait
+			}
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("spindle bench still running 60s after SIGINT\n%s", out.String())
+	}
+	checkInterrupted(t, exe, dir, err, out.String())
+	checkDBStopped(t, dir)
+}
+
 // running lists the processes executing exe.
 func running(exe string) []int {
 	var pids []int
@@ -441,10 +561,17 @@ func TestBenchInterrupt(t *testing.T) {
 		t.Errorf("%d spindle processes running, want the runner and 3 children", n)
 	}
 	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
+	checkInterrupted(t, exe, dir, cmd.Wait(), "")
+}
+
+// checkInterrupted wants the interrupted bench of exe into dir to have
+// exited non-zero (err, with its output out), left no process of exe
+// running, and marked its result incomplete, interrupted.
+func checkInterrupted(t *testing.T, exe, dir string, err error, out string) {
+	t.Helper()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
-		t.Errorf("interrupted bench: %v, want a non-zero exit", err)
+		t.Errorf("interrupted bench: %v, want a non-zero exit\n%s", err, out)
 	}
 	if left := running(exe); len(left) > 0 {
 		t.Errorf("processes left running: %v", left)

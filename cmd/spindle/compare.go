@@ -45,6 +45,7 @@ type compareArgs struct {
 	budget           time.Duration
 	blocking         string
 	blockingShare    int
+	app              appFlags
 }
 
 func compareFlags() (*flagSet, *compareArgs) {
@@ -84,6 +85,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
+	a.app.register(fs)
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")
@@ -94,6 +96,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		`spindle compare --only nethttp,carrier --sweep`,
 		`spindle compare --slo 'p99<=10ms' --json findings.json`,
 		`spindle compare --server-host h1 --load-hosts h2,h3`,
+		`spindle compare --app tfb --target /db`,
 	)
 	return fs, a
 }
@@ -161,9 +164,15 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if a.only != "" {
 		only = strings.Split(a.only, ",")
 	}
+	// The app's flags, checked on a configuration of a mode every app
+	// runs in; ComparePlan keeps the variants of the app's modes.
+	probe := bench.Config{Mode: bench.ModeNetHTTP, BlockingEndpoint: a.blocking != ""}
+	if err := a.app.apply(&probe); err != nil {
+		return err
+	}
 	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
 		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates,
-		Blocking: a.blocking, BlockingShare: a.blockingShare})
+		Blocking: a.blocking, BlockingShare: a.blockingShare, App: probe.App, Target: probe.Target, DBPool: probe.DBPool})
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -189,6 +198,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := hosts.CheckCPUs(plan.Phases[0].Configs[0]); err != nil { // every configuration shares the layout
 		return asBadInput(err)
 	}
+	if probe.TFB() && hosts.Remote() {
+		return badInput("--app %s runs every role on this machine (its database is started here): no --server-host, --mock-host or --load-hosts", probe.App)
+	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	if hosts.Remote() {
 		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
@@ -196,6 +208,16 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
 		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
 		report.Count(plan.Rounds, "round", "rounds"), plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
+	db, err := startDB(ctx, probe, plan.Layout.Mock, stdout)
+	if err != nil {
+		return err
+	}
+	err = compareRun(ctx, a, plan, dir, hosts, db, jsonOut, stdout, stderr)
+	return stopDB(db, err)
+}
+
+// compareRun runs plan into dir and writes its report.
+func compareRun(ctx context.Context, a *compareArgs, plan bench.Plan, dir string, hosts *bench.Hosts, db *bench.DB, jsonOut, stdout, stderr io.Writer) error {
 	if err := bench.PinRunner(plan.Layout.Load); err != nil {
 		return err
 	}
@@ -205,7 +227,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		budget = plan.Budget(bench.DefaultOverhead)
 	}
 	fmt.Fprintf(stdout, "time budget %v: runs left out by the checks get extra rounds while they fit\n", budget)
-	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts}, Progress: line.show, Budget: budget,
+	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts, DB: db}, Progress: line.show, Budget: budget,
 		Failed: func(r report.Result, err error) {
 			line.done()
 			fmt.Fprintf(stderr, "spindle compare: %s (%s round %d) incomplete, going on: %v\n",

@@ -14,7 +14,7 @@ import (
 func init() {
 	register(command{
 		name:    "serve",
-		summary: "run the server under test (nethttp | handoff | carrier | nethttp-carrier): /health, /fruits via the mock backend",
+		summary: "run the server under test (nethttp | handoff | carrier | nethttp-carrier): /health, /fruits via the mock backend, or --app tfb",
 		run:     runServe,
 		flags:   func() *flagSet { fs, _ := serveFlags(); return fs },
 	})
@@ -26,12 +26,14 @@ func serveFlags() (*flagSet, *server.Flags) {
 		"compactly; 502 when the backend fails, 504 when it is slow); other paths 404 and close.\n"+
 		"With --blocking-endpoint also GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler\n"+
 		"that blocks the Go way.\n"+
+		"With --app tfb it serves TechEmpower's test types on the PostgreSQL at --db instead (docs/tfb.md).\n"+
 		"Prints \"listening on ADDR\" when ready and stops on SIGINT or SIGTERM. See docs/server.md.")
 	a.Register(fs.FlagSet)
 	fs.example(
 		`spindle serve --mode carrier --port 8081 --backend http://127.0.0.1:8080/fruits --cpuset 1 --admin-port 9090`,
 		`spindle serve --mode nethttp --threads 2`,
 		`spindle serve --mode nethttp-carrier --blocking-endpoint`,
+		`spindle serve --app tfb --mode nethttp-carrier --db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable`,
 	)
 	return fs, a
 }
@@ -62,6 +64,18 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	if err := server.CheckBackend(a.Backend); err != nil {
 		return o, badInput("--backend: %v", err)
 	}
+	app, err := checkApp(a.App, mode, a.BlockingEndpoint)
+	if err != nil {
+		return o, err
+	}
+	switch {
+	case app != server.AppTFB && a.DB != "":
+		return o, badInput("--db is for --app %s (the %s app has no database)", server.AppTFB, app)
+	case app == server.AppTFB:
+		if err := server.CheckDB(a.DB, a.DBPool); err != nil {
+			return o, badInput("--db: %v", err)
+		}
+	}
 	if err, known := wait.Available()[a.Wait]; !known {
 		return o, badInput("--wait %q: want one of %s", a.Wait, strings.Join(wait.Names(), ", "))
 	} else if err != nil {
@@ -87,6 +101,9 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		// which is a figure to measure too (docs/server.md, "Blocking
 		// endpoint").
 		BlockingEndpoint: a.BlockingEndpoint,
+		App:              app,
+		DB:               a.DB,
+		DBPool:           a.DBPool,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
@@ -121,6 +138,22 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// checkApp checks --app against --mode and --blocking-endpoint (of serve
+// and bench alike), and returns the app.
+func checkApp(name string, mode server.Mode, blocking bool) (server.App, error) {
+	app, err := server.ParseApp(name)
+	if err != nil {
+		return "", badInput("--app: %v", err)
+	}
+	if err := server.CheckApp(app, mode); err != nil {
+		return "", badInput("--%v", err)
+	}
+	if app == server.AppTFB && blocking {
+		return "", badInput("--blocking-endpoint: --app %s does not serve %s (the fruits app does)", app, server.BlockPath)
+	}
+	return app, nil
 }
 
 // checkPoller refuses an unknown --poller and one this machine cannot run

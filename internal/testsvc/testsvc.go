@@ -1,12 +1,13 @@
 // Package testsvc starts throwaway PostgreSQL and Redis servers for tests
 // and benchmarks of code that uses their drivers: the project tests
 // drivers against the real servers, never a mock of a database. Each is
-// started once per test binary, at the first call of Postgres or Redis,
-// on a free port of 127.0.0.1 with its files in a temporary directory, and
-// stopped by Main when the binary's tests have run; should the binary die
-// first, the kernel signals the server (Pdeathsig), so that no server
-// outlives its test binary. Where a server's programs are missing the
-// callers skip, naming the Debian package to install.
+// started (internal/tempserver) once per test binary, at the first call of
+// Postgres or Redis, on a free port of 127.0.0.1 with its files in a
+// temporary directory, and stopped by Main when the binary's tests have
+// run; should the binary die first, the kernel signals the server
+// (Pdeathsig), so that no server outlives its test binary. Where a
+// server's programs are missing the callers skip, naming the Debian
+// package to install.
 //
 // It is for tests only, a normal package so that several packages' tests
 // can share it:
@@ -29,20 +30,9 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/spindle-lab/spindle/internal/tempserver"
 )
-
-// startTimeout bounds how long a server may take from its start to its
-// first answer (PostgreSQL answers in about a second here, Redis in a few
-// milliseconds; a loaded CI machine gets ten times that and more).
-const startTimeout = 15 * time.Second
-
-// missingError says that a server cannot run on this machine (a program
-// or the user to run it as is missing), and how to get it: the caller
-// skips.
-type missingError struct{ reason string }
-
-func (e *missingError) Error() string { return e.reason }
 
 // errStopped is what Postgres and Redis fail with after Stop.
 var errStopped = errors.New("stopped (after the tests, by Stop)")
@@ -50,23 +40,27 @@ var errStopped = errors.New("stopped (after the tests, by Stop)")
 // service is one kind of server, started at most once per binary.
 type service struct {
 	once  sync.Once
-	start func() (*server, string, error)
-	srv   *server
+	start func(tempserver.Options) (*tempserver.Server, error)
+	srv   *tempserver.Server
 	addr  string // what Postgres or Redis returns: a DSN, an address
 	err   error
 }
 
 var (
-	postgres = &service{start: startPostgres}
-	redis    = &service{start: startRedis}
+	postgres = &service{start: tempserver.Postgres}
+	redis    = &service{start: tempserver.Redis}
 )
 
 // get starts s at its first call and returns its address; tb skips where
 // the server cannot run here and fails where it did not start.
 func (s *service) get(tb testing.TB) string {
 	tb.Helper()
-	s.once.Do(func() { s.srv, s.addr, s.err = s.start() })
-	var missing *missingError
+	s.once.Do(func() {
+		if s.srv, s.err = s.start(tempserver.Options{}); s.err == nil {
+			s.addr = s.srv.Addr()
+		}
+	})
+	var missing *tempserver.MissingError
 	if errors.As(s.err, &missing) {
 		tb.Skipf("testsvc: %v", s.err)
 	}
@@ -105,7 +99,7 @@ func Stop() error {
 	for _, s := range []*service{postgres, redis} {
 		s.once.Do(func() {}) // no start after Stop
 		if s.srv != nil {
-			errs = append(errs, s.srv.stop())
+			errs = append(errs, s.srv.Stop())
 			s.srv = nil
 		}
 		if s.err == nil {

@@ -3,15 +3,12 @@ package testsvc
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +35,9 @@ func TestTestsvcRedis(t *testing.T) {
 	if got, err := c.ConfigGet(ctx, "save").Result(); err != nil || got["save"] != "" {
 		t.Errorf("CONFIG GET save: %v, %v; want empty", got, err)
 	}
-	pid := redis.srv.proc.Pid
-	if again := Redis(t); again != addr || redis.srv.proc.Pid != pid {
-		t.Errorf("second call: %s (pid %d); first %s (pid %d)", again, redis.srv.proc.Pid, addr, pid)
+	pid := redis.srv.Pid()
+	if again := Redis(t); again != addr || redis.srv.Pid() != pid {
+		t.Errorf("second call: %s (pid %d); first %s (pid %d)", again, redis.srv.Pid(), addr, pid)
 	}
 }
 
@@ -62,67 +59,9 @@ func TestTestsvcPostgres(t *testing.T) {
 	if sum != 42 || fsync != "off" || listen != "127.0.0.1" {
 		t.Errorf("41+1 = %d, fsync %q, listen_addresses %q; want 42, off, 127.0.0.1", sum, fsync, listen)
 	}
-	pid := postgres.srv.proc.Pid
-	if again := Postgres(t); again != dsn || postgres.srv.proc.Pid != pid {
-		t.Errorf("second call: %s (pid %d); first %s (pid %d)", again, postgres.srv.proc.Pid, dsn, pid)
-	}
-}
-
-// TestTestsvcStop starts a server of each kind of its own, beside the
-// binary's, stops it, and wants the process gone, its port closed and its
-// directory removed.
-func TestTestsvcStop(t *testing.T) {
-	for name, start := range map[string]func() (*server, string, error){"postgres": startPostgres, "redis": startRedis} {
-		t.Run(name, func(t *testing.T) {
-			s, addr, err := start()
-			var missing *missingError
-			if errors.As(err, &missing) {
-				t.Skip(err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			hostPort := hostPort(t, addr)
-			if err := tcpAnswers(hostPort); err != nil {
-				t.Fatalf("before stop: %v", err)
-			}
-			if err := s.stop(); err != nil {
-				t.Error(err)
-			}
-			select {
-			case <-s.exited:
-			default:
-				t.Error("the process runs on after stop")
-			}
-			if err := tcpAnswers(hostPort); err == nil {
-				t.Errorf("%s still accepts connections after stop", hostPort)
-			}
-			if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("directory %s after stop: %v", s.dir, err)
-			}
-		})
-	}
-}
-
-// TestTestsvcStartExits starts a program that exits at once, and wants
-// startOnFreePort to try startAttempts ports and fail saying so, with the
-// end of the program's log.
-func TestTestsvcStartExits(t *testing.T) {
-	dir := t.TempDir()
-	var ports []int
-	_, _, err := startOnFreePort(dir, program{
-		name: "sh", stopSig: syscall.SIGTERM, deathSig: syscall.SIGKILL, path: "/bin/sh",
-		args: func(port int) []string {
-			ports = append(ports, port)
-			return []string{"-c", "echo cannot bind port $0; exit 3", strconv.Itoa(port)}
-		},
-		ready: func(int) error { return errors.New("no answer") },
-	})
-	if !errors.Is(err, errExited) || !strings.Contains(err.Error(), "cannot bind port") {
-		t.Errorf("error %v; want %v with the log's end", err, errExited)
-	}
-	if len(ports) != startAttempts {
-		t.Errorf("tried ports %v; want %d attempts", ports, startAttempts)
+	pid := postgres.srv.Pid()
+	if again := Postgres(t); again != dsn || postgres.srv.Pid() != pid {
+		t.Errorf("second call: %s (pid %d); first %s (pid %d)", again, postgres.srv.Pid(), dsn, pid)
 	}
 }
 
@@ -138,8 +77,8 @@ func TestTestsvcOrphan(t *testing.T) {
 	if os.Getenv(orphanEnv) != "" {
 		// The child: report what it started, and leave.
 		fmt.Printf("orphans: %d %s %s %d %s %s\n",
-			postgresPid(t), hostPort(t, Postgres(t)), postgres.srv.dir,
-			redisPid(t), Redis(t), redis.srv.dir)
+			postgresPid(t), hostPort(t, Postgres(t)), postgres.srv.Dir(),
+			redisPid(t), Redis(t), redis.srv.Dir())
 		os.Exit(0)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestTestsvcOrphan$", "-test.v") // -test.v: a skip says SKIP
@@ -179,8 +118,8 @@ func TestTestsvcOrphan(t *testing.T) {
 	}
 }
 
-func postgresPid(t *testing.T) int { Postgres(t); return postgres.srv.proc.Pid }
-func redisPid(t *testing.T) int    { Redis(t); return redis.srv.proc.Pid }
+func postgresPid(t *testing.T) int { Postgres(t); return postgres.srv.Pid() }
+func redisPid(t *testing.T) int    { Redis(t); return redis.srv.Pid() }
 
 // processLives reports whether pid is a process that has not ended (a
 // zombie, ended but not yet reaped by its new parent, has).

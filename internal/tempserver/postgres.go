@@ -1,4 +1,4 @@
-package testsvc
+package tempserver
 
 import (
 	"context"
@@ -23,34 +23,37 @@ const postgresBinGlob = "/usr/lib/postgresql/*/bin"
 // refuses root); the Debian package postgresql creates it.
 const postgresUser = "postgres"
 
-// startPostgres makes a cluster in a temporary directory, starts its
-// server on a free loopback port and returns it with its DSN.
-func startPostgres() (*server, string, error) {
+// Postgres makes a cluster in a temporary directory, starts its server on
+// a free loopback port and returns it; its Addr is the DSN. The server runs
+// with fsync off and small buffers: its data is throwaway. It fails with a
+// *MissingError where the server cannot run here (no PostgreSQL binaries,
+// or running as root without a postgres user: initdb refuses root).
+func Postgres(o Options) (*Server, error) {
 	bin, err := postgresBin()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cred, err := postgresCred()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testsvc-postgres-")
+	dir, err := os.MkdirTemp("", "spindle-postgres-")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(dir)
-			return nil, "", err
+			return nil, err
 		}
 	}
 	data := filepath.Join(dir, "data")
 	if err := initdb(bin, dir, data, cred); err != nil {
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, err
 	}
 	s, port, err := startOnFreePort(dir, program{
-		name: "postgres", cred: cred,
+		name: "postgres", cred: cred, cpus: o.CPUs,
 		stopSig:  syscall.SIGINT,  // fast shutdown: end the sessions, stop
 		deathSig: syscall.SIGQUIT, // immediate shutdown: the children are told too
 		path:     filepath.Join(bin, "postgres"),
@@ -65,9 +68,10 @@ func startPostgres() (*server, string, error) {
 	})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, err
 	}
-	return s, fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", postgresUser, port), nil
+	s.addr = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", postgresUser, port)
+	return s, nil
 }
 
 // postgresBin returns the directory of the newest installed PostgreSQL's
@@ -79,7 +83,7 @@ func postgresBin() (string, error) {
 		return err != nil
 	})
 	if len(dirs) == 0 {
-		return "", &missingError{"no PostgreSQL server in " + postgresBinGlob + " (install the Debian package postgresql)"}
+		return "", &MissingError{"no PostgreSQL server in " + postgresBinGlob + " (install the Debian package postgresql)"}
 	}
 	version := func(d string) int { // the directory above bin: "15"
 		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
@@ -96,7 +100,7 @@ func postgresCred() (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup(postgresUser)
 	if err != nil {
-		return nil, &missingError{fmt.Sprintf("initdb refuses to run as root, and there is no user %s to run it as (%v; the Debian package postgresql creates it)", postgresUser, err)}
+		return nil, &MissingError{fmt.Sprintf("initdb refuses to run as root, and there is no user %s to run it as (%v; the Debian package postgresql creates it)", postgresUser, err)}
 	}
 	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
 	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)

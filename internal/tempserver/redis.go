@@ -1,4 +1,4 @@
-package testsvc
+package tempserver
 
 import (
 	"fmt"
@@ -11,19 +11,21 @@ import (
 	"time"
 )
 
-// startRedis starts redis-server on a free loopback port, saving nothing,
-// and returns it with its address.
-func startRedis() (*server, string, error) {
+// Redis starts redis-server on a free loopback port, saving nothing, and
+// returns it; its Addr is 127.0.0.1:PORT. It fails with a *MissingError
+// where redis-server is not installed.
+func Redis(o Options) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, "", &missingError{"redis-server not found (install the Debian package redis-server)"}
+		return nil, &MissingError{"redis-server not found (install the Debian package redis-server)"}
 	}
-	dir, err := os.MkdirTemp("", "testsvc-redis-")
+	dir, err := os.MkdirTemp("", "spindle-redis-")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	s, port, err := startOnFreePort(dir, program{
 		name:     "redis-server",
+		cpus:     o.CPUs,
 		stopSig:  syscall.SIGTERM, // saves nothing (--save ''), exits at once
 		deathSig: syscall.SIGKILL, // nothing to clean up
 		path:     path,
@@ -35,9 +37,10 @@ func startRedis() (*server, string, error) {
 	})
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, "", err
+		return nil, err
 	}
-	return s, redisAddr(port), nil
+	s.addr = redisAddr(port)
+	return s, nil
 }
 
 // redisAddr is the address of a Redis server on port of 127.0.0.1.
