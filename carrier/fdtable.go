@@ -2,14 +2,15 @@ package carrier
 
 // fdTable is a carrier's registered fds by slot, which is what the poller
 // reports their events with: a token is the slot plus one (0 is the
-// carrier's eventfd) and, above, the table's registration count when the
-// fd was registered, so that a late event for an fd closed since, whose
-// slot was reused, matches no entry (io_uring reports a poll's
+// carrier's eventfd) and, above, the table's generation count when the fd
+// was registered or last put back on the poller (renew), so that a late
+// event of a poll removed since, whether its fd's slot was reused or the
+// fd was polled again, matches no entry (io_uring reports a poll's
 // cancellation after the fact). It belongs to the carrier's owner.
 type fdTable struct {
 	fds  []*pollDesc // by slot; nil: free
 	free []int32     // free slots
-	gen  uint32      // bumped by every registration: tokens are unique per carrier
+	gen  uint32      // bumped by every registration and renewal: tokens are unique per carrier
 }
 
 // add gives pd a slot and a generation.
@@ -21,9 +22,16 @@ func (ft *fdTable) add(pd *pollDesc) {
 		pd.slot = int32(len(ft.fds))
 		ft.fds = append(ft.fds, nil)
 	}
+	ft.renew(pd)
+	ft.fds[pd.slot] = pd
+}
+
+// renew gives pd a new generation, hence a new token: an fd that goes back
+// on the poller after a remove needs one, since io_uring may still post
+// the removed poll's last completion, under the old token.
+func (ft *fdTable) renew(pd *pollDesc) {
 	ft.gen++
 	pd.gen = ft.gen
-	ft.fds[pd.slot] = pd
 }
 
 // drop frees pd's slot.

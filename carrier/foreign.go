@@ -148,13 +148,32 @@ func (cn *Conn) foreignUse() (first bool, err error) {
 func (cn *Conn) unpollRequest() {
 	pd := &cn.pd
 	if c := pd.home.Load(); c != nil {
-		c.SubmitLocal(func(t *Task) {
-			if pd.c == t.home && pd.state == descOpen && !pd.unpolled && pd.rwait == nil && pd.wwait == nil {
-				t.home.poll.remove(pd.fd, pd.token(), false)
-				pd.unpolled = true
-			}
-		})
+		c.SubmitLocal(func(t *Task) { pd.unpoll(t.home) })
 	}
+}
+
+// unpoll is unpollRequest's step on carrier c: it takes pd off c's poller
+// if c is still its carrier, it is open and polled, and no task waits on it.
+func (pd *pollDesc) unpoll(c *Carrier) {
+	if pd.c == c && pd.state == descOpen && !pd.unpolled && pd.rwait == nil && pd.wwait == nil {
+		c.poll.remove(pd.fd, pd.token(), false)
+		pd.unpolled = true
+	}
+}
+
+// repoll puts pd, taken off its carrier's poller (unpoll), back on it
+// under a new token (fdTable.renew): io_uring posts the removed poll's
+// cancellation after the fact, and under the same token the poller would
+// take it for the new poll's end and arm a second poll, which the conn's
+// close would not cancel. An edge-triggered add reports the fd at once if
+// it is ready.
+func (pd *pollDesc) repoll() error {
+	pd.c.fdt.renew(pd)
+	if err := pd.c.poll.add(pd.fd, pd.token()); err != nil {
+		return err
+	}
+	pd.unpolled = false
+	return nil
 }
 
 // goConn returns the Go net.Conn on a duplicate of cn's fd that foreign
@@ -471,10 +490,9 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 		return pd.await(t, slot, dl.Load())
 	}
 	if pd.unpolled { // taken off the poller for its foreign callers (unpollRequest): back on
-		if err := pd.c.poll.add(pd.fd, pd.token()); err != nil {
+		if err := pd.repoll(); err != nil {
 			return err
 		}
-		pd.unpolled = false // an edge-triggered add reports the fd at once if it is ready
 	}
 	pd.taskParks.Add(1)
 	defer pd.taskParks.Add(-1)

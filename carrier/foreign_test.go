@@ -314,6 +314,57 @@ func TestForeignReadAtGroupClose(t *testing.T) {
 	}
 }
 
+// A conn taken off its carrier's poller for a foreign caller (unpoll) and
+// put back by a task that parks on it, in one loop pass (TestForeignConn's
+// goroutine and task do it by chance), is still reported ready, and its
+// close reaches the peer and leaves no request in flight: io_uring posts
+// the removed poll's cancellation only after the new poll is armed, and a
+// poller that took it for the new poll's end armed a second poll, which
+// the close did not cancel (the socket stayed open for the kernel, so the
+// peer got no FIN, and the group's close waited quiesceLimit for it).
+func TestRepollAfterUnpoll(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	if !g.connEng.polled() {
+		t.Skip("this poller's conns have no readiness poll to take off")
+	}
+	addr, peers := netPeer(t)
+	cn := dialFree(t, g, 0, addr)
+	peer := <-peers
+	if peer == nil {
+		t.Fatal("no peer conn")
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the task is parked by then, or finds the byte at once
+		peer.Write([]byte("x"))
+	}()
+	inTaskOf(t, g, 0, func(tk *Task) {
+		pd := &cn.pd
+		pd.foreignUsed.Store(true) // a foreign caller's first use marks it so...
+		pd.unpoll(tk.home)         // ...and has the carrier run this
+		if !pd.unpolled {
+			t.Error("the conn was not taken off the poller")
+			return
+		}
+		cn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadFull(cn, make([]byte, 1)); err != nil { // parks: back on the poller
+			t.Errorf("read on the conn put back on the poller: %v", err)
+		}
+		if err := cn.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := peer.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the peer read %d, %v after the close, want io.EOF: a poll still holds the socket", n, err)
+	}
+	start := time.Now()
+	g.Close()
+	if up, ok := g.Carrier(0).poll.(*uringPoller); ok && up.inflight != 0 {
+		t.Errorf("the group closed after %v with %d io_uring requests in flight, want none", time.Since(start), up.inflight)
+	}
+}
+
 // A foreign system call holds the fd: the conn's close leaves it open
 // until the last one ends, and closes it then.
 func TestForeignFdRefs(t *testing.T) {

@@ -97,7 +97,9 @@ type poller interface {
 	// start runs on the carrier's goroutine before its loop (after the
 	// thread is bound).
 	start() error
-	// add starts reporting fd's readiness with tok (never 0).
+	// add starts reporting fd's readiness with tok (never 0), which must
+	// not be that of an fd removed before (fdTable.renew): io_uring
+	// reports a removed poll's end after the fact, under its token.
 	add(fd int, tok uint64) error
 	// remove stops reporting fd's readiness; closing says the fd is
 	// closed next (epoll then needs nothing; io_uring must cancel its

@@ -290,6 +290,9 @@ func (p *uringPoller) sqe() *unix.SQE {
 }
 
 func (p *uringPoller) add(fd int, tok uint64) error {
+	if _, ok := p.removing[tok]; ok { // its last completion would end the new poll's count
+		return fmt.Errorf("io_uring: poll token %#x reused while its removal is in flight", tok)
+	}
 	sqe := p.sqe()
 	if sqe == nil {
 		return errors.New("io_uring: submission queue full")

@@ -225,6 +225,32 @@ func TestURingPollerCancel(t *testing.T) {
 	}
 }
 
+// An fd whose poll was removed while it stays open (a conn taken off the
+// poller for foreign callers) is polled again under a new token: the old
+// one is refused while its cancellation is in flight, and that late
+// completion ends the old poll's count only, arming nothing.
+func TestURingPollerRepoll(t *testing.T) {
+	p, k, _ := fakePoller(t, 8, 16)
+	const old, renewed = 3 | 1<<32, 3 | 2<<32
+	p.add(5, old)
+	p.wait(0)
+	p.remove(5, old, false)
+	if err := p.add(5, old); err == nil {
+		t.Fatal("add accepted a token whose removal is in flight")
+	}
+	if err := p.add(5, renewed); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(0) // submits the cancellation, then the new poll; reaps the old poll's -ECANCELED
+	if _, ok := k.polls[old]; ok || k.polls[renewed] != 5 || len(k.polls) != 2 {
+		t.Fatalf("kernel polls %v, want the eventfd's and %#x's", k.polls, uint64(renewed))
+	}
+	if len(p.removing) != 0 || len(p.armed) != 2 || p.armed[renewed] != 5 || p.inflight != 2 || p.rearms != 0 {
+		t.Fatalf("after the late cancellation: removing %v, armed %v, inflight %d, rearms %d; want the eventfd's poll and the new one",
+			p.removing, p.armed, p.inflight, p.rearms)
+	}
+}
+
 // A wait with a deadline arms one timeout, moves it when the deadline
 // comes earlier or the armed one is due soon, keeps it when it is the
 // same or earlier (then it may fire early, once), sleeps with
