@@ -57,6 +57,9 @@ type conn struct {
 	// while a close by Shutdown is queued. Written by the connection's
 	// task and by Shutdown.
 	idle, nudged atomic.Bool
+	// hijacked is set by Hijack: the connection is the handler's, and the
+	// task no longer touches it.
+	hijacked bool
 
 	http1.InBuf        // the read buffer, as the Transport's connections have it
 	out         []byte // responses not yet written
@@ -148,6 +151,9 @@ func (c *conn) serve() {
 			return
 		}
 		keep := c.handle(h)
+		if c.hijacked {
+			return
+		}
 		if !keep || s.shutdown.Load() {
 			if c.flush() == nil && !c.body.r.Done() {
 				// The client may still be sending a body the handler did
@@ -509,12 +515,16 @@ func (c *conn) handle(h http.Handler) bool {
 	pinned, handed := c.t.Pinned(), c.t.Handoffs()
 	p := c.call(h, w, req)
 	c.watchdog(pinned, handed)
+	if p != nil && p != http.ErrAbortHandler {
+		buf := make([]byte, panicStack)
+		buf = buf[:runtime.Stack(buf, false)]
+		c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
+	}
+	if c.hijacked { // the conn is the handler's, panic or not (net/http leaves it open too)
+		w.handlerDone = true
+		return false
+	}
 	if p != nil {
-		if p != http.ErrAbortHandler {
-			buf := make([]byte, panicStack)
-			buf = buf[:runtime.Stack(buf, false)]
-			c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
-		}
 		if !w.committed && len(c.out) == w.mark {
 			w.panicAnswer()
 			c.flush()

@@ -10,8 +10,10 @@
 // when the connection ends or the server closes) and calls the handler.
 // The ResponseWriter sends Content-Length when the handler's body fits its
 // buffer and chunked encoding otherwise, answers HEAD with the head only,
-// implements http.Flusher and the http.ResponseController methods
-// (SetReadDeadline, SetWriteDeadline, Flush), sends "100 Continue" when a
+// implements http.Flusher, http.Hijacker (websockets: the hijacked
+// carrier.Conn serves the handler's task and any goroutine) and the
+// http.ResponseController methods (SetReadDeadline, SetWriteDeadline,
+// Flush, Hijack, EnableFullDuplex), sends "100 Continue" when a
 // handler reads the body of a request that expects it, and writes
 // trailers. Request bodies stream: a Read parks the task until data
 // arrives, and nothing holds a whole body.
@@ -96,8 +98,8 @@ type Server struct {
 	DisableGeneralOptionsHandler bool
 	// ConnState, when not nil, is told of a connection's changes of state
 	// with net/http's states (StateNew, StateActive, StateIdle,
-	// StateClosed; connections are never hijacked). It runs in the
-	// connection's task, so it must not block.
+	// StateHijacked, StateClosed). It runs in the connection's task, so it
+	// must not block.
 	ConnState func(net.Conn, http.ConnState)
 
 	mu        sync.Mutex
@@ -161,7 +163,8 @@ func (s *Server) Listen(g *carrier.Group, addr string, o carrier.ListenOptions) 
 // times out or fails, a response closes it, or the server shuts down. Its
 // signature is carrier.Group.Listen's handler's, so a caller that makes its
 // own listener passes s.ServeConn; it closes nothing (the listener's task
-// closes cn when ServeConn returns).
+// closes cn when ServeConn returns), and a connection a handler hijacked it
+// releases (carrier.Task.Release): the caller must not close cn itself.
 func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 	s.init()
 	if s.shutdown.Load() {
@@ -171,10 +174,29 @@ func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 	if !s.track(c, true) {
 		return
 	}
-	defer s.track(c, false)
 	c.setState(http.StateNew)
-	defer c.setState(http.StateClosed)
+	served := false
+	defer func() {
+		if !served { // the carrier unwinds the task: it stops
+			c.closed()
+		}
+	}()
 	c.serve()
+	served = true
+	if c.hijacked {
+		t.Release(cn) // the handler's now: the task ends without closing it
+		return
+	}
+	c.closed()
+}
+
+// closed takes a connection off the server's books as it ends: a hijacked
+// one was taken off at the hijack, and its state stays StateHijacked.
+func (c *conn) closed() {
+	c.s.track(c, false)
+	if !c.hijacked {
+		c.setState(http.StateClosed)
+	}
 }
 
 // track adds or removes a connection; adding fails once the server shuts
