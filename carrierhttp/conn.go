@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
 )
@@ -60,6 +62,14 @@ type conn struct {
 	// hijacked is set by Hijack: the connection is the handler's, and the
 	// task no longer touches it.
 	hijacked bool
+	// base is the connection's context without the task (ConnContext's);
+	// h2 is set when the connection is to be served by HTTP/2 (http2.go):
+	// how x/net's server starts on it; h2ctx is the context its requests
+	// derive from, cancelled by h2cancel when it ends.
+	base     context.Context
+	h2       *http2.ServeConnOpts
+	h2ctx    context.Context
+	h2cancel context.CancelFunc
 
 	http1.InBuf        // the read buffer, as the Transport's connections have it
 	out         []byte // responses not yet written
@@ -135,12 +145,23 @@ func (c *conn) serve() {
 		c.tlsState = &st
 		c.rwc = tc
 	}
-	ctx := context.WithValue(s.baseCtx, http.LocalAddrContextKey, c.cn.LocalAddr())
-	ctx = carrier.ContextWithTask(ctx, c.t)
+	base := context.WithValue(s.baseCtx, http.LocalAddrContextKey, c.cn.LocalAddr())
 	if s.ConnContext != nil {
-		ctx = s.ConnContext(ctx, c.rwc)
+		base = s.ConnContext(base, c.rwc)
 	}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.base = base
+	if s.h2 != nil {
+		switch {
+		case c.tlsState != nil && c.tlsState.NegotiatedProtocol == "h2",
+			c.tlsState == nil && s.protos.UnencryptedHTTP2() && c.sawPreface():
+			c.startHTTP2(http2.ServeConnOpts{SawClientPreface: c.tlsState == nil})
+			return
+		}
+	}
+	if !s.protos.HTTP1() {
+		return
+	}
+	c.ctx, c.cancel = context.WithCancel(carrier.ContextWithTask(base, c.t))
 	defer c.cancel()
 	c.tmpl = (&http.Request{}).WithContext(c.ctx)
 	c.t.SetNote(c)
@@ -148,6 +169,9 @@ func (c *conn) serve() {
 	for first := true; ; first = false {
 		if err := c.next(first); err != nil {
 			c.refuse(err)
+			return
+		}
+		if s.h2 != nil && s.protos.UnencryptedHTTP2() && c.tlsState == nil && c.upgradeH2c() {
 			return
 		}
 		keep := c.handle(h)

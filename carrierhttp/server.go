@@ -18,6 +18,10 @@
 // trailers. Request bodies stream: a Read parks the task until data
 // arrives, and nothing holds a whole body.
 //
+// Protocols (net/http's field) adds HTTP/2: over TLS by default (ALPN
+// "h2"), and h2c with UnencryptedHTTP2, served by golang.org/x/net/http2's
+// server on goroutines (http2.go says why); HTTP/1.1 stays in the tasks.
+//
 // Handlers run on the carrier's thread. A handler that blocks the Go way
 // (channels, mutexes, time.Sleep, database/sql, net.Conn) holds its
 // carrier, and every other connection of that carrier waits: wrap such a
@@ -40,10 +44,11 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
@@ -61,9 +66,22 @@ const (
 type Server struct {
 	// Handler answers requests; nil: http.DefaultServeMux.
 	Handler http.Handler
-	// TLSConfig, when not nil, serves TLS: "http/1.1" is added to its
-	// NextProtos when missing (the server speaks nothing else).
+	// TLSConfig, when not nil, serves TLS: "h2" and "http/1.1" are added
+	// to its NextProtos (ALPN) when missing, as Protocols has them, and
+	// removed when Protocols leaves them out.
 	TLSConfig *tls.Config
+	// Protocols is the set of protocols the server accepts, with
+	// net/http's meanings; nil: HTTP/1 and, over TLS, HTTP/2 (net/http's
+	// default). HTTP/1 is served in the connection's task on its carrier;
+	// HTTP/2 by golang.org/x/net/http2's server, whose handlers run on
+	// goroutines (see the package's HTTP/2 notes, http2.go).
+	// UnencryptedHTTP2 serves h2c to clients that send the HTTP/2 preface
+	// (prior knowledge) or ask with "Upgrade: h2c". A server without HTTP1
+	// closes connections that do not speak HTTP/2.
+	Protocols *http.Protocols
+	// HTTP2 configures HTTP/2 connections (net/http's http.HTTP2Config:
+	// MaxConcurrentStreams, MaxReadFrameSize, ...); nil: x/net's defaults.
+	HTTP2 *http.HTTP2Config
 	// ReadTimeout bounds reading a whole request, head and body, from its
 	// first byte (from the connection's start for its first request, as
 	// net/http counts); 0: none.
@@ -98,8 +116,9 @@ type Server struct {
 	DisableGeneralOptionsHandler bool
 	// ConnState, when not nil, is told of a connection's changes of state
 	// with net/http's states (StateNew, StateActive, StateIdle,
-	// StateHijacked, StateClosed). It runs in the connection's task, so it
-	// must not block.
+	// StateHijacked, StateClosed). For HTTP/1 it runs in the connection's
+	// task, so it must not block; an HTTP/2 connection's changes after
+	// StateNew come from x/net's goroutines.
 	ConnState func(net.Conn, http.ConnState)
 
 	mu        sync.Mutex
@@ -112,6 +131,13 @@ type Server struct {
 	cancel    context.CancelFunc
 	pinned    atomic.Uint64
 	tlsConfig *tls.Config
+	protos    http.Protocols
+	// h1 carries the settings x/net's HTTP/2 server reads (timeouts,
+	// ErrorLog, HTTP2) and its graceful shutdown; h2 is that server. Both
+	// nil when the server speaks no HTTP/2.
+	h1     *http.Server
+	h2     *http2.Server
+	h2live atomic.Int64 // connections served by h2 now
 }
 
 // headerSlack is what net/http reads beyond MaxHeaderBytes before it
@@ -127,13 +153,13 @@ func (s *Server) init() {
 		s.baseCtx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = map[*carrier.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
+		s.protos = s.protocols()
 		if s.TLSConfig != nil {
 			cfg := s.TLSConfig.Clone()
-			if !slices.Contains(cfg.NextProtos, "http/1.1") {
-				cfg.NextProtos = append(cfg.NextProtos, "http/1.1")
-			}
+			cfg.NextProtos = nextProtos(cfg.NextProtos, s.protos)
 			s.tlsConfig = cfg
 		}
+		s.initHTTP2(s.protos)
 	})
 }
 
@@ -183,11 +209,16 @@ func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 	}()
 	c.serve()
 	served = true
-	if c.hijacked {
+	switch {
+	case c.hijacked:
 		t.Release(cn) // the handler's now: the task ends without closing it
-		return
+	case c.h2 != nil:
+		t.Release(cn) // HTTP/2's, on a goroutine (http2.go)
+		s.h2live.Add(1)
+		go c.serveHTTP2()
+	default:
+		c.closed()
 	}
-	c.closed()
 }
 
 // closed takes a connection off the server's books as it ends: a hijacked
@@ -233,6 +264,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	tick := time.NewTicker(shutdownPoll)
 	defer tick.Stop()
 	for {
+		if s.h2live.Load() > 0 {
+			s.shutdownHTTP2()
+		}
 		if s.closeIdle() {
 			return nil
 		}
