@@ -429,3 +429,51 @@ func BenchmarkH2C(b *testing.B) {
 		})
 	}
 }
+
+// FuzzH2C sends arbitrary bytes to a server of HTTP/1 and h2c (seeds: the
+// preface with frames or garbage after it, parts of it, upgrade requests),
+// and checks that it serves an HTTP/1.1 and an h2c client after each:
+// `go test ./carrierhttp -run X -fuzz FuzzH2C -fuzztime 1m`.
+func FuzzH2C(f *testing.F) {
+	var frames bytes.Buffer
+	fr := http2.NewFramer(&frames, nil)
+	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	fr.WritePing(false, [8]byte{1})
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x82, 0x86, 0x84}, EndStream: true, EndHeaders: true}) // GET http /
+	const upgrade = "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"
+	for _, s := range []string{
+		h2Preface + frames.String(),
+		h2Preface + "garbage that is no frame",
+		h2Preface[:10],
+		"PRI * HTTP/2.0\r\n\r\nXY\r\n\r\n",
+		upgrade,
+		upgrade + h2Preface + frames.String(),
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n" + h2Preface,
+	} {
+		f.Add(s)
+	}
+	_, addr := startCarrier(f, protoHandler, func(s *Server) {
+		s.Protocols = h2cProtocols()
+		s.ReadTimeout = 100 * time.Millisecond // a cut-short request ends soon
+		s.IdleTimeout = time.Second
+	})
+	f.Fuzz(func(t *testing.T, raw string) {
+		h2 := h2cClient() // a connection of its own: the probe is of a new one
+		defer h2.CloseIdleConnections()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go c.Write([]byte(raw)) // may block on a server that stops reading
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		io.Copy(io.Discard, c)
+		c.Close()
+		probe := exchange(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 50*time.Millisecond)
+		if len(probe.Responses) != 1 || !strings.Contains(probe.Responses[0], "HTTP/1.1 task=true") {
+			t.Fatalf("after %q the server no longer serves HTTP/1.1: %s", raw, probe)
+		}
+		if got, err := post(h2, "http://"+addr+"/", "p"); got != "HTTP/2.0 HTTP/2.0 task=false p" || err != nil {
+			t.Fatalf("after %q the server no longer serves h2c: %q, %v", raw, got, err)
+		}
+	})
+}
