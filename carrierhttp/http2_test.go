@@ -399,14 +399,21 @@ func TestH2ConnState(t *testing.T) {
 // (one connection, its streams multiplexed; handlers on goroutines) and
 // over HTTP/1.1 (a keep-alive connection per client goroutine; handlers in
 // the carrier's tasks), on one carrier, with 16 client goroutines of Go's
-// clients. Run it with -count to alternate the two.
+// clients; and h2c under net/http's own server (nethttp-h2c), to tell what
+// the carrier conn under x/net's server costs from what HTTP/2 in Go costs.
+// Run one at a time, alternated (-test.bench 'BenchmarkH2C/h2c$' ...).
 func BenchmarkH2C(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
-	for _, proto := range []string{"http1.1", "h2c"} {
+	for _, proto := range []string{"http1.1", "h2c", "nethttp-h2c"} {
 		b.Run(proto, func(b *testing.B) {
-			_, addr := serveOn(b, carrier.Options{Carriers: 1}, h, func(s *Server) { s.Protocols = h2cProtocols() })
+			var addr string
+			if proto == "nethttp-h2c" {
+				addr = startNetHTTPWith(b, h, func(s *http.Server) { s.Protocols = h2cProtocols() })
+			} else {
+				_, addr = serveOn(b, carrier.Options{Carriers: 1}, h, func(s *Server) { s.Protocols = h2cProtocols() })
+			}
 			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			if proto == "h2c" {
+			if proto != "http1.1" {
 				c = h2cClient()
 			}
 			defer c.CloseIdleConnections()
