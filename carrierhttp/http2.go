@@ -121,8 +121,10 @@ func (c *conn) sawPreface() bool {
 // upgradeH2c answers a request that asks to upgrade to h2c (RFC 7540
 // §3.2: "Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings", one
 // HTTP2-Settings field) with 101 Switching Protocols and prepares the
-// HTTP/2 start, with the request as the first stream's. It reports false,
-// leaving the request to HTTP/1, for any other request, one with a body
+// HTTP/2 start, with the request as the first stream's; it reports true
+// then, and when the 101 could not be written (the connection is over). It
+// reports false, leaving the request to HTTP/1, for any other request, one
+// with a body
 // (the server may ignore an Upgrade, and reading a whole body here would
 // hold it in memory), or one followed by pipelined input.
 func (c *conn) upgradeH2c() bool {
@@ -146,7 +148,7 @@ func (c *conn) upgradeH2c() bool {
 	}
 	c.out = append(c.out, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"...)
 	if c.flush() != nil {
-		return false // the conn failed: the loop ends at its next read
+		return true // the conn failed: nothing more to serve on it (c.h2 stays nil)
 	}
 	c.startHTTP2(http2.ServeConnOpts{Settings: settings})
 	up := req.Clone(c.h2ctx) // c.req is the connection's, reused
