@@ -151,9 +151,14 @@ func (c *conn) serve() {
 	}
 	c.base = base
 	if s.h2 != nil {
-		switch {
-		case c.tlsState != nil && c.tlsState.NegotiatedProtocol == "h2",
-			c.tlsState == nil && s.protos.UnencryptedHTTP2() && c.sawPreface():
+		h2 := c.tlsState != nil && c.tlsState.NegotiatedProtocol == "h2"
+		if c.tlsState == nil && s.protos.UnencryptedHTTP2() {
+			var err error
+			if h2, err = c.sawPreface(); err != nil {
+				return
+			}
+		}
+		if h2 {
 			c.startHTTP2(http2.ServeConnOpts{SawClientPreface: c.tlsState == nil})
 			return
 		}

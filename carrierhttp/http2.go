@@ -90,9 +90,10 @@ func nextProtos(configured []string, p http.Protocols) []string {
 
 // sawPreface reads, under the head's timeout, until the buffered input is
 // the HTTP/2 client preface or cannot become it, and consumes the preface
-// when it is there. A failed read ends the wait: the HTTP/1 loop meets the
-// error at its first read.
-func (c *conn) sawPreface() bool {
+// when it is there. A failed read (the client left or was silent past the
+// timeout) is returned: the connection ends without an answer, as
+// net/http's does.
+func (c *conn) sawPreface() (bool, error) {
 	armed := false
 	if d := c.s.readHeaderTimeout(); d > 0 && c.Start == c.End {
 		c.setReadDeadline(time.Now().Add(d))
@@ -106,16 +107,16 @@ func (c *conn) sawPreface() bool {
 		}
 		if n == len(h2Preface) {
 			c.Consume(n)
-			return true
+			return true, nil
 		}
-		if c.fill() != nil {
-			break
+		if err := c.fill(); err != nil {
+			return false, err
 		}
 	}
 	if armed {
 		c.setReadDeadline(time.Time{}) // the HTTP/1 loop arms its own, where it reads
 	}
-	return false
+	return false, nil
 }
 
 // upgradeH2c answers a request that asks to upgrade to h2c (RFC 7540

@@ -484,3 +484,28 @@ func FuzzH2C(f *testing.F) {
 		}
 	})
 }
+
+// TestH2CPrefaceTimeout: on an h2c server, a client silent from the start
+// or silent after part of the preface is closed, unanswered, once
+// ReadHeaderTimeout has passed, not twice that (the preface's wait and
+// then HTTP/1's).
+func TestH2CPrefaceTimeout(t *testing.T) {
+	const timeout = 2 * time.Second
+	_, addr := startCarrier(t, protoHandler, func(s *Server) {
+		s.Protocols = h2cProtocols()
+		s.ReadHeaderTimeout = timeout
+	})
+	for _, send := range []string{"", h2Preface[:5]} {
+		t.Run(fmt.Sprintf("%q", send), func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, addr)
+			io.WriteString(c, send)
+			start := time.Now()
+			c.SetReadDeadline(start.Add(10 * time.Second))
+			b, err := io.ReadAll(c)
+			if d := time.Since(start); err != nil || len(b) != 0 || d < timeout/2 || d > timeout*7/4 {
+				t.Fatalf("after %v: read %q, %v; want a close without an answer after about %v", d, b, err, timeout)
+			}
+		})
+	}
+}
