@@ -254,9 +254,11 @@ const shutdownPoll = 5 * time.Millisecond
 // Shutdown stops the server gracefully, as net/http's does: it closes the
 // listeners, closes idle connections, and waits for connections with a
 // request in flight to finish it (they close after their response) until
-// ctx ends, when it returns ctx's error and leaves the rest to Close. It
-// must not be called from a task of the server's group (it would wait for
-// its own carrier): call it from a goroutine, or with Task.Offload.
+// ctx ends, when it returns ctx's error and leaves the rest to Close.
+// HTTP/2 connections get a GOAWAY and close when their streams are done;
+// hijacked ones are not waited for (they are their handlers'). It must not
+// be called from a task of the server's group (it would wait for its own
+// carrier): call it from a goroutine, or with Task.Offload.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.shutdown.Store(true)
@@ -279,9 +281,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: it closes the listeners and every
-// connection (a handler running on one sees its writes fail and its
-// request context cancelled). It does not wait for handlers to return;
-// carrier.Group.Close does.
+// connection, HTTP/2 ones too, but for hijacked ones (a handler running on
+// one sees its writes fail and its request context cancelled). It does not
+// wait for handlers to return; carrier.Group.Close does, and closes the
+// hijacked connections left.
 func (s *Server) Close() error {
 	s.init()
 	s.shutdown.Store(true)
