@@ -283,8 +283,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close stops the server at once: it closes the listeners and every
 // connection, HTTP/2 ones too, but for hijacked ones (a handler running on
 // one sees its writes fail and its request context cancelled). It does not
-// wait for handlers to return; carrier.Group.Close does, and closes the
-// hijacked connections left.
+// wait for handlers to return: carrier.Group.Close waits for the HTTP/1
+// ones (tasks) and closes the hijacked connections left; HTTP/2 handlers
+// are goroutines, waited for by nobody, as under net/http.
 func (s *Server) Close() error {
 	s.init()
 	s.shutdown.Store(true)
