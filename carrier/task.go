@@ -230,6 +230,22 @@ func (t *Task) unhold(cn *Conn) {
 	cn.owner = nil
 }
 
+// Release gives up t's hold on cn, a conn t accepted or dialled: the
+// runtime no longer closes cn when t returns or panics, and cn stays open,
+// polled by its carrier, for whoever uses it next (any goroutine: Conn),
+// until its Close or the group's. An HTTP server calls it for a hijacked
+// connection. It must be called by t; for a conn t does not hold it does
+// nothing.
+func (t *Task) Release(cn *Conn) {
+	defer t.leave(t.enter())
+	if cn.owner == t {
+		t.unhold(cn)
+	}
+	if t.accepted == cn {
+		t.accepted = nil
+	}
+}
+
 // coro is a pooled coroutine: one iter.Pull coroutine runs task after task
 // on its carrier's thread, so starting a task allocates nothing once the
 // pool is warm.

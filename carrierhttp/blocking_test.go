@@ -2,7 +2,6 @@ package carrierhttp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,7 +17,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/spindle-lab/spindle/carrier"
-	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 )
 
@@ -282,13 +280,7 @@ func netHTTP(t *testing.T, h http.Handler) string {
 // io_uring) or its carriers do not hand off.
 func serveOnCarriers(t *testing.T, o carrier.Options, h func(rt http.RoundTripper) http.Handler) (*carrier.Group, string) {
 	t.Helper()
-	g, err := carrier.New(o)
-	if errors.Is(err, wait.ErrNotSupported) {
-		t.Skipf("%+v: %v", o, err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newCarriers(t, o)
 	if !handsOff(g) {
 		g.Close()
 		t.Skip("these carriers do not hand off a blocked run (an architecture without getm)")

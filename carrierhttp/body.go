@@ -53,6 +53,9 @@ func (b *body) next(limit int) ([]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
+	if b.c.hijacked { // its bytes went to the hijacker
+		return nil, http.ErrHijacked
+	}
 	if b.r.Done() {
 		return nil, io.EOF
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
 )
@@ -57,6 +59,17 @@ type conn struct {
 	// while a close by Shutdown is queued. Written by the connection's
 	// task and by Shutdown.
 	idle, nudged atomic.Bool
+	// hijacked is set by Hijack: the connection is the handler's, and the
+	// task no longer touches it.
+	hijacked bool
+	// base is the connection's context without the task (ConnContext's);
+	// h2 is set when the connection is to be served by HTTP/2 (http2.go):
+	// how x/net's server starts on it; h2ctx is the context its requests
+	// derive from, cancelled by h2cancel when it ends.
+	base     context.Context
+	h2       *http2.ServeConnOpts
+	h2ctx    context.Context
+	h2cancel context.CancelFunc
 
 	http1.InBuf        // the read buffer, as the Transport's connections have it
 	out         []byte // responses not yet written
@@ -132,12 +145,28 @@ func (c *conn) serve() {
 		c.tlsState = &st
 		c.rwc = tc
 	}
-	ctx := context.WithValue(s.baseCtx, http.LocalAddrContextKey, c.cn.LocalAddr())
-	ctx = carrier.ContextWithTask(ctx, c.t)
+	base := context.WithValue(s.baseCtx, http.LocalAddrContextKey, c.cn.LocalAddr())
 	if s.ConnContext != nil {
-		ctx = s.ConnContext(ctx, c.rwc)
+		base = s.ConnContext(base, c.rwc)
 	}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.base = base
+	if s.h2 != nil {
+		h2 := c.tlsState != nil && c.tlsState.NegotiatedProtocol == "h2"
+		if c.tlsState == nil && s.protos.UnencryptedHTTP2() {
+			var err error
+			if h2, err = c.sawPreface(); err != nil {
+				return
+			}
+		}
+		if h2 {
+			c.startHTTP2(http2.ServeConnOpts{SawClientPreface: c.tlsState == nil})
+			return
+		}
+	}
+	if !s.protos.HTTP1() {
+		return
+	}
+	c.ctx, c.cancel = context.WithCancel(carrier.ContextWithTask(base, c.t))
 	defer c.cancel()
 	c.tmpl = (&http.Request{}).WithContext(c.ctx)
 	c.t.SetNote(c)
@@ -147,7 +176,13 @@ func (c *conn) serve() {
 			c.refuse(err)
 			return
 		}
+		if s.h2 != nil && s.protos.UnencryptedHTTP2() && c.tlsState == nil && c.upgradeH2c() {
+			return
+		}
 		keep := c.handle(h)
+		if c.hijacked {
+			return
+		}
 		if !keep || s.shutdown.Load() {
 			if c.flush() == nil && !c.body.r.Done() {
 				// The client may still be sending a body the handler did
@@ -509,12 +544,16 @@ func (c *conn) handle(h http.Handler) bool {
 	pinned, handed := c.t.Pinned(), c.t.Handoffs()
 	p := c.call(h, w, req)
 	c.watchdog(pinned, handed)
+	if p != nil && p != http.ErrAbortHandler {
+		buf := make([]byte, panicStack)
+		buf = buf[:runtime.Stack(buf, false)]
+		c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
+	}
+	if c.hijacked { // the conn is the handler's, panic or not (net/http leaves it open too)
+		w.handlerDone = true
+		return false
+	}
 	if p != nil {
-		if p != http.ErrAbortHandler {
-			buf := make([]byte, panicStack)
-			buf = buf[:runtime.Stack(buf, false)]
-			c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
-		}
 		if !w.committed && len(c.out) == w.mark {
 			w.panicAnswer()
 			c.flush()

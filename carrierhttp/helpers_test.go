@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 	"github.com/spindle-lab/spindle/mock"
 )
@@ -28,15 +29,34 @@ func startCarrier(t testing.TB, h http.Handler, configure func(*Server)) (*Serve
 	if _, fuzz := t.(*testing.F); !fuzz { // the fuzzing engine starts goroutines of its own
 		leakcheck.Register(t, 5*time.Second)
 	}
-	g, err := carrier.New(carrier.Options{Carriers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return serveOn(t, carrier.Options{Carriers: 2}, h, configure)
+}
+
+// serveOn serves h with a carrierhttp.Server, configure applied to it, on a
+// fresh group of options o, until the test ends; it returns the server and
+// its address.
+func serveOn(t testing.TB, o carrier.Options, h http.Handler, configure func(*Server)) (*Server, string) {
+	t.Helper()
+	g := newCarriers(t, o)
 	s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
 	if configure != nil {
 		configure(s)
 	}
 	return s, listenOn(t, g, s)
+}
+
+// newCarriers starts a group of options o, skipping the test where o
+// cannot run here (no io_uring, a wait strategy this CPU lacks).
+func newCarriers(t testing.TB, o carrier.Options) *carrier.Group {
+	t.Helper()
+	g, err := carrier.New(o)
+	if errors.Is(err, wait.ErrNotSupported) {
+		t.Skipf("%+v: %v", o, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // listenOn serves s on g at a loopback port until the test ends (then s,

@@ -1,10 +1,12 @@
 package carrierhttp
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 
 	"github.com/spindle-lab/spindle/carrier"
@@ -27,8 +29,14 @@ import (
 // failed (the client left, the carrier stopped) Write and Flush return its
 // error while h runs on to its end. A panic in h is re-raised in the task:
 // the server answers 500, or drops the connection when h had flushed.
-// Hijack, the deadlines and full duplex are not supported
-// (http.ErrNotSupported). Outside a carrier task it calls h directly.
+// Hijack (http.Hijacker, http.ResponseController) is handed to the task
+// as a flush is: the task sends the head h set with WriteHeader, if any,
+// hijacks, and h gets the connection and its buffered reader, which it
+// uses from its goroutine (a carrier.Conn serves any goroutine); the body
+// h held and did not flush is dropped, as Hijack drops it in the task. The
+// deadlines and full duplex are not supported (http.ErrNotSupported): the
+// task owns the connection while h runs. Outside a carrier task it calls h
+// directly.
 func OffloadHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := carrier.TaskFromContext(r.Context())
@@ -60,10 +68,17 @@ func OffloadHandler(h http.Handler) http.Handler {
 			if ow.done {
 				break
 			}
+			if ow.hijack {
+				ow.ack <- ow.takeOver(w, &rc) // h waits in Hijack until this
+				continue
+			}
 			ow.ack <- ow.send(w, &rc) // h waits in FlushError until this
 		}
 		if p := ow.panicked; p != nil {
 			panic(p) // conn.handle answers 500 or, after a flush, drops the connection
+		}
+		if ow.hijacked {
+			return // the connection is h's
 		}
 		maps.Copy(w.Header(), ow.header) // after a flush, for the trailers only
 		if rc == nil && ow.status != 0 {
@@ -105,6 +120,12 @@ type heldResponse struct {
 	sent   bool  // the head went to the task
 	err    error // the first failed flush's: Write and Flush return it since
 
+	// hijack asks the task to hijack (set by Hijack while it waits);
+	// hijacked is set once it did, and the task's Hijack results are here.
+	hijack, hijacked bool
+	conn             net.Conn
+	rw               *bufio.ReadWriter
+
 	next     chan struct{} // unbuffered: a flush is handed to the task's waiter
 	ack      chan error    // one buffered: the task never blocks on it
 	done     bool          // next was closed (set by the waiter, read by the task)
@@ -145,11 +166,7 @@ func (o *heldResponse) wait() {
 // first time, the body held since, then w's flush. ErrNotSupported from a
 // w that cannot flush is no failure: the bytes go when w sends them.
 func (o *heldResponse) send(w http.ResponseWriter, rc **http.ResponseController) error {
-	if *rc == nil {
-		maps.Copy(w.Header(), o.header)
-		w.WriteHeader(o.status)
-		*rc = http.NewResponseController(w)
-	}
+	o.head(w, rc)
 	if len(o.body) > 0 {
 		if _, err := w.Write(o.body); err != nil {
 			return err
@@ -161,21 +178,78 @@ func (o *heldResponse) send(w http.ResponseWriter, rc **http.ResponseController)
 	return nil
 }
 
+// head sets the status and header the handler set on w, the first time
+// (*rc is nil until then).
+func (o *heldResponse) head(w http.ResponseWriter, rc **http.ResponseController) {
+	if *rc == nil {
+		maps.Copy(w.Header(), o.header)
+		w.WriteHeader(o.status)
+		*rc = http.NewResponseController(w)
+	}
+}
+
+// takeOver hijacks w for the handler, in the task: with the head the
+// handler set with WriteHeader (none if it set no status), as Hijack in
+// the task would send it.
+func (o *heldResponse) takeOver(w http.ResponseWriter, rc **http.ResponseController) error {
+	o.hijack = false
+	if o.status != 0 {
+		o.head(w, rc)
+	}
+	if *rc == nil {
+		*rc = http.NewResponseController(w)
+	}
+	conn, rw, err := (*rc).Hijack()
+	if err == nil {
+		o.hijacked, o.conn, o.rw = true, conn, rw
+	}
+	return err
+}
+
+// Hijack hands the connection to the handler (http.Hijacker): the task
+// hijacks it (takeOver) while the handler waits.
+func (o *heldResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if o.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	if o.err != nil {
+		return nil, nil, o.err
+	}
+	o.hijack = true
+	o.next <- struct{}{}
+	err, ok := <-o.ack
+	if !ok {
+		err = errTaskGone
+	}
+	if err != nil {
+		o.hijack = false
+		return nil, nil, err
+	}
+	o.body = o.body[:0]
+	return o.conn, o.rw, nil
+}
+
 func (o *heldResponse) Header() http.Header { return o.header }
 
 // WriteHeader records the first final status; like net/http's it panics
 // on a code outside 100-999 (here, where the handler's stack shows it).
-// Informational codes are not sent.
+// Informational codes other than 101 are not sent.
 func (o *heldResponse) WriteHeader(code int) {
+	if o.hijacked {
+		return
+	}
 	if code < 100 || code > 999 {
 		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
-	if o.status == 0 && code > 199 {
+	if o.status == 0 && (code > 199 || code == http.StatusSwitchingProtocols) { // 101 is final, as in net/http
 		o.status = code
 	}
 }
 
 func (o *heldResponse) Write(p []byte) (int, error) {
+	if o.hijacked {
+		return 0, http.ErrHijacked
+	}
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -188,6 +262,9 @@ func (o *heldResponse) Write(p []byte) (int, error) {
 
 // WriteString is Write without the string's conversion.
 func (o *heldResponse) WriteString(s string) (int, error) {
+	if o.hijacked {
+		return 0, http.ErrHijacked
+	}
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -205,6 +282,9 @@ func (o *heldResponse) Flush() { o.FlushError() }
 // and waits until it wrote them, returning the write's error
 // (http.ResponseController). With nothing new to send it returns at once.
 func (o *heldResponse) FlushError() error {
+	if o.hijacked {
+		return http.ErrHijacked
+	}
 	if o.err != nil {
 		return o.err
 	}

@@ -34,6 +34,7 @@ type response struct {
 	chunked     bool
 	closeAfter  bool
 	wroteCont   bool  // "100 Continue" was sent
+	fullDuplex  bool  // EnableFullDuplex: the body is settled after the handler, not at the head
 	clen        int64 // declared or computed Content-Length; -1: none
 	written     int64 // body bytes the handler wrote
 	mark        int   // len(c.out) when the request's handling began
@@ -72,6 +73,10 @@ func (w *response) Header() http.Header { return w.header }
 // Like net/http's it panics on a code outside 100-999; a second call is
 // logged and ignored.
 func (w *response) WriteHeader(code int) {
+	if w.c.hijacked {
+		w.hijackedCaller("WriteHeader")
+		return
+	}
 	if w.wroteHeader {
 		w.c.s.logf("http: superfluous response.WriteHeader call")
 		return
@@ -262,6 +267,12 @@ func appendStatusLine(dst []byte, is11 bool, code int) []byte {
 // Write writes body bytes, sending the head first once more than
 // bufferBeforeChunking bytes are held.
 func (w *response) Write(p []byte) (int, error) {
+	if w.c.hijacked {
+		if len(p) > 0 {
+			w.hijackedCaller("Write")
+		}
+		return 0, http.ErrHijacked
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -294,6 +305,12 @@ func (w *response) Write(p []byte) (int, error) {
 // WriteString is Write for a string, without the conversion's copy where
 // the body is held.
 func (w *response) WriteString(s string) (int, error) {
+	if w.c.hijacked {
+		if len(s) > 0 {
+			w.hijackedCaller("Write")
+		}
+		return 0, http.ErrHijacked
+	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
@@ -360,7 +377,7 @@ func (w *response) commitWith(next []byte) {
 	if w.c.s.shutdown.Load() {
 		w.closeAfter = true
 	}
-	if !w.closeAfter && req.ContentLength != 0 {
+	if !w.closeAfter && req.ContentLength != 0 && !w.fullDuplex {
 		w.closeAfter = w.c.body.settle()
 	}
 	var ctype string
@@ -451,9 +468,18 @@ func (w *response) finish() {
 		w.WriteHeader(http.StatusOK)
 	}
 	w.commit()
-	if !w.chunked {
-		return
+	if w.chunked {
+		w.endChunks()
 	}
+	if w.fullDuplex && !w.closeAfter && w.req.ContentLength != 0 {
+		// Settled now, not at the head: a close comes without the head's
+		// Connection field, as in net/http.
+		w.closeAfter = w.c.body.settle()
+	}
+}
+
+// endChunks queues the last chunk and the trailers.
+func (w *response) endChunks() {
 	c := w.c
 	c.out = append(c.out, "0\r\n"...)
 	for _, k := range w.trailers {
@@ -494,6 +520,9 @@ func (w *response) Flush() { w.FlushError() }
 
 // FlushError is Flush returning the write error (http.ResponseController).
 func (w *response) FlushError() error {
+	if w.c.hijacked {
+		return http.ErrHijacked
+	}
 	w.commit()
 	return w.c.flush()
 }

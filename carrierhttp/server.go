@@ -10,11 +10,17 @@
 // when the connection ends or the server closes) and calls the handler.
 // The ResponseWriter sends Content-Length when the handler's body fits its
 // buffer and chunked encoding otherwise, answers HEAD with the head only,
-// implements http.Flusher and the http.ResponseController methods
-// (SetReadDeadline, SetWriteDeadline, Flush), sends "100 Continue" when a
+// implements http.Flusher, http.Hijacker (websockets: the hijacked
+// carrier.Conn serves the handler's task and any goroutine) and the
+// http.ResponseController methods (SetReadDeadline, SetWriteDeadline,
+// Flush, Hijack, EnableFullDuplex), sends "100 Continue" when a
 // handler reads the body of a request that expects it, and writes
 // trailers. Request bodies stream: a Read parks the task until data
 // arrives, and nothing holds a whole body.
+//
+// Protocols (net/http's field) adds HTTP/2: over TLS by default (ALPN
+// "h2"), and h2c with UnencryptedHTTP2, served by golang.org/x/net/http2's
+// server on goroutines (http2.go says why); HTTP/1.1 stays in the tasks.
 //
 // Handlers run on the carrier's thread. A handler that blocks the Go way
 // (channels, mutexes, time.Sleep, database/sql, net.Conn) holds its
@@ -38,10 +44,11 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/http1"
@@ -59,9 +66,22 @@ const (
 type Server struct {
 	// Handler answers requests; nil: http.DefaultServeMux.
 	Handler http.Handler
-	// TLSConfig, when not nil, serves TLS: "http/1.1" is added to its
-	// NextProtos when missing (the server speaks nothing else).
+	// TLSConfig, when not nil, serves TLS: "h2" and "http/1.1" are added
+	// to its NextProtos (ALPN) when missing, as Protocols has them, and
+	// removed when Protocols leaves them out.
 	TLSConfig *tls.Config
+	// Protocols is the set of protocols the server accepts, with
+	// net/http's meanings; nil: HTTP/1 and, over TLS, HTTP/2 (net/http's
+	// default). HTTP/1 is served in the connection's task on its carrier;
+	// HTTP/2 by golang.org/x/net/http2's server, whose handlers run on
+	// goroutines (see the package's HTTP/2 notes, http2.go).
+	// UnencryptedHTTP2 serves h2c to clients that send the HTTP/2 preface
+	// (prior knowledge) or ask with "Upgrade: h2c". A server without HTTP1
+	// closes connections that do not speak HTTP/2.
+	Protocols *http.Protocols
+	// HTTP2 configures HTTP/2 connections (net/http's http.HTTP2Config:
+	// MaxConcurrentStreams, MaxReadFrameSize, ...); nil: x/net's defaults.
+	HTTP2 *http.HTTP2Config
 	// ReadTimeout bounds reading a whole request, head and body, from its
 	// first byte (from the connection's start for its first request, as
 	// net/http counts); 0: none.
@@ -96,8 +116,9 @@ type Server struct {
 	DisableGeneralOptionsHandler bool
 	// ConnState, when not nil, is told of a connection's changes of state
 	// with net/http's states (StateNew, StateActive, StateIdle,
-	// StateClosed; connections are never hijacked). It runs in the
-	// connection's task, so it must not block.
+	// StateHijacked, StateClosed). For HTTP/1 it runs in the connection's
+	// task, so it must not block; an HTTP/2 connection's changes after
+	// StateNew come from x/net's goroutines.
 	ConnState func(net.Conn, http.ConnState)
 
 	mu        sync.Mutex
@@ -110,6 +131,13 @@ type Server struct {
 	cancel    context.CancelFunc
 	pinned    atomic.Uint64
 	tlsConfig *tls.Config
+	protos    http.Protocols
+	// h1 carries the settings x/net's HTTP/2 server reads (timeouts,
+	// ErrorLog, HTTP2) and its graceful shutdown; h2 is that server. Both
+	// nil when the server speaks no HTTP/2.
+	h1     *http.Server
+	h2     *http2.Server
+	h2live atomic.Int64 // connections served by h2 now
 }
 
 // headerSlack is what net/http reads beyond MaxHeaderBytes before it
@@ -125,13 +153,13 @@ func (s *Server) init() {
 		s.baseCtx, s.cancel = context.WithCancel(context.Background())
 		s.listeners = map[*carrier.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
+		s.protos = s.protocols()
 		if s.TLSConfig != nil {
 			cfg := s.TLSConfig.Clone()
-			if !slices.Contains(cfg.NextProtos, "http/1.1") {
-				cfg.NextProtos = append(cfg.NextProtos, "http/1.1")
-			}
+			cfg.NextProtos = nextProtos(cfg.NextProtos, s.protos)
 			s.tlsConfig = cfg
 		}
+		s.initHTTP2(s.protos)
 	})
 }
 
@@ -161,7 +189,8 @@ func (s *Server) Listen(g *carrier.Group, addr string, o carrier.ListenOptions) 
 // times out or fails, a response closes it, or the server shuts down. Its
 // signature is carrier.Group.Listen's handler's, so a caller that makes its
 // own listener passes s.ServeConn; it closes nothing (the listener's task
-// closes cn when ServeConn returns).
+// closes cn when ServeConn returns), and a connection a handler hijacked it
+// releases (carrier.Task.Release): the caller must not close cn itself.
 func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 	s.init()
 	if s.shutdown.Load() {
@@ -171,10 +200,34 @@ func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 	if !s.track(c, true) {
 		return
 	}
-	defer s.track(c, false)
 	c.setState(http.StateNew)
-	defer c.setState(http.StateClosed)
+	served := false
+	defer func() {
+		if !served { // the carrier unwinds the task: it stops
+			c.closed()
+		}
+	}()
 	c.serve()
+	served = true
+	switch {
+	case c.hijacked:
+		t.Release(cn) // the handler's now: the task ends without closing it
+	case c.h2 != nil:
+		t.Release(cn) // HTTP/2's, on a goroutine (http2.go)
+		s.h2live.Add(1)
+		go c.serveHTTP2()
+	default:
+		c.closed()
+	}
+}
+
+// closed takes a connection off the server's books as it ends: a hijacked
+// one was taken off at the hijack, and its state stays StateHijacked.
+func (c *conn) closed() {
+	c.s.track(c, false)
+	if !c.hijacked {
+		c.setState(http.StateClosed)
+	}
 }
 
 // track adds or removes a connection; adding fails once the server shuts
@@ -201,9 +254,11 @@ const shutdownPoll = 5 * time.Millisecond
 // Shutdown stops the server gracefully, as net/http's does: it closes the
 // listeners, closes idle connections, and waits for connections with a
 // request in flight to finish it (they close after their response) until
-// ctx ends, when it returns ctx's error and leaves the rest to Close. It
-// must not be called from a task of the server's group (it would wait for
-// its own carrier): call it from a goroutine, or with Task.Offload.
+// ctx ends, when it returns ctx's error and leaves the rest to Close.
+// HTTP/2 connections get a GOAWAY and close when their streams are done;
+// hijacked ones are not waited for (they are their handlers'). It must not
+// be called from a task of the server's group (it would wait for its own
+// carrier): call it from a goroutine, or with Task.Offload.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.shutdown.Store(true)
@@ -211,6 +266,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	tick := time.NewTicker(shutdownPoll)
 	defer tick.Stop()
 	for {
+		if s.h2live.Load() > 0 {
+			s.shutdownHTTP2()
+		}
 		if s.closeIdle() {
 			return nil
 		}
@@ -223,9 +281,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Close stops the server at once: it closes the listeners and every
-// connection (a handler running on one sees its writes fail and its
-// request context cancelled). It does not wait for handlers to return;
-// carrier.Group.Close does.
+// connection, HTTP/2 ones too, but for hijacked ones (a handler running on
+// one sees its writes fail and its request context cancelled). It does not
+// wait for handlers to return: carrier.Group.Close waits for the HTTP/1
+// ones (tasks) and closes the hijacked connections left; HTTP/2 handlers
+// are goroutines, waited for by nobody, as under net/http.
 func (s *Server) Close() error {
 	s.init()
 	s.shutdown.Store(true)

@@ -67,7 +67,7 @@ func (s *Server) startNetHTTPCarrier() error {
 					rejected.Store(c, struct{}{})
 					c.Close()
 				}
-			case http.StateClosed:
+			case http.StateClosed, http.StateHijacked: // a hijack ends the server's part (netHTTPRequestOK's close without an answer)
 				if _, ok := rejected.LoadAndDelete(c); !ok {
 					s.connClosed()
 				}
