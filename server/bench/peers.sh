@@ -16,8 +16,10 @@
 #   (cd server/bench/fasthttppeer && go build -o /tmp/fasthttppeer .)
 #   server/bench/peers.sh ROUNDS SECONDS /tmp/spindle /tmp/fasthttppeer [MODE]   # MODE default carrier
 #
-# TARGET (default /fruits) is the path asked for; POLLER the spindle server's --poller; KEEP, a
-# directory to keep every run's load.json in. Needs taskset and jq. Loopback only (ports
+# TARGET (default /fruits) is the path asked for; POLLER the spindle server's --poller; SERVE_ARGS
+# more flags for spindle's serve (e.g. "--app tfb --db postgres://..." for TechEmpower's /json and
+# /plaintext); PIPELINE, the load generator's --pipeline at max throughput (TechEmpower's
+# plaintext: 16); KEEP, a directory to keep every run's load.json in. Needs taskset and jq. Loopback only (ports
 # PORT..PORT+1, default 18380); every process it starts is stopped on exit.
 set -euo pipefail
 if [ $# -lt 4 ]; then
@@ -36,6 +38,9 @@ for c in taskset jq; do
 done
 poller_args=()
 [ -n "${POLLER:-}" ] && poller_args=(--poller "$POLLER")
+read -r -a serve_args <<<"${SERVE_ARGS:-}"
+pipe_args=()
+[ -n "${PIPELINE:-}" ] && pipe_args=(--pipeline "$PIPELINE")
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 scratch
@@ -49,7 +54,7 @@ waitport "$m" || exit 1
 side() {
 	if [ "$1" = 0 ]; then
 		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
-			--backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	else
 		taskset -c "$srv_cpu" "$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	fi
@@ -63,7 +68,7 @@ ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 # run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json and the server's
 # CPU µs per completed request (over the whole run, connects included) in $dir/NAME.cpu.
 run() {
-	local k=$1 name=$2 rate=${3:-} rargs=() t0 t1
+	local k=$1 name=$2 rate=${3:-} rargs=("${pipe_args[@]}") t0 t1
 	[ -n "$rate" ] && rargs=(-R "$rate" --warmup 2s)
 	side "$k"
 	t0=$(ticks "$srv")
