@@ -256,6 +256,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return badInput("bench takes no arguments (got %q)", pos[0])
 	}
+	a.mode = appMode(fs, a.app.app, a.mode)
 	cfg, err := a.config()
 	if err != nil {
 		return err

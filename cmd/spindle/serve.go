@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -127,6 +128,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) > 0 {
 		return badInput("serve takes no arguments (got %q)", pos[0])
 	}
+	a.Mode = appMode(fs, a.App, a.Mode)
 	o, err := serveOptions(a)
 	if err != nil {
 		return err
@@ -138,6 +140,18 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	<-ctx.Done()
 	return s.Close()
+}
+
+// appMode is the server mode for --app: --mode's value where it was given
+// or the app runs in the default mode, else the app's own default (tfb:
+// nethttp-carrier, its carrier mode), so that "--app tfb" alone runs.
+func appMode(fs *flagSet, app, mode string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "mode" })
+	if given || server.App(app) != server.AppTFB {
+		return mode
+	}
+	return string(server.ModeNetHTTPCarrier)
 }
 
 // checkApp checks --app against --mode and --blocking-endpoint (of serve

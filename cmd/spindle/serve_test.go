@@ -232,3 +232,38 @@ func TestServeBlockingEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestAppMode: --app tfb without --mode runs tfb's carrier mode
+// (nethttp-carrier), where the default mode (carrier) does not serve it; a
+// given --mode, and the fruits app, keep theirs.
+func TestAppMode(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--app", "tfb"}, "nethttp-carrier"},
+		{[]string{"--app", "tfb", "--mode", "nethttp"}, "nethttp"},
+		{[]string{"--app", "tfb", "--mode", "carrier"}, "carrier"}, // refused later, by checkApp
+		{[]string{"--app", "fruits"}, "carrier"},
+		{nil, "carrier"},
+	}
+	for _, tt := range tests {
+		for _, cmd := range []string{"serve", "bench"} {
+			var fs *flagSet
+			var mode, app *string
+			if cmd == "serve" {
+				f, a := serveFlags()
+				fs, mode, app = f, &a.Mode, &a.App
+			} else {
+				f, a := benchFlags()
+				fs, mode, app = f, &a.mode, &a.app.app
+			}
+			if _, err := fs.parse(tt.args, io.Discard); err != nil {
+				t.Fatalf("%s %q: %v", cmd, tt.args, err)
+			}
+			if got := appMode(fs, *app, *mode); got != tt.want {
+				t.Errorf("%s %q: mode %q, want %q", cmd, tt.args, got, tt.want)
+			}
+		}
+	}
+}
