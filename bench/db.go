@@ -1,19 +1,18 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/procfs"
 
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/tempserver"
+	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/tfb"
 )
 
@@ -80,46 +79,32 @@ func (d *DB) String() string {
 	return fmt.Sprintf("%s at %s, started by the runner for the run (tables World and Fortune loaded by tfb.Setup)", v, d.srv.HostPort())
 }
 
-// PIDs are the server's processes now: the postmaster and its children
-// (a backend per connection, the background workers), whose CPU time is
-// the run's own, not other load. The children are found by their parent
-// in /proc/*/stat (/proc/PID/task/TID/children needs a kernel option that
-// not every kernel has).
-func (d *DB) PIDs() []int {
+// PIDs are the server's processes now, read from procRoot ("": /proc):
+// the postmaster and its children (a backend per connection, the
+// background workers), whose CPU time is the run's own, not other load.
+// The children are found by their parent pid in each process's stat, with
+// procfs (/proc/PID/task/TID/children needs a kernel option that not
+// every kernel has).
+func (d *DB) PIDs(procRoot string) []int {
 	pid := d.srv.Pid()
 	pids := []int{pid}
-	entries, err := os.ReadDir("/proc")
+	if procRoot == "" {
+		procRoot = observe.DefaultProcRoot
+	}
+	fs, err := procfs.NewFS(procRoot)
 	if err != nil {
 		return pids
 	}
-	for _, e := range entries {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && parentOf(b) == pid {
-			pids = append(pids, c)
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return pids
+	}
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil && st.PPID == pid {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
-}
-
-// parentOf is the parent's pid in a /proc/PID/stat line ("PID (COMM) S
-// PPID ..."; COMM may hold spaces and parentheses), or -1.
-func parentOf(stat []byte) int {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return -1
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil || ppid < 0 {
-		return -1
-	}
-	return ppid
 }
 
 // Stop stops the server and removes its directory.

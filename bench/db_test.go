@@ -1,35 +1,41 @@
 package bench
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
 
-// TestParentOf reads the parent's pid from /proc/PID/stat lines, a
-// command name with spaces and parentheses included.
-func TestParentOf(t *testing.T) {
-	for _, tc := range []struct {
-		stat string
-		want int
-	}{
-		{"123 (postgres) S 100 123 123 0 -1", 100},
-		{"7 (a) b (c) R 1 7 7", 1},
-		{"7 (x) S", -1},
-		{"7 (x) S notanumber", -1},
-		{"7 (x) S -5", -1},
-		{"no parenthesis", -1},
-		{"", -1},
-	} {
-		if got := parentOf([]byte(tc.stat)); got != tc.want {
-			t.Errorf("parentOf(%q) = %d; want %d", tc.stat, got, tc.want)
+// TestDBPIDs starts the runner's PostgreSQL and checks that PIDs finds the
+// postmaster and its children (background workers start with it), each
+// one's parent the postmaster as /proc says.
+func TestDBPIDs(t *testing.T) {
+	db, err := StartDB(context.Background(), nil)
+	if errors.Is(err, ErrNoPostgres) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Stop()
+	pids := db.PIDs("")
+	if len(pids) < 2 || pids[0] != db.srv.Pid() {
+		t.Fatalf("PIDs = %v: want the postmaster %d first, then its children", pids, db.srv.Pid())
+	}
+	if slices.Contains(pids[1:], os.Getpid()) {
+		t.Errorf("PIDs = %v holds this process", pids)
+	}
+	for _, p := range pids[1:] {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/status")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if !strings.Contains(string(b), "\nPPid:\t"+strconv.Itoa(pids[0])+"\n") {
+			t.Errorf("pid %d is not a child of the postmaster %d", p, pids[0])
 		}
 	}
-}
-
-// FuzzParentOf: any input gives a pid (0 or more) or -1, without a panic.
-func FuzzParentOf(f *testing.F) {
-	f.Add([]byte("123 (postgres) S 100 123"))
-	f.Add([]byte("1 ()) ) S 0"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if p := parentOf(b); p < -1 {
-			t.Errorf("parentOf(%q) = %d", b, p)
-		}
-	})
 }

@@ -80,7 +80,7 @@ func (r *runner) ownPIDs() []int {
 		}
 	}
 	if r.opt.DB != nil {
-		pids = append(pids, r.opt.DB.PIDs()...)
+		pids = append(pids, r.opt.DB.PIDs(r.opt.ProcRoot)...)
 	}
 	return pids
 }
