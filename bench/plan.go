@@ -324,6 +324,9 @@ type Config struct {
 	// --cpuset or pinning of its own: it runs on the CPU set it is started
 	// with.
 	Float bool `json:"float,omitempty"`
+	// ParkIdle has the server's idle carriers park in Go's netpoller
+	// (--park-idle, carrier.Options.ParkIdle).
+	ParkIdle bool `json:"park_idle,omitempty"`
 	// Poller is the carriers' I/O poller, carrier.PollerEpoll or
 	// carrier.PollerURing (--poller); "": the server's default (epoll).
 	Poller string `json:"poller,omitempty"`
@@ -542,6 +545,7 @@ var Variants = slices.Concat([]Variant{
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
+	{Name: "carrier+park", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, true }},
 }, waitVariants(), []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true

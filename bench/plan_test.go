@@ -200,7 +200,7 @@ func TestComparePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"nethttp", "handoff", "nethttp-carrier", "carrier", "carrier+ws", "carrier+pinning", "carrier+adaptive"}
+	want := []string{"nethttp", "handoff", "nethttp-carrier", "carrier", "carrier+ws", "carrier+pinning", "carrier+park", "carrier+adaptive"}
 	if carrier.CheckPoller(carrier.PollerURing) == nil { // where the kernel lets this process use io_uring
 		want = append(want, "carrier+uring")
 	}

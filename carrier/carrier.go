@@ -56,6 +56,7 @@ type Carrier struct {
 	cpu      int     // pinned CPU or -1
 	affinity cpu.Set // CPUs the thread is restricted to; empty: unchanged
 	poll     poller  // epoll or io_uring (Options.Poller)
+	park     *parker // the netpoller wait of a ParkIdle carrier; nil: it blocks in poll
 	connEng  engine  // the engine of its conns (engine.go; listeners have readiness)
 	efd      int
 	strat    wait.Strategy
@@ -250,7 +251,12 @@ var (
 // pollIO waits for I/O with a timeout in ns (-1: none, 0: poll) and
 // makes the tasks waiting on ready fds runnable.
 func (c *Carrier) pollIO(timeoutNs int64) int {
-	n := c.poll.wait(timeoutNs)
+	var n int
+	if c.park != nil && timeoutNs != 0 {
+		n = c.park.wait(c.poll, timeoutNs)
+	} else {
+		n = c.poll.wait(timeoutNs)
+	}
 	add(&c.stats.ioCycles, 1)
 	c.polled = true
 	if n <= 0 {

@@ -62,7 +62,8 @@ type Group struct {
 // New starts a group of carriers: each on its own locked OS thread named
 // carrier-N, pinned as o.Pin says. It raises GOMAXPROCS to at least one
 // more than the number of carriers (Close restores it): each carrier keeps
-// its P for good, and goroutines need one more.
+// its P for good, and goroutines need one more (with ParkIdle, to the
+// number of carriers: see raiseProcs).
 func New(o Options) (*Group, error) {
 	o = o.withDefaults()
 	if err := o.Check(); err != nil {
@@ -154,15 +155,28 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 	if c.efd, err = unix.Eventfd(); err != nil {
 		return nil, fmt.Errorf("carrier %d: %w", i, err)
 	}
-	if c.poll, err = newPoller(g.opts.Poller, c.efd, g.opts.Float || c.ho.on, &c.stats); err != nil {
+	// A parked carrier's thread sleeps in the runtime, not in the ring:
+	// like a carrier that moves, it must not leave completion work queued
+	// to itself (setupRing).
+	moves := g.opts.Float || c.ho.on || g.opts.ParkIdle
+	if c.poll, err = newPoller(g.opts.Poller, c.efd, moves, &c.stats); err != nil {
 		c.closeFDs()
 		return nil, fmt.Errorf("carrier %d: %s poller: %w", i, g.opts.Poller, err)
+	}
+	if g.opts.ParkIdle {
+		if c.park, err = newParker(c.poll); err != nil {
+			c.closeFDs()
+			return nil, fmt.Errorf("carrier %d: %w", i, err)
+		}
 	}
 	c.connEng = connEngineFor(c.poll)
 	return c, nil
 }
 
 func (c *Carrier) closeFDs() {
+	if c.park != nil {
+		c.park.close()
+	}
 	if c.poll != nil {
 		c.poll.close()
 	}
@@ -217,13 +231,18 @@ func (g *Group) moveOthers(to, from cpu.Set) error {
 }
 
 // raiseProcs makes GOMAXPROCS at least one more than the carriers. A
-// carrier never returns to the Go scheduler, so it holds its P for good;
-// without a spare P, goroutines (offloaded functions, the GC's workers,
-// timers) would wait for sysmon to preempt a carrier, every 10ms or so (an
-// Offload round trip measured 29ms with one carrier and GOMAXPROCS=1,
-// 0.4ms with GOMAXPROCS=2).
+// carrier that blocks in its poller never returns to the Go scheduler, so
+// it holds its P for good; without a spare P, goroutines (offloaded
+// functions, the GC's workers, timers) would wait for sysmon to preempt a
+// carrier, every 10ms or so (an Offload round trip measured 29ms with one
+// carrier and GOMAXPROCS=1, 0.4ms with GOMAXPROCS=2). Carriers that park
+// (ParkIdle) give their P up while idle: they need no spare, except the
+// reserved CPU's with NPlusOne.
 func (g *Group) raiseProcs() {
 	need := len(g.carriers) + 1
+	if g.opts.ParkIdle && !g.opts.NPlusOne {
+		need--
+	}
 	if cur := runtime.GOMAXPROCS(0); cur < need {
 		g.prevProcs = runtime.GOMAXPROCS(need)
 		g.procs = need

@@ -548,19 +548,36 @@ func TestTelemetryJSONAndSub(t *testing.T) {
 }
 
 func TestGOMAXPROCSRaisedAndRestored(t *testing.T) {
-	prev := runtime.GOMAXPROCS(1)
-	defer runtime.GOMAXPROCS(prev)
-	g, err := New(Options{Carriers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer notePoller(t, g)
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Errorf("GOMAXPROCS with 2 carriers = %d, want 3", got)
-	}
-	g.Close()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Errorf("GOMAXPROCS after Close = %d, want 1 back", got)
+	for _, tc := range []struct {
+		name  string
+		park  bool
+		start int
+		want  int // with 2 carriers
+	}{
+		{"blocking carriers get a spare P", false, 1, 3},
+		{"parking carriers need none", true, 1, 2},
+		{"never lowered", false, 4, 4},
+		{"never lowered, parking", true, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if parkAll && !tc.park {
+				t.Skip("the suite runs with every carrier parking (SPINDLE_TEST_PARK)")
+			}
+			prev := runtime.GOMAXPROCS(tc.start)
+			defer runtime.GOMAXPROCS(prev)
+			g, err := New(Options{Carriers: 2, ParkIdle: tc.park})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer notePoller(t, g)
+			if got := runtime.GOMAXPROCS(0); got != tc.want {
+				t.Errorf("GOMAXPROCS with 2 carriers from %d = %d, want %d", tc.start, got, tc.want)
+			}
+			g.Close()
+			if got := runtime.GOMAXPROCS(0); got != tc.start {
+				t.Errorf("GOMAXPROCS after Close = %d, want %d back", got, tc.start)
+			}
+		})
 	}
 }
 

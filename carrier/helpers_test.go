@@ -43,7 +43,11 @@ func closeAtEnd(t testing.TB, g *Group) {
 // test Close itself) defers it.
 func notePoller(t testing.TB, g *Group) {
 	if t.Failed() {
-		t.Logf("this test ran with poller %s", g.opts.Poller)
+		park := ""
+		if g.opts.ParkIdle {
+			park = ", its carriers parking when idle"
+		}
+		t.Logf("this test ran with poller %s%s", g.opts.Poller, park)
 	}
 }
 

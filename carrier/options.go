@@ -165,6 +165,20 @@ type Options struct {
 	// offloaded goroutines): carriers run on the others and the process's
 	// other threads are moved onto it.
 	NPlusOne bool
+	// ParkIdle makes an idle carrier park its goroutine in Go's netpoller
+	// (on its poller's fd) when its wait strategy blocks, instead of
+	// blocking its thread in the poller's system call, and New then raises
+	// GOMAXPROCS only to the number of carriers (one more with NPlusOne),
+	// not one more than that: the carrier's P serves goroutines and the
+	// GC while the carrier waits, where otherwise a spare P lets them take
+	// the carrier's CPU in the middle of a burst (park.go; on a one-CPU
+	// server that halved the p99 at a fixed rate, docs/PERFORMANCE.md).
+	// The cost: while every carrier is busy, a goroutine (an offloaded
+	// handler, a handed-off task that computes, a driver's own goroutine)
+	// waits for a carrier to go idle, or for the runtime to preempt one
+	// (10 ms); use it where carriers idle often, or with NPlusOne.
+	// Strategies that never block (busy) never park.
+	ParkIdle bool
 	// Float runs carriers on goroutines that are not locked to OS threads
 	// ("floating" mode). The Go runtime then lets one carrier resume a
 	// coroutine started by another, so with Steal an idle carrier may take
@@ -283,5 +297,10 @@ func (o Options) withDefaults() Options {
 	if o.Poller == "" {
 		o.Poller = defaultPoller
 	}
+	o.ParkIdle = o.ParkIdle || parkAll
 	return o
 }
+
+// parkAll makes every group park its idle carriers (ParkIdle), while the
+// package's tests run their suite so (TestMain).
+var parkAll bool

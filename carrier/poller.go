@@ -115,6 +115,18 @@ type poller interface {
 	event(i int) (tok uint64, events uint32, op *ioOp)
 	// woken handles an event of the carrier's eventfd (token 0).
 	woken()
+	// fd is a descriptor that polls readable while the poller has events
+	// to report (the epoll instance, the io_uring ring): a parking
+	// carrier (Options.ParkIdle) waits on it in Go's netpoller.
+	fd() int
+	// armTimeout makes fd readable at the deadline (wait.Now ns), left
+	// ns (> 0) from now, or earlier, for a parked carrier whose wait has
+	// a deadline; the next wait(0) submits it where the poller queues
+	// requests. It reports false when it could not.
+	armTimeout(deadline, left int64) bool
+	// timeoutArmed reports whether the timer armTimeout set is still to
+	// go off, or went off as an event a wait reported.
+	timeoutArmed() bool
 	// quiesce runs at the end of the carrier's shutdown, on its
 	// goroutine, after every fd was removed: it leaves nothing in flight.
 	quiesce()
@@ -167,7 +179,9 @@ func newPoller(name string, efd int, moves bool, s *stats) (poller, error) {
 // epollPoller is the epoll instance of a carrier.
 type epollPoller struct {
 	ep     int
-	efd    int // the carrier's eventfd
+	efd    int   // the carrier's eventfd
+	tfd    int   // a timerfd for armTimeout, made at its first call (-1: none yet)
+	tAt    int64 // the deadline tfd is armed for (0: none)
 	events []unix.EpollEvent
 }
 
@@ -181,7 +195,7 @@ func newEpollPoller(efd int) (*epollPoller, error) {
 		unix.Close(ep)
 		return nil, err
 	}
-	return &epollPoller{ep: ep, efd: efd, events: make([]unix.EpollEvent, eventBatch)}, nil
+	return &epollPoller{ep: ep, efd: efd, tfd: -1, events: make([]unix.EpollEvent, eventBatch)}, nil
 }
 
 func (p *epollPoller) start() error { return nil }
@@ -221,7 +235,45 @@ func (p *epollPoller) woken() { unix.EventfdDrain(p.efd) }
 
 func (p *epollPoller) quiesce() {}
 
-func (p *epollPoller) close() { unix.Close(p.ep) }
+func (p *epollPoller) fd() int { return p.ep }
+
+// armTimeout sets the poller's timerfd, which reports as the eventfd's
+// token 0, edge-triggered: once per expiry, so nothing needs to read it
+// (woken drains the eventfd, which is then empty: one spare read per
+// expiry). Arming it again restarts its count; a deadline it is armed
+// for already costs nothing.
+func (p *epollPoller) armTimeout(deadline, left int64) bool {
+	if p.tfd < 0 {
+		tfd, err := unix.Timerfd()
+		if err != nil {
+			return false
+		}
+		if err := unix.EpollAdd(p.ep, tfd, unix.EPOLLIN|unix.EPOLLET, 0); err != nil {
+			unix.Close(tfd)
+			return false
+		}
+		p.tfd = tfd
+	}
+	if deadline == p.tAt {
+		return true
+	}
+	if unix.TimerfdArm(p.tfd, left) != nil {
+		p.tAt = 0
+		return false
+	}
+	p.tAt = deadline
+	return true
+}
+
+// timeoutArmed is true: an expiry of the timerfd is an event (token 0).
+func (p *epollPoller) timeoutArmed() bool { return true }
+
+func (p *epollPoller) close() {
+	if p.tfd >= 0 {
+		unix.Close(p.tfd)
+	}
+	unix.Close(p.ep)
+}
 
 // blockTimeout converts a Block deadline (monotonic ns; < 0: none) to a
 // poller timeout: -1 for none, else the ns left (0 when it has passed).

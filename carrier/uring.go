@@ -697,6 +697,17 @@ func (p *uringPoller) quiesce() {
 // close unmaps the ring. Closing it ends every request the kernel still
 // had (only after a quiesce that ran out of time), so the fds that waited
 // for those are closed too.
+func (p *uringPoller) fd() int { return p.r.FD() }
+
+// armTimeout queues the ring's timeout request (armTimer, which may keep an
+// earlier one): its completion makes the ring readable, and the next
+// wait(0) submits it.
+func (p *uringPoller) armTimeout(_, left int64) bool { return p.armTimer(left) }
+
+// timeoutArmed reports whether the timeout request is in flight: its
+// completion is no event (complete, udTimer).
+func (p *uringPoller) timeoutArmed() bool { return p.timerOn }
+
 func (p *uringPoller) close() {
 	p.r.Close()
 	for _, io := range p.ops {

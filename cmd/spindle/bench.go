@@ -54,7 +54,7 @@ type benchArgs struct {
 	loadThreads, mockThreads       int
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
-	ws, float, nplus1              bool
+	ws, float, nplus1, parkIdle    bool
 	topology, wait, poller         string
 	warmup, duration               time.Duration
 	perfStat, perfSched, noPidstat bool
@@ -144,6 +144,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.durationVar(&a.think, "mock-think-time", bench.DefaultThinkTime, "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
+	fs.BoolVar(&a.parkIdle, "park-idle", false, "idle carriers park in Go's netpoller and GOMAXPROCS stays at the carriers (serve --park-idle)")
 	cliflag.AtLeast(&a.backlogPollGap, 1).Var(fs.FlagSet, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
@@ -209,7 +210,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Float: a.float, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, ParkIdle: a.parkIdle, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 		Mix: a.mix, BlockingEndpoint: a.blockingEndpoint,

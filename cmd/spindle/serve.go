@@ -106,7 +106,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DB:               a.DB,
 		DBPool:           a.DBPool,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float,
+			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}

@@ -18,6 +18,9 @@ func DupCloexec(fd int) (int, error) {
 	return nfd, wrap("fcntl F_DUPFD_CLOEXEC", err)
 }
 
+// SetNonblock sets O_NONBLOCK on fd's open file (shared by its duplicates).
+func SetNonblock(fd int) error { return wrap("fcntl O_NONBLOCK", xunix.SetNonblock(fd, true)) }
+
 // Read reads from a raw file descriptor. EAGAIN is returned as is (wrapped).
 func Read(fd int, p []byte) (int, error) {
 	n, err := xunix.Read(fd, p)

@@ -49,18 +49,17 @@ type Timer struct {
 
 // NewTimer makes a timer; Close releases it.
 func NewTimer() (*Timer, error) {
-	fd, err := xunix.TimerfdCreate(xunix.CLOCK_MONOTONIC, xunix.TFD_NONBLOCK|xunix.TFD_CLOEXEC)
+	fd, err := Timerfd()
 	if err != nil {
-		return nil, wrap("timerfd_create", err)
+		return nil, err
 	}
 	return &Timer{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}, nil
 }
 
 // Sleep waits ns nanoseconds (at least 1).
 func (t *Timer) Sleep(ns int64) error {
-	spec := xunix.ItimerSpec{Value: xunix.NsecToTimespec(max(ns, 1))}
-	if err := xunix.TimerfdSettime(t.fd, 0, &spec, nil); err != nil {
-		return wrap("timerfd_settime", err)
+	if err := TimerfdArm(t.fd, ns); err != nil {
+		return err
 	}
 	if _, err := t.f.Read(t.buf[:]); err != nil {
 		return fmt.Errorf("timerfd read: %w", err)
@@ -70,3 +69,18 @@ func (t *Timer) Sleep(ns int64) error {
 
 // Close releases the timer; a Sleep under way returns an error.
 func (t *Timer) Close() error { return t.f.Close() }
+
+// Timerfd creates a non-blocking, close-on-exec CLOCK_MONOTONIC timerfd,
+// disarmed.
+func Timerfd() (int, error) {
+	fd, err := xunix.TimerfdCreate(xunix.CLOCK_MONOTONIC, xunix.TFD_NONBLOCK|xunix.TFD_CLOEXEC)
+	return fd, wrap("timerfd_create", err)
+}
+
+// TimerfdArm makes the timerfd expire once, ns nanoseconds (at least 1)
+// from now, replacing any expiry it had; its count of expiries restarts
+// from zero.
+func TimerfdArm(fd int, ns int64) error {
+	spec := xunix.ItimerSpec{Value: xunix.NsecToTimespec(max(ns, 1))}
+	return wrap("timerfd_settime", xunix.TimerfdSettime(fd, 0, &spec, nil))
+}

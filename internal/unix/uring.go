@@ -223,6 +223,10 @@ func URingSetup(entries, cqEntries, flags uint32) (*Ring, error) {
 }
 
 // mapRing maps the rings of a ring fd the kernel just set up.
+// FD returns the ring's file descriptor (-1 for a ring over Go memory):
+// it polls readable while completions wait in the ring.
+func (r *Ring) FD() int { return r.fd }
+
 func mapRing(fd int, p *URingParams) (*Ring, error) {
 	if p.Features&IORING_FEAT_SINGLE_MMAP == 0 {
 		return nil, os.NewSyscallError("io_uring_setup", xunix.EOPNOTSUPP)
