@@ -21,6 +21,10 @@
 # /plaintext); PIPELINE, the load generator's --pipeline at max throughput (TechEmpower's
 # plaintext: 16); KEEP, a directory to keep every run's load.json in. Needs taskset and jq. Loopback only (ports
 # PORT..PORT+1, default 18380); every process it starts is stopped on exit.
+#
+# PEER_BIN "spindle" makes the peer spindle itself, serving as side A does but in mode PEER_MODE
+# (default MODE) and with PEER_ARGS added: two spindle configurations measured the same way, e.g.
+# PEER_ARGS=--park-idle server/bench/peers.sh 5 10 /tmp/spindle spindle carrier
 set -euo pipefail
 if [ $# -lt 4 ]; then
 	echo "usage: $0 ROUNDS SECONDS SPINDLE_BIN PEER_BIN [MODE]" >&2
@@ -30,6 +34,10 @@ rounds=$1 secs=$2 bin=$3 peer=$4 mode=${5:-carrier}
 srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18380} target=${TARGET:-/fruits}
 conns=${CONNS:-100} rates=${RATES-10000 70%}
 case "$rounds$secs" in *[!0-9]*) echo "$0: ROUNDS and SECONDS are whole numbers" >&2; exit 2 ;; esac
+peer_name=$(basename "$peer")
+if [ "$peer" = spindle ]; then
+	peer=$bin peer_name="${PEER_MODE:-$mode} ${PEER_ARGS:-}"
+fi
 for b in "$bin" "$peer"; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
 done
@@ -39,6 +47,7 @@ done
 poller_args=()
 [ -n "${POLLER:-}" ] && poller_args=(--poller "$POLLER")
 read -r -a serve_args <<<"${SERVE_ARGS:-}"
+read -r -a peer_args <<<"${PEER_ARGS:-}"
 pipe_args=()
 [ -n "${PIPELINE:-}" ] && pipe_args=(--pipeline "$PIPELINE")
 # shellcheck source=lib.sh
@@ -55,6 +64,9 @@ side() {
 	if [ "$1" = 0 ]; then
 		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
 			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+	elif [ "$peer_name" != "$(basename "$peer")" ]; then
+		taskset -c "$srv_cpu" "$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
+			"${serve_args[@]}" "${peer_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	else
 		taskset -c "$srv_cpu" "$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	fi
@@ -88,7 +100,7 @@ run() {
 # pct NAME P: the corrected percentile P of run NAME, in ms.
 pct() { jq -r --arg p "$2" '.corrected.percentiles_us[$p] / 1000' "$dir/$1.json"; }
 
-names=("$mode" "$(basename "$peer")")
+names=("$mode" "$peer_name")
 : >"$dir/rows"
 for r in $(seq "$rounds"); do
 	order=(0 1)
