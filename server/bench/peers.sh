@@ -62,10 +62,10 @@ waitport "$m" || exit 1
 # side K: start side K's server (0: spindle MODE, 1: the peer) on the server CPU.
 side() {
 	if [ "$1" = 0 ]; then
-		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
+		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --port "$s" "${poller_args[@]}" \
 			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	elif [ "$peer_name" != "$(basename "$peer")" ]; then
-		taskset -c "$srv_cpu" "$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --cpuset "$srv_cpu" --port "$s" "${poller_args[@]}" \
+		taskset -c "$srv_cpu" "$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --port "$s" "${poller_args[@]}" \
 			"${serve_args[@]}" "${peer_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
 	else
 		taskset -c "$srv_cpu" "$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
