@@ -192,6 +192,8 @@ func TestBlockingHandlers(t *testing.T) {
 		{"2 carriers floating", carrier.Options{Carriers: 2, Float: true}},
 		{"1 carrier io_uring", carrier.Options{Carriers: 1, Poller: carrier.PollerURing}},
 		{"2 carriers io_uring pinned", carrier.Options{Carriers: 2, Pin: carrier.PinCPU, Poller: carrier.PollerURing}},
+		{"1 carrier parking", carrier.Options{Carriers: 1, ParkIdle: true}},
+		{"2 carriers io_uring parking", carrier.Options{Carriers: 2, Poller: carrier.PollerURing, ParkIdle: true}},
 	}
 	for _, name := range names {
 		want := serveAll(t, name, netHTTP(t, handler(t, name, http.DefaultTransport)))
