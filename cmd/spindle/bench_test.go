@@ -158,6 +158,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--rounds", "0"}, "rounds"},
 		{[]string{"compare", "--only", "nope"}, "unknown configuration"},
 		{[]string{"compare", "--only", "carrier,nope"}, "unknown configuration \"nope\""},
+		{[]string{"compare", "--connections", "-1"}, `--connections "-1": want a whole number of at least 0`},
+		{[]string{"compare", "--only", "nethttp,carrier", "--reference", "handoff"}, `reference "handoff" is not among the configurations that run (nethttp, carrier)`},
 		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"bench", "--output-dir", used}, "not empty"},
