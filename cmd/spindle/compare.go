@@ -88,7 +88,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
 	fs.BoolVar(&a.sweep, "sweep", false, fmt.Sprintf("also run every configuration at %s of the reference max throughput (the lowest\n"+
-		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
+		"configuration's, or --reference's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.app.register(fs)
