@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +189,8 @@ type h2Slow struct {
 	client  *http.Client
 	release chan struct{}
 	answer  chan string
+	// accepted counts the connections the server took (StateNew).
+	accepted atomic.Int64
 }
 
 // startH2Slow starts an h2c server on carriers o whose handler answers
@@ -205,7 +208,14 @@ func startH2Slow(t *testing.T, o carrier.Options) *h2Slow {
 		}
 		io.WriteString(w, "done")
 	})
-	sl.s, sl.addr = serveOn(t, o, sl.handler, func(s *Server) { s.Protocols = h2cProtocols() })
+	sl.s, sl.addr = serveOn(t, o, sl.handler, func(s *Server) {
+		s.Protocols = h2cProtocols()
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				sl.accepted.Add(1)
+			}
+		}
+	})
 	go func() {
 		got, err := post(sl.client, "http://"+sl.addr+"/slow", "")
 		sl.answer <- fmt.Sprint(got, err)
@@ -267,6 +277,13 @@ func TestH2ShutdownLateConns(t *testing.T) {
 	for i := range late {
 		late[i] = dial(t, sl.addr)
 		late[i].SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	// Taken by the server before Shutdown closes its listeners (which
+	// resets connections still in the backlog).
+	for deadline := time.Now().Add(10 * time.Second); sl.accepted.Load() < int64(1+len(late)); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server took %d of %d connections in 10 s", sl.accepted.Load(), 1+len(late))
+		}
 	}
 	start := time.Now().Add(50 * time.Millisecond) // Shutdown's start, give or take the scheduler
 	var wg sync.WaitGroup
