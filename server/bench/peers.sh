@@ -66,6 +66,7 @@ m=$port s=$((port + 1))
 taskset -c "$lg_cpu" "$bin" mock --port "$m" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
 waitport "$m" || exit 1
+npids=${#pids[@]} # the processes the whole script keeps; a run's server (and perf) are added and dropped per run
 
 # side K: start side K's server (0: spindle MODE, 1: the peer) on the server CPU ($srv its pid),
 # under perf stat with its count off where system calls are counted ($perfpid perf's pid, fds 7
@@ -138,6 +139,7 @@ run() {
 		wait "$srv" 2>/dev/null || true
 		echo n/a >"$dir/$name.sys"
 	fi
+	pids=("${pids[@]:0:npids}") # exited: their pids are no longer the exit trap's to stop
 	[ -n "${KEEP:-}" ] && cp "$dir/$name.json" "$KEEP/"
 	local bad
 	bad=$(jq '.failed + (.errors | if type == "object" then ([.[]] | add // 0) else 0 end)' "$dir/$name.json")
