@@ -121,13 +121,16 @@ func RunPlan(ctx context.Context, p Plan, o RunPlanOptions) ([]report.Result, er
 			return pr.results, err
 		}
 	}
-	ref := reference(pr.maxTP, pr.maxAll)
+	ref := reference(p.Reference, pr.maxTP, pr.maxAll)
 	for _, pi := range rest {
 		ph := &p.Phases[pi]
 		if ph.Share <= 0 {
 			continue
 		}
 		rate := int(ref * ph.Share)
+		if rate == 0 && p.Reference != "" {
+			return pr.results, fmt.Errorf("%w: no max-throughput run of the reference %s completed, so there is no fixed rate (phase %s)", ErrIncomplete, p.Reference, ph.Name)
+		}
 		if rate == 0 {
 			return pr.results, fmt.Errorf("%w: no max-throughput run completed, so there is no fixed rate (phase %s)", ErrIncomplete, ph.Name)
 		}
@@ -338,12 +341,23 @@ func (pr *planRun) extraRounds(ctx context.Context, phases []int, later int) err
 	return nil
 }
 
-// reference is the reference max throughput of the rate phases, from the
-// max runs that pass the report's checks (pass, by configuration), as the
-// report's load factors are; from every complete one (all) when none
-// passes, so that a busy machine still gets its rates (and the report
-// leaves its runs out, saying why).
-func reference(pass, all map[string][]float64) float64 {
+// reference is the reference max throughput of the rate phases: the
+// median of configuration name's max runs ("" for the lowest
+// configuration's, ReferenceMax), from the runs that pass the report's
+// checks (pass, by configuration), as the report's load factors are; from
+// every complete one (all) when none passes, so that a busy machine still
+// gets its rates (and the report leaves its runs out, saying why).
+func reference(name string, pass, all map[string][]float64) float64 {
+	if name != "" {
+		v := pass[name]
+		if len(v) == 0 {
+			v = all[name]
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		return quantile.Of(v).Median
+	}
 	tp := pass
 	if len(tp) == 0 {
 		tp = all

@@ -50,7 +50,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	// alone there; perf sched only here).
 	var procs []observe.Process
 	var sampleThreads func() (*observe.ThreadReport, error)
-	var perfStat func() ([]byte, error)
+	var perfStat func() (observe.PerfStatOutput, error)
 	if r.server.local() {
 		procs = []observe.Process{{Name: "server", PID: r.server.cmd.Process.Pid}}
 		if r.mock != nil && r.mock.local() {
@@ -62,7 +62,7 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 		sampleThreads = func() (*observe.ThreadReport, error) {
 			return observe.SampleThreads(ctx, procs, window, observe.ThreadOptions{ProcRoot: r.opt.ProcRoot})
 		}
-		perfStat = func() ([]byte, error) {
+		perfStat = func() (observe.PerfStatOutput, error) {
 			return r.opt.Perf.RunPerfStat(ctx, r.opt.Dir, []int{r.server.cmd.Process.Pid}, window)
 		}
 	} else {
@@ -106,19 +106,18 @@ func (r *runner) startObservers(ctx context.Context, window time.Duration) *obse
 	}
 	if r.cfg.PerfStat {
 		o.goRun(func() error {
-			data, err := perfStat()
+			out, err := perfStat()
 			if err != nil {
 				na("perf-stat", err)
 				return writeNA(r.path(PerfStatText), err)
 			}
-			ps, err := observe.ParsePerfStat(data)
+			s, err := out.Summary(window)
 			if err != nil {
 				na("perf-stat", err)
 				return writeNA(r.path(PerfStatText), err)
 			}
-			s := ps.Summarize(window)
 			r.sum.Perf = &s
-			return writeFile(r.path(PerfStatText), func(w io.Writer) error { return s.WriteText(w, window, data) })
+			return writeFile(r.path(PerfStatText), func(w io.Writer) error { return s.WriteText(w, window, out.CSV) })
 		})
 	} else {
 		off("perf-stat", "off (no --perf-stat)")

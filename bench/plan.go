@@ -597,6 +597,10 @@ type Plan struct {
 	Layout      Layout  `json:"layout"`
 	Rounds      int     `json:"rounds"`
 	Phases      []Phase `json:"phases"`
+	// Reference is the configuration whose median max throughput the
+	// phases' shares apply to ("" for the lowest configuration's:
+	// ReferenceMax).
+	Reference string `json:"reference,omitempty"`
 	// Ran says, once RunPlan has run the plan, what each phase ran: its
 	// extra rounds and valid runs per configuration (RoundsNote).
 	Ran []Rounds `json:"ran,omitempty"`
@@ -620,8 +624,15 @@ type CompareOptions struct {
 	Rounds int
 	// Only keeps the named variants (all when empty).
 	Only []string
+	// Reference names the configuration whose max throughput the fixed
+	// rate and the sweep's shares are of (one of those that run); "" for
+	// the lowest configuration's.
+	Reference string
 	// Warmup and Duration override the preset's when positive.
 	Warmup, Duration time.Duration
+	// Connections overrides the preset's load generator connections when
+	// positive.
+	Connections int
 	// Sweep adds a latency–load sweep: every configuration at each share
 	// of the reference max in SweepShares, interleaved over rounds.
 	Sweep bool
@@ -695,6 +706,9 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 			base.Warmup, base.Duration = IOWarmup, IODuration
 		}
 	}
+	if o.Connections > 0 {
+		base.Connections = o.Connections
+	}
 	if o.Blocking != "" {
 		share := o.BlockingShare
 		if share == 0 {
@@ -746,6 +760,9 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	if len(configs) == 0 {
 		return Plan{}, fmt.Errorf("no configuration selected (variants: %s)", variantNames())
 	}
+	if o.Reference != "" && !slices.ContainsFunc(configs, func(c Config) bool { return c.Name == o.Reference }) {
+		return Plan{}, fmt.Errorf("reference %q is not among the configurations that run (%s)", o.Reference, configNames(configs))
+	}
 	rounds := o.Rounds
 	if rounds <= 0 {
 		rounds = DefaultRounds
@@ -771,21 +788,36 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		}
 		phases = append(phases, Phase{Name: report.RatePhase(rate), Configs: cs})
 	}
-	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds), Phases: phases}, nil
+	return Plan{Layout: l, Rounds: rounds, Description: describe(l, base, rounds, o.Reference), Phases: phases, Reference: o.Reference}, nil
 }
 
-// describe is a plan's layout and settings in one paragraph.
-func describe(l Layout, c Config, rounds int) string {
+// configNames lists the configurations' names, comma-separated.
+func configNames(cs []Config) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// describe is a plan's layout and settings in one paragraph; ref is the
+// configuration whose max throughput the fixed rate is a share of ("" for
+// the lowest).
+func describe(l Layout, c Config, rounds int, ref string) string {
 	s := fmt.Sprintf("Layout: server CPUs %s (%s), load CPUs %s (%s), mock CPUs %s (%s)",
 		l.Server, report.Count(l.Carriers, "carrier", "carriers"), l.Load, report.Count(l.LoadThreads, "thread", "threads"),
 		l.Mock, report.Count(l.MockThreads, "thread", "threads"))
 	if len(l.Extra) > 0 {
 		s += fmt.Sprintf(", N+1 adds CPU %s", l.Extra)
 	}
+	of := "the lowest configuration's"
+	if ref != "" {
+		of = ref + "'s"
+	}
 	return fmt.Sprintf("%s; %s. Think time %v, %s, warm-up %v, window %v, %s; "+
-		"the fixed rate is %.0f%% of the lowest configuration's max throughput.",
+		"the fixed rate is %.0f%% of %s max throughput.",
 		s, l.Note, c.MockThinkTime, report.Count(c.Connections, "connection", "connections"), c.Warmup, c.Duration,
-		report.Count(rounds, "round", "rounds"), 100*FixedRateShare) + describeMix(c) + describeApp(c)
+		report.Count(rounds, "round", "rounds"), 100*FixedRateShare, of) + describeMix(c) + describeApp(c)
 }
 
 // describeApp is the app's sentence of describe ("" for the study's).

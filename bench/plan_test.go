@@ -413,20 +413,50 @@ func TestComparePlanSweep(t *testing.T) {
 }
 
 func TestReference(t *testing.T) {
-	all := map[string][]float64{"nethttp": {1000, 3000, 900}, "carrier": {5000, 5200}}
+	all := map[string][]float64{"nethttp": {1000, 3000, 900}, "carrier": {5000, 5200}, "handoff": {800}}
 	tests := []struct {
 		name string
+		ref  string
 		pass map[string][]float64
 		want float64
 	}{
 		// nethttp's runs at 1000 and 900 failed a check: its median of
 		// the one that passed is the reference.
-		{"checked runs", map[string][]float64{"nethttp": {3000}, "carrier": {5000, 5200}}, 3000},
-		{"none passed: every complete run", nil, 1000},
+		{"checked runs", "", map[string][]float64{"nethttp": {3000}, "carrier": {5000, 5200}}, 3000},
+		{"none passed: every complete run (handoff's is the lowest)", "", nil, 800},
+		// A named reference: its own median, not the lowest.
+		{"named", "carrier", map[string][]float64{"nethttp": {3000}, "carrier": {5000, 5200}}, 5100},
+		{"named, none of its runs passed", "handoff", map[string][]float64{"nethttp": {3000}}, 800},
+		{"named, no run", "carrier+ws", map[string][]float64{"nethttp": {3000}}, 0},
 	}
 	for _, tt := range tests {
-		if got := reference(tt.pass, all); got != tt.want {
+		if got := reference(tt.ref, tt.pass, all); got != tt.want {
 			t.Errorf("%s: reference = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A named reference must run, and the plan says whose max the fixed rate
+// is a share of.
+func TestComparePlanReference(t *testing.T) {
+	p, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nethttp", "carrier"}, Reference: "nethttp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reference != "nethttp" || !strings.Contains(p.Description, "70% of nethttp's max throughput") {
+		t.Errorf("reference %q, description %q", p.Reference, p.Description)
+	}
+	p, err = ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nethttp", "carrier"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reference != "" || !strings.Contains(p.Description, "70% of the lowest configuration's max throughput") {
+		t.Errorf("no reference: reference %q, description %q", p.Reference, p.Description)
+	}
+	for _, ref := range []string{"handoff", "nosuch"} {
+		_, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nethttp", "carrier"}, Reference: ref})
+		if err == nil || !strings.Contains(err.Error(), "is not among the configurations that run (nethttp, carrier)") {
+			t.Errorf("reference %q: error %v", ref, err)
 		}
 	}
 }
@@ -486,6 +516,23 @@ func TestComparePlanTFB(t *testing.T) {
 		bad(&b)
 		if err := b.Validate(false); err == nil {
 			t.Errorf("Validate(%+v) accepted", b)
+		}
+	}
+}
+
+// Connections overrides the preset's, in every phase; 0 keeps it.
+func TestComparePlanConnections(t *testing.T) {
+	for _, tt := range []struct{ conns, want int }{{0, DefaultConnections}, {16, 16}} {
+		p, err := ComparePlan(CompareOptions{CPUs: cpus(2), Only: []string{"nethttp", "carrier"}, Connections: tt.conns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ph := range p.Phases {
+			for _, c := range ph.Configs {
+				if c.Connections != tt.want {
+					t.Errorf("Connections %d: %s %s has %d connections, want %d", tt.conns, ph.Name, c.Name, c.Connections, tt.want)
+				}
+			}
 		}
 	}
 }

@@ -27,6 +27,9 @@ type RemoteObservation struct {
 	ThreadsNA   string                `json:"threads_na,omitempty"`
 	PerfStatCSV string                `json:"perf_stat_csv,omitempty"`
 	PerfStatNA  string                `json:"perf_stat_na,omitempty"`
+	// SyscallsNA is why perf stat's CSV has no system calls
+	// (observe.PerfStatOutput).
+	SyscallsNA string `json:"syscalls_na,omitempty"`
 }
 
 // ObserveOptions select what ObserveHere runs. Their fields but ProcRoot
@@ -105,12 +108,12 @@ func ObserveHere(ctx context.Context, o ObserveOptions) (RemoteObservation, erro
 				return
 			}
 			defer os.RemoveAll(dir)
-			data, err := o.Perf.RunPerfStat(ctx, dir, []int{pid}, o.Window)
+			ps, err := o.Perf.RunPerfStat(ctx, dir, []int{pid}, o.Window)
 			if err != nil {
 				out.PerfStatNA = observe.Reason(err)
 				return
 			}
-			out.PerfStatCSV = string(data)
+			out.PerfStatCSV, out.SyscallsNA = string(ps.CSV), ps.SyscallsNA
 		})
 	}
 	wg.Wait()
@@ -196,7 +199,7 @@ func (r *runner) observeLoadHosts(ctx context.Context, window time.Duration, na 
 
 // remoteSamplers are the thread sampler and perf stat of a server on
 // another host, in the shape of the local ones.
-func (r *runner) remoteSamplers(ctx context.Context, window time.Duration) (threads func() (*observe.ThreadReport, error), perfStat func() ([]byte, error)) {
+func (r *runner) remoteSamplers(ctx context.Context, window time.Duration) (threads func() (*observe.ThreadReport, error), perfStat func() (observe.PerfStatOutput, error)) {
 	obs := r.observeRemote(ctx, window)
 	threads = func() (*observe.ThreadReport, error) {
 		o, err := obs()
@@ -208,15 +211,15 @@ func (r *runner) remoteSamplers(ctx context.Context, window time.Duration) (thre
 		}
 		return o.Threads, nil
 	}
-	perfStat = func() ([]byte, error) {
+	perfStat = func() (observe.PerfStatOutput, error) {
 		o, err := obs()
 		switch {
 		case err != nil:
-			return nil, err
+			return observe.PerfStatOutput{}, err
 		case o.PerfStatCSV == "":
-			return nil, errors.New(o.PerfStatNA)
+			return observe.PerfStatOutput{}, errors.New(o.PerfStatNA)
 		}
-		return []byte(o.PerfStatCSV), nil
+		return observe.PerfStatOutput{CSV: []byte(o.PerfStatCSV), SyscallsNA: o.SyscallsNA}, nil
 	}
 	return threads, perfStat
 }

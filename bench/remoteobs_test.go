@@ -56,6 +56,19 @@ func TestObserveHere(t *testing.T) {
 	if obs.PerfStatCSV != "" || !strings.Contains(obs.PerfStatNA, "perf not installed") {
 		t.Errorf("perf stat without perf: %q, %q", obs.PerfStatCSV, obs.PerfStatNA)
 	}
+	// With the real perf, where it counts here: the system calls are in
+	// its CSV, or the observation says why not.
+	if _, err := exec.LookPath("perf"); err == nil {
+		obs, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "server",
+			Window: 300 * time.Millisecond, PerfStat: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := strings.Contains(obs.PerfStatCSV, observe.SyscallEvent)
+		if obs.PerfStatCSV != "" && counted == (obs.SyscallsNA != "") {
+			t.Errorf("perf stat's CSV has the system calls: %v, and their n/a reason is %q: want one of them\n%s", counted, obs.SyscallsNA, obs.PerfStatCSV)
+		}
+	}
 	if _, err := ObserveHere(context.Background(), ObserveOptions{Tag: tag, Role: "load", Window: time.Millisecond, Threads: true}); err == nil {
 		t.Error("no load process: no error")
 	}

@@ -58,17 +58,27 @@ func (s *Server) initHTTP2(p http.Protocols) {
 		ErrorLog:          s.ErrorLog,
 		HTTP2:             s.HTTP2,
 	}
-	if f := s.ConnState; f != nil {
-		s.h1.ConnState = func(nc net.Conn, st http.ConnState) {
-			if p, ok := nc.(*prefixedConn); ok {
-				nc = p.Conn // the conn the hook saw at StateNew
-			}
-			f(nc, st)
+	f := s.ConnState
+	s.h1.ConnState = func(nc net.Conn, st http.ConnState) {
+		if st == http.StateActive && s.shutdown.Load() {
+			// x/net registers a connection for its graceful shutdown
+			// before its first state (StateActive): one that registered
+			// after Shutdown's shutdownHTTP2 ran sees shutdown set here
+			// and sends itself the GOAWAY (one that read it unset was
+			// registered before that run, which sent it one).
+			s.shutdownHTTP2()
 		}
+		if f == nil {
+			return
+		}
+		if p, ok := nc.(*prefixedConn); ok {
+			nc = p.Conn // the conn the hook saw at StateNew
+		}
+		f(nc, st)
 	}
 	s.h2 = &http2.Server{}
-	// Registers s.h2's graceful shutdown with s.h1 (Shutdown runs it), and
-	// fails only for a TLSConfig of s.h1's, which it has none of.
+	// Registers s.h2's graceful shutdown with s.h1 (shutdownHTTP2 runs it),
+	// and fails only for a TLSConfig of s.h1's, which it has none of.
 	http2.ConfigureServer(s.h1, s.h2)
 }
 
@@ -174,7 +184,6 @@ func (c *conn) startHTTP2(opts http2.ServeConnOpts) {
 // client, the server's Close or its graceful shutdown ends it.
 func (c *conn) serveHTTP2() {
 	s := c.s
-	defer c.s.h2live.Add(-1)
 	defer c.closed()
 	defer c.h2cancel()
 	rwc := c.rwc
@@ -191,11 +200,14 @@ func (c *conn) serveHTTP2() {
 }
 
 // shutdownHTTP2 starts the graceful shutdown of the HTTP/2 connections
-// (GOAWAY; each closes once its streams are done), through the
-// http.Server x/net registered it with. Shutdown calls it at every look at
-// its connections, for those that started HTTP/2 since.
+// x/net serves now (GOAWAY; each closes once its streams are done; a
+// second GOAWAY to one is not sent), through the http.Server x/net
+// registered it with, whose Shutdown is the only way in: it runs x/net's
+// hook on a goroutine and returns at once, since it has no listener or
+// conn of its own. Shutdown calls it once; a connection x/net starts
+// serving after that calls it at its first state (initHTTP2).
 func (s *Server) shutdownHTTP2() {
 	if s.h1 != nil {
-		s.h1.Shutdown(context.Background()) // returns at once: it has no listener or conn of its own
+		s.h1.Shutdown(context.Background())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,41 +180,73 @@ func TestH2TLS(t *testing.T) {
 	}
 }
 
-// TestH2Shutdown: Shutdown sends GOAWAY to HTTP/2 connections and waits
-// for their streams in flight, which finish; Close ends an idle HTTP/2
-// connection at once. Neither leaves a goroutine.
-func TestH2Shutdown(t *testing.T) {
-	leakcheck.Register(t, 5*time.Second)
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// h2Slow is an h2c server with a stream in flight: its handler for /slow
+// waits until finish is called, which then checks the stream's answer.
+type h2Slow struct {
+	s       *Server
+	addr    string
+	handler http.Handler
+	client  *http.Client
+	release chan struct{}
+	answer  chan string
+	// accepted counts the connections the server took (StateNew).
+	accepted atomic.Int64
+}
+
+// startH2Slow starts an h2c server on carriers o whose handler answers
+// "done", /slow once released, and a stream to /slow, and returns once
+// that stream's handler runs.
+func startH2Slow(t *testing.T, o carrier.Options) *h2Slow {
+	t.Helper()
+	entered := make(chan struct{}, 1)
+	sl := &h2Slow{release: make(chan struct{}), answer: make(chan string, 1), client: h2cClient()}
+	t.Cleanup(sl.client.CloseIdleConnections)
+	sl.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			entered <- struct{}{}
-			<-release
+			<-sl.release
 		}
 		io.WriteString(w, "done")
 	})
-	s, addr := serveOn(t, carrier.Options{Carriers: 1}, h, func(s *Server) { s.Protocols = h2cProtocols() })
-	c := h2cClient()
-	defer c.CloseIdleConnections()
-	answer := make(chan string, 1)
+	sl.s, sl.addr = serveOn(t, o, sl.handler, func(s *Server) {
+		s.Protocols = h2cProtocols()
+		s.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				sl.accepted.Add(1)
+			}
+		}
+	})
 	go func() {
-		got, err := post(c, "http://"+addr+"/slow", "")
-		answer <- fmt.Sprint(got, err)
+		got, err := post(sl.client, "http://"+sl.addr+"/slow", "")
+		sl.answer <- fmt.Sprint(got, err)
 	}()
 	<-entered
+	return sl
+}
+
+// shutdown starts the server's Shutdown (bounded by 30 s) and returns
+// its result's channel.
+func (sl *h2Slow) shutdown() <-chan error {
 	shut := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		shut <- s.Shutdown(ctx)
+		shut <- sl.s.Shutdown(ctx)
 	}()
+	return shut
+}
+
+// finish checks that Shutdown (shut) still waits, releases the stream in
+// flight, checks its answer, and that Shutdown then returns nil.
+func (sl *h2Slow) finish(t *testing.T, shut <-chan error) {
+	t.Helper()
 	select {
 	case err := <-shut:
 		t.Fatalf("Shutdown returned %v with a stream in flight", err)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
-	close(release)
-	if got := <-answer; got != "HTTP/2.0 done<nil>" {
+	close(sl.release)
+	if got := <-sl.answer; got != "HTTP/2.0 done<nil>" {
 		t.Fatalf("the stream in flight got %q", got)
 	}
 	select {
@@ -223,7 +257,106 @@ func TestH2Shutdown(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Shutdown did not return after the stream ended")
 	}
+}
 
+// TestH2ShutdownLateConns: connections accepted before Shutdown whose
+// HTTP/2 starts while Shutdown waits (their client prefaces sent just
+// before, at and after its start, on both sides of its GOAWAY to the
+// connections x/net served then) each get a GOAWAY with no error and end,
+// and Shutdown returns once the stream that held it open is done: x/net
+// registers a connection for its graceful shutdown before its first
+// state, and one that registers after Shutdown's GOAWAY sends itself one
+// there. No goroutine is left.
+func TestH2ShutdownLateConns(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	sl := startH2Slow(t, carrier.Options{Carriers: 2})
+	// Accepted now, served by HTTP/2 from their prefaces on: each waits in
+	// its task for the preface.
+	delays := []time.Duration{-20 * time.Millisecond, 0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}
+	late := make([]net.Conn, len(delays))
+	for i := range late {
+		late[i] = dial(t, sl.addr)
+		late[i].SetDeadline(time.Now().Add(30 * time.Second))
+	}
+	// Taken by the server before Shutdown closes its listeners (which
+	// resets connections still in the backlog).
+	for deadline := time.Now().Add(10 * time.Second); sl.accepted.Load() < int64(1+len(late)); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server took %d of %d connections in 10 s", sl.accepted.Load(), 1+len(late))
+		}
+	}
+	start := time.Now().Add(50 * time.Millisecond) // Shutdown's start, give or take the scheduler
+	var wg sync.WaitGroup
+	errs := make(chan error, len(late))
+	for i, nc := range late {
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(delays[i])))
+			if err := awaitGoAway(nc); err != nil {
+				errs <- fmt.Errorf("the connection starting HTTP/2 %v after Shutdown: %w", delays[i], err)
+			}
+		})
+	}
+	time.Sleep(time.Until(start))
+	shut := sl.shutdown()
+	if !waitFor(&wg, 30*time.Second) {
+		t.Fatal("connections that started HTTP/2 during Shutdown still wait for their GOAWAY after 30 s")
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	sl.finish(t, shut)
+}
+
+// awaitGoAway starts HTTP/2 on nc (the client preface and SETTINGS), and
+// reads frames until a GOAWAY, which must carry no error and come with no
+// stream opened, then until the server closes the connection.
+func awaitGoAway(nc net.Conn) error {
+	defer nc.Close()
+	if _, err := io.WriteString(nc, http2.ClientPreface); err != nil {
+		return err
+	}
+	fr := http2.NewFramer(nc, nc)
+	if err := fr.WriteSettings(); err != nil {
+		return err
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return fmt.Errorf("no GOAWAY before %w", err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		case *http2.GoAwayFrame:
+			if f.ErrCode != http2.ErrCodeNo || f.LastStreamID != 0 {
+				return fmt.Errorf("GOAWAY %v, last stream %d; want no error, no stream", f.ErrCode, f.LastStreamID)
+			}
+			for {
+				if _, err := fr.ReadFrame(); err != nil {
+					if errors.Is(err, io.EOF) {
+						return nil
+					}
+					return fmt.Errorf("after the GOAWAY: %w, want the server's close", err)
+				}
+			}
+		}
+	}
+}
+
+// TestH2Shutdown: Shutdown sends GOAWAY to HTTP/2 connections and waits
+// for their streams in flight, which finish; Close ends an idle HTTP/2
+// connection at once. Neither leaves a goroutine.
+func TestH2Shutdown(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	sl := startH2Slow(t, carrier.Options{Carriers: 1})
+	shut := sl.shutdown()
+	time.Sleep(100 * time.Millisecond) // Shutdown must still wait then
+	sl.finish(t, shut)
+
+	c, h := sl.client, sl.handler
 	s2, addr2 := serveOn(t, carrier.Options{Carriers: 1}, h, func(s *Server) { s.Protocols = h2cProtocols() })
 	if got, err := post(c, "http://"+addr2+"/", ""); got != "HTTP/2.0 done" || err != nil {
 		t.Fatalf("before Close: %q, %v", got, err)

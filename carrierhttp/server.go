@@ -135,9 +135,8 @@ type Server struct {
 	// h1 carries the settings x/net's HTTP/2 server reads (timeouts,
 	// ErrorLog, HTTP2) and its graceful shutdown; h2 is that server. Both
 	// nil when the server speaks no HTTP/2.
-	h1     *http.Server
-	h2     *http2.Server
-	h2live atomic.Int64 // connections served by h2 now
+	h1 *http.Server
+	h2 *http2.Server
 }
 
 // headerSlack is what net/http reads beyond MaxHeaderBytes before it
@@ -214,7 +213,6 @@ func (s *Server) ServeConn(t *carrier.Task, cn *carrier.Conn) {
 		t.Release(cn) // the handler's now: the task ends without closing it
 	case c.h2 != nil:
 		t.Release(cn) // HTTP/2's, on a goroutine (http2.go)
-		s.h2live.Add(1)
 		go c.serveHTTP2()
 	default:
 		c.closed()
@@ -263,12 +261,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.shutdown.Store(true)
 	s.closeListeners()
+	s.shutdownHTTP2()
 	tick := time.NewTicker(shutdownPoll)
 	defer tick.Stop()
 	for {
-		if s.h2live.Load() > 0 {
-			s.shutdownHTTP2()
-		}
 		if s.closeIdle() {
 			return nil
 		}

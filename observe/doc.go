@@ -8,7 +8,9 @@
 //     SchedStats and ErrNoSched) and the share of each thread's CPU time
 //     spent on each CPU (sampled from the CPU of last run);
 //   - perf stat (RunPerfStat, ParsePerfStat): CPUs utilized, context
-//     switches per second, IPC where the machine has hardware counters;
+//     switches per second, IPC where the machine has hardware counters,
+//     system calls per second where perf can count the raw_syscalls
+//     tracepoint (CanCount);
 //   - perf sched (RunPerfSched, ParseSchedScript): per-thread share of runs
 //     per CPU and migrations from the kernel's scheduler tracepoints;
 //   - power, frequency and steal sources (power*.go, freq*.go, steal*.go).

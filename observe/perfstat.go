@@ -4,34 +4,133 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// PerfStatEvents are the events RunPerfStat counts.
+// PerfStatEvents are the events RunPerfStat counts, beside SyscallEvent.
 var PerfStatEvents = []string{"task-clock", "context-switches", "cpu-migrations", "cycles", "instructions"}
 
-// RunPerfStat counts PerfStatEvents for pids over window with
-// "perf stat -x, -p PIDS -- sleep SECONDS" and returns perf's CSV output,
-// written to a file in dir (perf writes it there to keep it apart from the
-// command's own messages).
-func (p Perf) RunPerfStat(ctx context.Context, dir string, pids []int, window time.Duration) ([]byte, error) {
+// SyscallEvent is the tracepoint RunPerfStat counts system calls with: one
+// count per system call a thread of the observed process enters. Counting
+// it needs read access to the kernel's trace events (root, or a tracefs
+// mounted for the user); it adds the tracepoint's cost to every system call
+// of the observed process while perf counts.
+const SyscallEvent = "raw_syscalls:sys_enter"
+
+// PerfStatOutput is what RunPerfStat collected: perf's CSV, and why the
+// system calls are missing from it when they are.
+type PerfStatOutput struct {
+	CSV []byte
+	// SyscallsNA is the reason SyscallEvent was not counted ("" when it
+	// was): perf cannot count it here (CanCount).
+	SyscallsNA string
+}
+
+// RunPerfStat counts PerfStatEvents, and SyscallEvent where perf can count
+// it (CanCount: perf refuses a whole run over one event it cannot open),
+// for pids over window with "perf stat -x, -p PIDS -- sleep SECONDS" and
+// returns perf's CSV output, written to a file in dir (perf writes it
+// there to keep it apart from the command's own messages). perf -p counts
+// the threads pids have when it starts, not those started in the window.
+func (p Perf) RunPerfStat(ctx context.Context, dir string, pids []int, window time.Duration) (PerfStatOutput, error) {
+	var res PerfStatOutput
+	events := PerfStatEvents
+	if err := p.CanCount(ctx, SyscallEvent); err != nil {
+		if errors.Is(err, ErrPerfNotInstalled) {
+			return res, err
+		}
+		res.SyscallsNA = Reason(err)
+	} else {
+		events = append(slices.Clone(events), SyscallEvent)
+	}
 	out := filepath.Join(dir, "perf-stat.csv")
 	secs := strconv.FormatFloat(window.Seconds(), 'f', 3, 64)
-	if _, err := p.run(ctx, "stat", "-x,", "-o", out, "-e", strings.Join(PerfStatEvents, ","),
+	if _, err := p.run(ctx, "stat", "-x,", "-o", out, "-e", strings.Join(events, ","),
 		"-p", pidList(pids), "--", "sleep", secs); err != nil {
-		return nil, err
+		return res, err
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
-		return nil, fmt.Errorf("perf stat: %w", err)
+		return res, fmt.Errorf("perf stat: %w", err)
 	}
-	return data, nil
+	res.CSV = data
+	return res, nil
+}
+
+// Summary parses the output and derives its figures over window (Summarize),
+// the system calls' figure n/a with the reason they were not counted.
+func (o PerfStatOutput) Summary(window time.Duration) (PerfSummary, error) {
+	ps, err := ParsePerfStat(o.CSV)
+	if err != nil {
+		return PerfSummary{}, err
+	}
+	s := ps.Summarize(window)
+	if o.SyscallsNA != "" {
+		s.SyscallsPerSec = &Figure{NA: o.SyscallsNA}
+	}
+	return s, nil
+}
+
+// CanCount reports whether perf stat can count event on this machine, by
+// counting it over "true": nil, ErrPerfNotInstalled, or an error whose
+// text is perf's reason ("perf cannot count raw_syscalls:sys_enter: No
+// permissions to read /sys/kernel/tracing/events/raw_syscalls/sys_enter").
+func (p Perf) CanCount(ctx context.Context, event string) error {
+	out, err := p.run(ctx, "stat", "-x,", "-e", event, "--", "true")
+	if errors.Is(err, ErrPerfNotInstalled) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("perf cannot count %s: %s", event, perfError(out))
+	}
+	ps, err := ParsePerfStat(out)
+	if err != nil {
+		return fmt.Errorf("perf cannot count %s: %w", event, err)
+	}
+	if _, na := ps.value(event); na != "" {
+		return fmt.Errorf("perf cannot count %s: %s", event, na)
+	}
+	return nil
+}
+
+// perfError is the reason in perf's message about an event it refused:
+// its "Error:" line ("No permissions to read ..."), else the text under
+// the event's syntax error ("unknown tracepoint"), else its last non-empty
+// line that is not usage help.
+func perfError(out []byte) string {
+	var marker, last string
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "Error:"):
+			if r := strings.TrimSpace(strings.TrimPrefix(line, "Error:")); r != "" {
+				return r
+			}
+		case strings.HasPrefix(line, `\___`):
+			if marker == "" {
+				marker = strings.TrimSpace(strings.TrimPrefix(line, `\___`))
+			}
+		case strings.HasPrefix(line, "Usage:"), strings.HasPrefix(line, "-"), strings.HasPrefix(line, "Run 'perf list'"):
+		default:
+			last = line
+		}
+	}
+	switch {
+	case marker != "":
+		return marker
+	case last != "":
+		return last
+	}
+	return "perf exited with an error and no message"
 }
 
 // Counter is one line of perf stat's CSV output.
@@ -144,6 +243,10 @@ type PerfSummary struct {
 	Cycles       Figure `json:"cycles"`
 	Instructions Figure `json:"instructions"`
 	IPC          Figure `json:"ipc"`
+	// SyscallsPerSec is the system calls the process entered per second
+	// of window (SyscallEvent); nil in a summary written before spindle
+	// counted them.
+	SyscallsPerSec *Figure `json:"syscalls_per_sec,omitempty"`
 }
 
 // Summarize derives the study's figures from counts over window.
@@ -161,6 +264,8 @@ func (ps PerfStat) Summarize(window time.Duration) PerfSummary {
 		ContextSwitchesPerSec: rate("context-switches", 1),
 		MigrationsPerSec:      rate("cpu-migrations", 1),
 	}
+	sys := rate(SyscallEvent, 1)
+	s.SyscallsPerSec = &sys
 	cyc, naC := ps.value("cycles")
 	ins, naI := ps.value("instructions")
 	s.Cycles, s.Instructions = Figure{Value: cyc, NA: naC}, Figure{Value: ins, NA: naI}
@@ -187,6 +292,11 @@ func (s PerfSummary) WriteText(w io.Writer, window time.Duration, raw []byte) er
 	fmt.Fprintf(w, "cycles                               %s\n", s.Cycles)
 	fmt.Fprintf(w, "instructions                         %s\n", s.Instructions)
 	fmt.Fprintf(w, "IPC                                  %s\n", s.IPC)
+	sys := NA("not counted by this version")
+	if s.SyscallsPerSec != nil {
+		sys = s.SyscallsPerSec.String()
+	}
+	fmt.Fprintf(w, "system calls/s                       %s\n", sys)
 	fmt.Fprintf(w, "\n# perf stat -x, output\n")
 	_, err := w.Write(raw)
 	return err

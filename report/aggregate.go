@@ -60,6 +60,10 @@ type Group struct {
 	IPC                   Stat
 	// OtherCPUs is the machine's CPU time spent on anything but the runs.
 	OtherCPUs Stat
+	// CPUPerRequest is the server's CPU time per request, µs (CPUs over
+	// throughput, CPUs from CPUSource); SyscallsPerRequest its system
+	// calls per request (perf stat's system calls/s over throughput).
+	CPUPerRequest, SyscallsPerRequest Stat
 	// Threads of the server process (all, active), mean %wait of active
 	// threads, migrations per second.
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
@@ -221,6 +225,12 @@ func (g *Group) fill(ss []Summary) error {
 	}
 	g.CPUs = col(func(s Summary) float64 { return cpusOf(s, g.CPUSource) })
 	g.ContextSwitches = col(func(s Summary) float64 { return switchesOf(s, g.CPUSource) })
+	g.CPUPerRequest = col(func(s Summary) float64 { return perRequest(s, cpusOf(s, g.CPUSource)*1e6) })
+	g.SyscallsPerRequest = col(func(s Summary) float64 {
+		f := s.SyscallsPerRequest("")
+		return figure(f.Value, f.NA)
+	})
+	g.NA["syscalls"] = syscallsNA(ss, g.NA)
 	g.OtherCPUs = col(func(s Summary) float64 {
 		if s.OtherCPUs == nil {
 			return nan
@@ -312,6 +322,46 @@ func cpusOf(s Summary, source string) float64 {
 func switchesOf(s Summary, source string) float64 {
 	return fromSource(s, source, func(p *observe.PerfSummary) observe.Figure { return p.ContextSwitchesPerSec },
 		func(t *ThreadFigures) float64 { return t.ContextSwitchesPerSec })
+}
+
+// SyscallsPerRequest is the run's server system calls per request: perf
+// stat's system calls per second over the throughput, or why there is none.
+// perfNA is the reason perf stat did not run, where it did not.
+func (s Summary) SyscallsPerRequest(perfNA string) observe.Figure {
+	switch {
+	case s.Perf == nil && perfNA != "":
+		return observe.Figure{NA: perfNA}
+	case s.Perf == nil:
+		return observe.Figure{NA: "perf stat did not run"}
+	case s.Perf.SyscallsPerSec == nil:
+		return observe.Figure{NA: "not counted: an older result"}
+	case s.Perf.SyscallsPerSec.NA != "":
+		return *s.Perf.SyscallsPerSec
+	case s.Throughput <= 0:
+		return observe.Figure{NA: "no request answered"}
+	}
+	return observe.Figure{Value: s.Perf.SyscallsPerSec.Value / s.Throughput}
+}
+
+// syscallsNA is why runs ss have no system calls per request (the first
+// reason found), "" when they have them; na holds the group's other
+// reasons.
+func syscallsNA(ss []Summary, na map[string]string) string {
+	for _, s := range ss {
+		if f := s.SyscallsPerRequest(na["perf-stat"]); f.NA != "" {
+			return f.NA
+		}
+	}
+	return ""
+}
+
+// perRequest is v, a rate per second, per request of run s: v over its
+// throughput (NaN without throughput).
+func perRequest(s Summary, v float64) float64 {
+	if s.Throughput <= 0 {
+		return math.NaN()
+	}
+	return v / s.Throughput
 }
 
 // fromSource is a run's server figure from perf stat (perf) when source is

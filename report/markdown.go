@@ -173,6 +173,14 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			"Other load is the CPU time the machine spent on anything but the run's processes (other "+
 			"tenants, the kernel, steal) in the observers' window: where it is high, figures are noisy.\n\n", sources(gs))
 
+		b.WriteString("Per request (the server process's figure per second over the run's req/s):\n\n")
+		b.WriteString("| configuration | server CPU µs/request | system calls/request |\n|---|---|---|\n")
+		for _, g := range gs {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Name, g.CPUPerRequest.Format(1, g.naReason("perf-stat")),
+				g.SyscallsPerRequest.Format(2, g.naReason("syscalls")))
+		}
+		b.WriteString("\n")
+
 		b.WriteString("Server threads (from /proc over the observers' window):\n\n")
 		b.WriteString("| configuration | threads | active threads | mean %wait of active | migrations/s |\n|---|---|---|---|---|\n")
 		for _, g := range gs {

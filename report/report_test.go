@@ -547,3 +547,61 @@ func TestOtherAppNoFindings(t *testing.T) {
 		t.Errorf("report.md has the findings' table:\n%s", md)
 	}
 }
+
+// TestPerRequest derives the per-request table from the runs' perf stat
+// figures and throughput: system calls per request where perf counted
+// them, n/a with the reason where it could not, and where the runs
+// predate the count.
+func TestPerRequest(t *testing.T) {
+	const why = "perf cannot count raw_syscalls:sys_enter: No permissions to read /sys/kernel/tracing/events/raw_syscalls/sys_enter"
+	tests := []struct {
+		name string
+		sys  func(i int) *observe.Figure // run i's system calls/s
+		want string                      // the fixed-rate carrier row's cell
+	}{
+		{"counted", func(i int) *observe.Figure { return &observe.Figure{Value: float64(1000 * (i + 1))} }, ""},
+		{"perf cannot count", func(int) *observe.Figure { return &observe.Figure{NA: why} }, "n/a (" + why + ")"},
+		{"an older result", func(int) *observe.Figure { return nil }, "n/a (not counted: an older result)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := loadAll(t, filepath.Join("testdata", "compare"))
+			var perRun []float64
+			for i := range rs {
+				s := &rs[i].Summary
+				if s.Perf == nil {
+					continue // a run without perf stat (carrier+ws in r2)
+				}
+				s.Perf.SyscallsPerSec = tt.sys(i)
+				if s.Phase == "fixed" && s.Name == "carrier" && tt.want == "" {
+					perRun = append(perRun, s.Perf.SyscallsPerSec.Value/s.Throughput)
+				}
+			}
+			r, md := markdown(t, rs)
+			g := r.Find("fixed", "carrier")
+			if tt.want != "" {
+				if g.SyscallsPerRequest.N != 0 {
+					t.Errorf("system calls/request %+v, want none", g.SyscallsPerRequest)
+				}
+				if !strings.Contains(md, "| carrier | "+g.CPUPerRequest.Format(1, "")+" | "+tt.want+" |") {
+					t.Errorf("no carrier row with %q in:\n%s", tt.want, md)
+				}
+				return
+			}
+			if len(perRun) == 0 {
+				t.Fatal("no fixed-rate carrier run in the fixture")
+			}
+			want := statOf(perRun)
+			if g.SyscallsPerRequest.N != len(perRun) || math.Abs(g.SyscallsPerRequest.Median-want.Median) > 1e-9 {
+				t.Errorf("system calls/request %+v, want the median of %v", g.SyscallsPerRequest, perRun)
+			}
+			cpu := g.CPUs.Median * 1e6 / g.Throughput.Median
+			if g.CPUPerRequest.N == 0 || math.Abs(g.CPUPerRequest.Median-cpu)/cpu > 0.2 {
+				t.Errorf("CPU µs/request %+v, want about %.1f (CPUs over req/s)", g.CPUPerRequest, cpu)
+			}
+			if !strings.Contains(md, "| "+g.SyscallsPerRequest.Format(2, "")+" |") {
+				t.Errorf("no system calls/request %s in:\n%s", g.SyscallsPerRequest.Format(2, ""), md)
+			}
+		})
+	}
+}

@@ -345,8 +345,8 @@ func printSummary(w io.Writer, s report.Summary) {
 	} else if s.Server != nil {
 		cpus = fmt.Sprintf("%.2f (/proc)", s.Server.CPUs)
 	}
-	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s\n",
-		s.Name, s.Throughput, p50, p99, s.Errors, cpus)
+	fmt.Fprintf(w, "%s: %.0f req/s, p50 %s, p99 %s, errors %d, server CPUs utilized %s, system calls/request %s\n",
+		s.Name, s.Throughput, p50, p99, s.Errors, cpus, s.SyscallsPerRequest(s.NA["perf-stat"]))
 	if len(s.Profile) > 0 {
 		var top []string
 		for _, f := range s.Profile[:min(len(s.Profile), topShown)] {

@@ -113,6 +113,18 @@ func TestBenchEndToEnd(t *testing.T) {
 	if !profiled && !strings.Contains(s.NA["profile"], "no samples") {
 		t.Errorf("profile %+v (n/a: %q)\n%s", s.Profile, s.NA["profile"], out)
 	}
+	// System calls per request: a figure where perf counted them, else
+	// n/a with the reason, in the summary and on the terminal.
+	sys := s.SyscallsPerRequest(s.NA["perf-stat"])
+	if !strings.Contains(string(out), "system calls/request "+sys.String()+"\n") {
+		t.Errorf("the terminal lacks system calls/request %s:\n%s", sys, out)
+	}
+	if s.Perf != nil && s.Perf.SyscallsPerSec == nil {
+		t.Errorf("perf stat ran but its summary has no system calls figure: %+v", s.Perf)
+	}
+	if sys.NA == "" && sys.Value <= 0 {
+		t.Errorf("system calls/request %s; a server answering requests makes some", sys)
+	}
 }
 
 // TestBenchBadInput checks the faults that must exit 2 before anything
@@ -146,6 +158,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--rounds", "0"}, "rounds"},
 		{[]string{"compare", "--only", "nope"}, "unknown configuration"},
 		{[]string{"compare", "--only", "carrier,nope"}, "unknown configuration \"nope\""},
+		{[]string{"compare", "--connections", "-1"}, `--connections "-1": want a whole number of at least 0`},
+		{[]string{"compare", "--only", "nethttp,carrier", "--reference", "handoff"}, `reference "handoff" is not among the configurations that run (nethttp, carrier)`},
 		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"bench", "--output-dir", used}, "not empty"},

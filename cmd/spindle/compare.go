@@ -30,7 +30,9 @@ type compareArgs struct {
 	rounds           int
 	full, ioBound    bool
 	only             string
+	reference        string
 	warmup, duration time.Duration
+	connections      int
 	outDir           string
 	strict           bool
 	perfSched        bool
@@ -54,7 +56,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
 		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
 		"(the io_uring poller, where the kernel allows it) and carrier+n+1 (where a CPU is spare),\n"+
-		"first at max throughput, then at "+percent(bench.FixedRateShare)+" of the lowest mode's max throughput, interleaved\n"+
+		"first at max throughput, then at "+percent(bench.FixedRateShare)+" of the lowest mode's max throughput (or --reference's), interleaved\n"+
 		"over rounds, with the CPU-bound case (think time "+bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections).\n"+
 		"The layout is derived from the CPUs available and printed. Writes one result directory\n"+
 		"per run and report.md with plots.\n"+
@@ -68,10 +70,14 @@ func compareFlags() (*flagSet, *compareArgs) {
 		bench.BlockingHold, strings.Join(server.BlockKinds, ", ")))
 	cliflag.Within(&a.blockingShare, 1, 50).Var(fs.FlagSet, "blocking-share", bench.DefaultBlockingShare, "with --blocking, the percentage of requests sent to /block")
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
+	fs.StringVar(&a.reference, "reference", "", "the configuration whose median max throughput the fixed rate and --sweep's shares are of\n"+
+		"(one of those that run; default: the lowest configuration's)")
 	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
 	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
+	cliflag.AtLeast(&a.connections, 0).Var(fs.FlagSet, "connections", 0, fmt.Sprintf("override the load generator's connections (default: %d, %d with --io-bound)",
+		bench.DefaultConnections, bench.IOConnections))
 	fs.durationVar(&a.budget, "time-budget", 0, fmt.Sprintf("the whole comparison's wall time, extra rounds included: runs left out by the checks\n"+
 		"make compare run extra rounds of the configurations short of valid runs while they fit (default: %s\n"+
 		"where the plan's estimate is under that, as the quick comparison's, else %.2f times the estimate;\n"+
@@ -82,7 +88,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "also run perf sched in every run (heavy)")
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
 	fs.BoolVar(&a.sweep, "sweep", false, fmt.Sprintf("also run every configuration at %s of the reference max throughput (the lowest\n"+
-		"configuration's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
+		"configuration's, or --reference's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
 	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.app.register(fs)
@@ -97,6 +103,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		`spindle compare --slo 'p99<=10ms' --json findings.json`,
 		`spindle compare --server-host h1 --load-hosts h2,h3`,
 		`spindle compare --app tfb --target /db`,
+		`spindle compare --app tfb --only nethttp,nethttp-carrier --reference nethttp --target '/queries?queries=20'`,
 	)
 	return fs, a
 }
@@ -171,7 +178,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
-		Rounds: a.rounds, Only: only, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates,
+		Rounds: a.rounds, Only: only, Reference: a.reference, Connections: a.connections, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates,
 		Blocking: a.blocking, BlockingShare: a.blockingShare, App: probe.App, Target: probe.Target, DBPool: probe.DBPool})
 	if err != nil {
 		return asBadInput(err)

@@ -16,6 +16,13 @@
 #   (cd server/bench/fasthttppeer && go build -o /tmp/fasthttppeer .)
 #   server/bench/peers.sh ROUNDS SECONDS /tmp/spindle /tmp/fasthttppeer [MODE]   # MODE default carrier
 #
+# System calls: each server runs under "perf stat -e raw_syscalls:sys_enter", its count on only
+# while the load runs (perf's --control), and every figure of server CPU per request has the
+# server's system calls per request (all its threads, warm-up requests included) beside it; the
+# count adds the tracepoint's cost to each of the server's system calls: SYSCALLS=0 runs without
+# it. Where perf is missing or cannot count the tracepoint (no access to tracefs), the figure is
+# "n/a (reason)".
+#
 # TARGET (default /fruits) is the path asked for; POLLER the spindle server's --poller; SERVE_ARGS
 # more flags for spindle's serve (e.g. "--app tfb --db postgres://..." for TechEmpower's /json and
 # /plaintext); PIPELINE, the load generator's --pipeline at max throughput (TechEmpower's
@@ -44,6 +51,16 @@ done
 for c in taskset jq; do
 	command -v "$c" >/dev/null || { echo "skip: $c is not installed" >&2; exit 0; }
 done
+# sys_na: why system calls are not counted ("" when they are).
+sys_na=""
+if [ "${SYSCALLS:-1}" = 0 ]; then
+	sys_na="off (SYSCALLS=0)"
+elif ! command -v perf >/dev/null; then
+	sys_na="perf not installed"
+elif ! probe=$(perf stat -x, -e raw_syscalls:sys_enter -- true 2>&1) || ! grep -q '^[0-9]*,,raw_syscalls:sys_enter,' <<<"$probe"; then
+	sys_na="perf cannot count raw_syscalls:sys_enter: $(sed -n 's/^Error:[[:space:]]*//p' <<<"$probe" | head -1)"
+fi
+[ -n "$sys_na" ] && echo "system calls per request: n/a ($sys_na)" >&2
 poller_args=()
 [ -n "${POLLER:-}" ] && poller_args=(--poller "$POLLER")
 read -r -a serve_args <<<"${SERVE_ARGS:-}"
@@ -58,39 +75,83 @@ m=$port s=$((port + 1))
 taskset -c "$lg_cpu" "$bin" mock --port "$m" --think-time "$think" --cpuset "$lg_cpu" >/dev/null 2>&1 &
 pids+=($!)
 waitport "$m" || exit 1
+npids=${#pids[@]} # the processes the whole script keeps; a run's server (and perf) are added and dropped per run
 
-# side K: start side K's server (0: spindle MODE, 1: the peer) on the server CPU.
+# side K: start side K's server (0: spindle MODE, 1: the peer) on the server CPU ($srv its pid),
+# under perf stat with its count off where system calls are counted ($perfpid perf's pid, fds 7
+# and 8 its control and acknowledgement fifos).
 side() {
+	local cmd
 	if [ "$1" = 0 ]; then
-		taskset -c "$srv_cpu" "$bin" serve --mode "$mode" --threads 1 --port "$s" "${poller_args[@]}" \
-			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+		cmd=("$bin" serve --mode "$mode" --threads 1 --port "$s" "${poller_args[@]}"
+			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits")
 	elif [ "$peer_name" != "$(basename "$peer")" ]; then
-		taskset -c "$srv_cpu" "$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --port "$s" "${poller_args[@]}" \
-			"${serve_args[@]}" "${peer_args[@]}" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+		cmd=("$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --port "$s" "${poller_args[@]}"
+			"${serve_args[@]}" "${peer_args[@]}" --backend "http://127.0.0.1:$m/fruits")
 	else
-		taskset -c "$srv_cpu" "$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits" >"$dir/server.log" 2>&1 &
+		cmd=("$peer" --threads 1 --port "$s" --backend "http://127.0.0.1:$m/fruits")
 	fi
-	srv=$!
+	if [ -n "$sys_na" ]; then
+		taskset -c "$srv_cpu" "${cmd[@]}" >"$dir/server.log" 2>&1 &
+		srv=$! perfpid=""
+		pids+=("$srv")
+		waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
+		return
+	fi
+	rm -f "$dir/ctl" "$dir/ack" "$dir/sys.csv"
+	mkfifo "$dir/ctl" "$dir/ack"
+	# perf on the load's CPU; the server (taskset's exec) is its child.
+	taskset -c "$lg_cpu" perf stat -x, -e raw_syscalls:sys_enter -D -1 --control "fifo:$dir/ctl,$dir/ack" \
+		-o "$dir/sys.csv" -- taskset -c "$srv_cpu" "${cmd[@]}" >"$dir/server.log" 2>&1 &
+	perfpid=$!
+	pids+=("$perfpid")
+	exec 7<>"$dir/ctl" 8<>"$dir/ack"
 	waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
+	srv=$(pgrep -P "$perfpid" | head -1)
+	[ -n "$srv" ] || { echo "$0: no server process under perf stat ($perfpid)" >&2; exit 1; }
+	pids+=("$srv")
+}
+
+# perfctl CMD: send perf stat CMD (enable, disable) and wait for its acknowledgement.
+perfctl() {
+	local ack=""
+	echo "$1" >&7
+	read -t 10 -r ack <&8 || true
+	[ "$ack" = ack ] || { echo "$0: perf stat did not acknowledge $1 in 10 s" >&2; exit 1; }
 }
 
 # ticks PID: the CPU time of process PID so far (utime + stime, clock ticks).
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 
-# run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json and the server's
-# CPU µs per completed request (over the whole run, connects included) in $dir/NAME.cpu.
+# run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json, the server's CPU µs
+# per completed request (over the whole run, connects and warm-up included) in $dir/NAME.cpu and
+# its system calls per request (the same requests) in $dir/NAME.sys ("n/a" when not counted).
 run() {
-	local k=$1 name=$2 rate=${3:-} rargs=("${pipe_args[@]}") t0 t1
+	local k=$1 name=$2 rate=${3:-} rargs=("${pipe_args[@]}") t0 t1 n count
 	[ -n "$rate" ] && rargs=(-R "$rate" --warmup 2s)
 	side "$k"
 	t0=$(ticks "$srv")
+	[ -n "$perfpid" ] && perfctl enable
 	taskset -c "$lg_cpu" "$bin" load -t1 -c"$conns" -d"${secs}s" "${rargs[@]}" --json "$dir/$name.json" \
 		"http://127.0.0.1:$s$target" >/dev/null 2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
+	[ -n "$perfpid" ] && perfctl disable
 	t1=$(ticks "$srv")
-	awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$(jq '.completed + .warmup_requests' "$dir/$name.json")" \
-		'BEGIN{printf "%.2f\n", t * 1e6 / hz / n}' >"$dir/$name.cpu"
+	n=$(jq '.completed + .warmup_requests' "$dir/$name.json")
+	awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN{printf "%.2f\n", t * 1e6 / hz / n}' >"$dir/$name.cpu"
 	kill "$srv" 2>/dev/null || true
-	wait "$srv" 2>/dev/null || true
+	if [ -n "$perfpid" ]; then
+		wait "$perfpid" 2>/dev/null || true # perf writes its count when the server has exited
+		exec 7>&- 8>&-
+		count=$(awk -F, '$3 == "raw_syscalls:sys_enter" {print $1}' "$dir/sys.csv")
+		case "$count" in
+		'' | *[!0-9]*) echo "  $name: perf stat counted no system calls (${count:-no count})" >&2; echo n/a ;;
+		*) awk -v c="$count" -v n="$n" 'BEGIN{printf "%.2f\n", c / n}' ;;
+		esac >"$dir/$name.sys"
+	else
+		wait "$srv" 2>/dev/null || true
+		echo n/a >"$dir/$name.sys"
+	fi
+	pids=("${pids[@]:0:npids}") # exited: their pids are no longer the exit trap's to stop
 	[ -n "${KEEP:-}" ] && cp "$dir/$name.json" "$KEEP/"
 	local bad
 	bad=$(jq '.failed + (.errors | if type == "object" then ([.[]] | add // 0) else 0 end)' "$dir/$name.json")
@@ -108,35 +169,44 @@ for r in $(seq "$rounds"); do
 	for k in "${order[@]}"; do run "$k" "r$r-max-$k"; done
 	max0=$(jq '.achieved_rate' "$dir/r$r-max-0.json") max1=$(jq '.achieved_rate' "$dir/r$r-max-1.json")
 	cpu0=$(cat "$dir/r$r-max-0.cpu") cpu1=$(cat "$dir/r$r-max-1.cpu")
+	sys0=$(cat "$dir/r$r-max-0.sys") sys1=$(cat "$dir/r$r-max-1.sys")
 	echo "round $r: max req/s ${names[0]} $max0, ${names[1]} $max1, B/A $(awk -v a="$max0" -v b="$max1" 'BEGIN{printf "%.3f", b/a}');" \
-		"server CPU µs/request ${names[0]} $cpu0, ${names[1]} $cpu1"
-	echo "max - $max0 $max1 $cpu0 $cpu1" >>"$dir/rows"
+		"server CPU µs/request ${names[0]} $cpu0, ${names[1]} $cpu1; system calls/request ${names[0]} $sys0, ${names[1]} $sys1"
+	echo "max - $max0 $max1 $cpu0 $cpu1 $sys0 $sys1" >>"$dir/rows"
 	for rate in $rates; do
 		R=$rate
 		case "$rate" in *%) R=$(awk -v a="$max0" -v p="${rate%\%}" 'BEGIN{printf "%d", a*p/100}') ;; esac
 		for k in "${order[@]}"; do run "$k" "r$r-$rate-$k" "$R"; done
 		for k in 0 1; do
 			p50=$(pct "r$r-$rate-$k" 50) p99=$(pct "r$r-$rate-$k" 99) p999=$(pct "r$r-$rate-$k" 99.9)
-			echo "  $rate ($R/s) ${names[$k]}: p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms"
-			echo "$rate $k $p50 $p99 $p999" >>"$dir/rows"
+			cpu=$(cat "$dir/r$r-$rate-$k.cpu") sys=$(cat "$dir/r$r-$rate-$k.sys")
+			echo "  $rate ($R/s) ${names[$k]}: p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms; server CPU µs/request $cpu, system calls/request $sys"
+			echo "$rate $k $p50 $p99 $p999 $cpu $sys" >>"$dir/rows"
 		done
 	done
 done
 
-# med [FMT]: "median (min-max)" of the numbers on stdin, each printed with FMT (default %.3g).
+# med [FMT]: "median (min-max)" of the numbers on stdin, each printed with FMT (default %.3g);
+# "n/a (why)" when a line is not a number (a count that perf did not give).
 med() {
-	sort -g | awk -v f="${1:-%.3g}" '{v[NR]=$1} END{m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf f " (" f "-" f ")", m, v[1], v[NR]}'
+	sort -g | awk -v f="${1:-%.3g}" -v na="n/a (${sys_na:-not counted in every run})" '
+		$1 !~ /^[0-9.e+-]+$/ {bad = 1} {v[NR]=$1}
+		END{if (bad || NR == 0) {printf "%s", na; exit} m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf f " (" f "-" f ")", m, v[1], v[NR]}'
 }
 echo "summary over $rounds rounds, ${secs} s runs, A = ${names[0]}, B = ${names[1]}:"
 echo "  max req/s: A $(awk '$1=="max"{print $3}' "$dir/rows" | med %.0f), B $(awk '$1=="max"{print $4}' "$dir/rows" | med %.0f)," \
 	"B/A $(awk '$1=="max"{print $4/$3}' "$dir/rows" | med %.3f)"
 echo "  server CPU µs per request at max: A $(awk '$1=="max"{print $5}' "$dir/rows" | med %.2f)," \
 	"B $(awk '$1=="max"{print $6}' "$dir/rows" | med %.2f), A/B $(awk '$1=="max"{print $5/$6}' "$dir/rows" | med %.3f)"
+echo "  system calls per request at max: A $(awk '$1=="max"{print $7}' "$dir/rows" | med %.2f)," \
+	"B $(awk '$1=="max"{print $8}' "$dir/rows" | med %.2f), A/B $(awk '$1=="max"{print ($7 ~ /^[0-9.]+$/ && $8 ~ /^[0-9.]+$/ && $8 > 0) ? $7/$8 : "n/a"}' "$dir/rows" | med %.3f)"
 for rate in $rates; do
 	for k in 0 1; do
 		echo "  $rate ${names[$k]}: p50 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $3}' "$dir/rows" | med)," \
 			"p99 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $4}' "$dir/rows" | med)," \
-			"p99.9 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $5}' "$dir/rows" | med) ms"
+			"p99.9 $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $5}' "$dir/rows" | med) ms;" \
+			"server CPU µs/request $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $6}' "$dir/rows" | med %.2f)," \
+			"system calls/request $(awk -v r="$rate" -v k="$k" '$1==r && $2==k{print $7}' "$dir/rows" | med %.2f)"
 	done
 	awk -v r="$rate" -v n="$rounds" '$1==r && $2==0{a99[++i]=$4; a999[i]=$5} $1==r && $2==1{b99[++j]=$4}
 		END{for (x = 1; x <= i; x++) {p += (a99[x] <= b99[x]); q += (a999[x] <= 2 * b99[x])}
