@@ -150,6 +150,7 @@ func TestHandoffIsolation(t *testing.T) {
 					close(released)
 				})
 				<-blocked
+				blockedAt := time.Now()
 				time.Sleep(5 * time.Millisecond) // the blocked run is under way
 				c, err := net.Dial("tcp", l.Addr().String())
 				if err != nil {
@@ -168,12 +169,17 @@ func TestHandoffIsolation(t *testing.T) {
 				took := time.Since(start)
 				select {
 				case <-released:
+					if late := start.Sub(blockedAt); late > 100*time.Millisecond {
+						t.Skipf("the host ran this test %v after the blocked run began, half of it: nothing to judge", late)
+					}
 					t.Fatalf("the blocked task ended before the echo (%v): nothing was isolated", took)
 				default:
 				}
-				// A bound for a loaded 2-CPU machine; the hand-off itself
-				// takes a threshold and a half (1.5 ms).
-				if took > 100*time.Millisecond {
+				// A bound for a loaded 2-CPU machine (load average 8 gave
+				// 350 ms); the hand-off itself takes a threshold and a half
+				// (1.5 ms). That the echo came back while the task was
+				// still blocked is the isolation.
+				if took > time.Second {
 					t.Errorf("echo took %v while a task blocked its carrier", took)
 				}
 				// The new owner's thread is carrier-0, the blocked one's
@@ -181,7 +187,14 @@ func TestHandoffIsolation(t *testing.T) {
 				now := int(g.Carrier(0).tid.Load())
 				t.Logf("owner thread %d before the hand-off, %d after", ownerTid, now)
 				if !cfg.o.Float && now != ownerTid {
-					if a, b := threadName(t, now), threadName(t, ownerTid); a != "carrier-0" || b != "handed-off-0" {
+					// The names are set by the two threads themselves: on
+					// a loaded host, moments after the hand-off.
+					a, b := threadName(t, now), threadName(t, ownerTid)
+					for end := time.Now().Add(5 * time.Second); (a != "carrier-0" || b != "handed-off-0") && time.Now().Before(end) && !isClosed(released); {
+						time.Sleep(time.Millisecond)
+						a, b = threadName(t, now), threadName(t, ownerTid)
+					}
+					if (a != "carrier-0" || b != "handed-off-0") && !isClosed(released) {
 						t.Errorf("while a task is handed off: the owner's thread is %q, the blocked one's %q; want carrier-0 and handed-off-0", a, b)
 					}
 				}

@@ -240,8 +240,11 @@ func (p *epollPoller) fd() int { return p.ep }
 // armTimeout sets the poller's timerfd, which reports as the eventfd's
 // token 0, edge-triggered: once per expiry, so nothing needs to read it
 // (woken drains the eventfd, which is then empty: one spare read per
-// expiry). Arming it again restarts its count; a deadline it is armed
-// for already costs nothing.
+// expiry). Arming it again restarts its count. A timer armed for the
+// deadline or sooner, and not yet expired, is kept: the earliest timer of a
+// busy carrier moves later at nearly every wait (each request's deadline
+// replaces the last one's), and an early expiry costs one wake-up where a
+// re-arm cost a system call per wait.
 func (p *epollPoller) armTimeout(deadline, left int64) bool {
 	if p.tfd < 0 {
 		tfd, err := unix.Timerfd()
@@ -254,8 +257,8 @@ func (p *epollPoller) armTimeout(deadline, left int64) bool {
 		}
 		p.tfd = tfd
 	}
-	if deadline == p.tAt {
-		return true
+	if now := deadline - left; p.tAt > now && p.tAt <= deadline {
+		return true // armed for now or sooner: an early expiry costs one spare wake-up, a re-arm a system call per wait
 	}
 	if unix.TimerfdArm(p.tfd, left) != nil {
 		p.tAt = 0
