@@ -65,11 +65,21 @@ type Flags struct {
 	App    string
 	DB     string
 	DBPool int
+	// DBConns is where the tfb app's database conns are polled in
+	// nethttp-carrier mode: DBConnsCarrier or DBConnsGo
+	// (Options.DBGoConns).
+	DBConns string
 	// HandoffThreshold is carrier.Options.HandoffThreshold: how long a
 	// run may hold its carrier before the carrier goes on without it;
 	// negative: no hand-off; 0: the mode's (HandoffFor).
 	HandoffThreshold time.Duration
 }
+
+// The values of --db-conns.
+const (
+	DBConnsCarrier = "carrier" // a pool per carrier, dialled on it
+	DBConnsGo      = "go"      // one pool of ordinary net.Conns
+)
 
 // HandoffFor is the carriers' hand-off threshold for mode given the
 // --handoff-threshold flag (threshold) and --blocking-endpoint: a
@@ -117,6 +127,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.App, "app", string(AppFruits), "application: fruits (/fruits through the mock backend, the scheduler study's) or tfb (TechEmpower's /json, /plaintext, /db, /queries, /fortunes, /updates on the PostgreSQL at --db; modes nethttp and nethttp-carrier)")
 	fs.StringVar(&f.DB, "db", "", "with --app tfb: the PostgreSQL database, a `URL` such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable, with the tables World and Fortune (the server makes those missing)")
 	cliflag.Within(&f.DBPool, 1, maxPoolSize).Var(fs, "db-pool", tfb.DefaultPoolSize, "with --app tfb: the most connections to --db in one pool: the server's in nethttp mode, each carrier's in nethttp-carrier mode (a pool per carrier)")
+	fs.StringVar(&f.DBConns, "db-conns", DBConnsCarrier, "with --app tfb in nethttp-carrier mode: carrier (a pool per carrier, its connections polled by that carrier: handlers park on them) or go (one pool of ordinary connections, as nethttp's: handlers wait for the database the Go way and are handed off)")
 	fs.BoolVar(&f.BlockingEndpoint, "blocking-endpoint", false, "also serve GET /block?kind=sleep|mutex|singleflight&d=DURATION: a handler that blocks the Go way, to measure how the mode isolates the other requests from it (docs/server.md)")
 }
 

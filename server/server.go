@@ -46,6 +46,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/spindle-lab/spindle/carrier"
@@ -115,6 +116,12 @@ type Options struct {
 	// server's, in nethttp-carrier mode each carrier's (a pool per
 	// carrier); 0: tfb.DefaultPoolSize.
 	DBPool int
+	// DBGoConns, in nethttp-carrier mode, gives AppTFB one pool of
+	// ordinary net.Conns, as nethttp's, instead of a pool per carrier
+	// dialled on it: the handlers then wait for PostgreSQL the Go way (and
+	// are handed off) where they park on their carrier otherwise. It shows
+	// what the carrier-polled conns buy (issue 25).
+	DBGoConns bool
 }
 
 // Server is a running server.
@@ -133,8 +140,9 @@ type Server struct {
 	// handler is the net/http handler of the nethttp and nethttp-carrier
 	// modes: the app's.
 	handler http.Handler
-	// closeDB closes AppTFB's database pools; nil without.
+	// closeDB closes AppTFB's database pools (dbPools); nil without.
 	closeDB func()
+	dbPools []*pgxpool.Pool
 	admin   *http.Server
 	adminLn net.Listener
 	m       *metrics

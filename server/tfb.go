@@ -46,8 +46,8 @@ func CheckDB(dsn string, size int) error {
 const maxPoolSize = 1 << 16
 
 // tfbHandler is the handler of AppTFB: package tfb's, on one pool (g nil:
-// nethttp) or one pool per carrier of g, each dialling its connections on
-// its carrier (nethttp-carrier), checked to answer (a ping each), the
+// nethttp; or Options.DBGoConns) or one pool per carrier of g, each
+// dialling its connections on its carrier (nethttp-carrier), checked to answer (a ping each), the
 // tables made where missing (tfb.Setup); with
 // /health answered by the server and every answer counted as the study's
 // are. closeDB closes the pools.
@@ -57,7 +57,7 @@ func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
 	size := int32(s.o.DBPool)
 	var h http.Handler
 	var pools []*pgxpool.Pool
-	if g == nil {
+	if g == nil || s.o.DBGoConns {
 		cfg, err := tfb.PoolConfig(s.o.DB, size)
 		if err != nil {
 			return nil, err
@@ -74,6 +74,7 @@ func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
 		}
 		h, pools = tfb.NewPools(per.Get), per.All()
 	}
+	s.dbPools = pools
 	s.closeDB = func() {
 		for _, p := range pools {
 			p.Close()

@@ -25,15 +25,36 @@ func TestMain(m *testing.M) { os.Exit(testsvc.Main(m)) }
 // counted, and nothing left after Close.
 func TestTFBApp(t *testing.T) {
 	dsn := testsvc.Postgres(t) // before the leak check: its wait stays
+	type variant struct {
+		mode      Mode
+		goConns   bool // Options.DBGoConns
+		wantPools int
+	}
+	var variants []variant
 	for _, mode := range TFBModes {
-		t.Run(string(mode), func(t *testing.T) {
+		pools := 1
+		if mode == ModeNetHTTPCarrier {
+			pools = 2 // one per carrier
+			variants = append(variants, variant{mode, true, 1})
+		}
+		variants = append(variants, variant{mode, false, pools})
+	}
+	for _, v := range variants {
+		name := string(v.mode)
+		if v.goConns {
+			name += " with Go conns"
+		}
+		t.Run(name, func(t *testing.T) {
 			leakcheck.Register(t, 5*time.Second)
-			s, err := Start(context.Background(), Options{Mode: mode, Addr: "127.0.0.1:0", Threads: 2,
-				App: AppTFB, DB: dsn, DBPool: 4, AdminAddr: "127.0.0.1:0"})
+			s, err := Start(context.Background(), Options{Mode: v.mode, Addr: "127.0.0.1:0", Threads: 2,
+				App: AppTFB, DB: dsn, DBPool: 4, AdminAddr: "127.0.0.1:0", DBGoConns: v.goConns})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if len(s.dbPools) != v.wantPools {
+				t.Errorf("%d database pools, want %d", len(s.dbPools), v.wantPools)
+			}
 			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
 			defer c.CloseIdleConnections()
 			base := "http://" + s.Addr().String()

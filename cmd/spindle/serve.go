@@ -77,6 +77,9 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 			return o, badInput("--db: %v", err)
 		}
 	}
+	if a.DBConns != server.DBConnsCarrier && a.DBConns != server.DBConnsGo {
+		return o, badInput("--db-conns %q: want %s or %s", a.DBConns, server.DBConnsCarrier, server.DBConnsGo)
+	}
 	if err, known := wait.Available()[a.Wait]; !known {
 		return o, badInput("--wait %q: want one of %s", a.Wait, strings.Join(wait.Names(), ", "))
 	} else if err != nil {
@@ -105,6 +108,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		App:              app,
 		DB:               a.DB,
 		DBPool:           a.DBPool,
+		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
