@@ -509,7 +509,8 @@ func (c *Carrier) run(t *Task) {
 		t.home = c
 		gauge(&c.stats.tasksLive, 1)
 	}
-	if t.state == taskRejoining {
+	back := t.state == taskRejoining
+	if back {
 		c.rejoined(t)
 	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
@@ -525,6 +526,9 @@ func (c *Carrier) run(t *Task) {
 	}
 	c.cur.Store(nil)
 	c.now = wait.Now()
+	// The park watch (handoff_park.go) watches the next run of a task
+	// whose run was long or came back from a hand-off.
+	t.parkArm = back || c.now-start >= int64(parkArmAfter)
 	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
 		add(&c.stats.pinned, 1)
 		if !done {
@@ -598,6 +602,7 @@ func (c *Carrier) bindThread() error {
 // shutdown stops every coroutine (parked tasks unwind with errStopped and
 // close their conns), drops queued tasks and closes every registered fd.
 func (c *Carrier) shutdown() {
+	c.stopParkWatch()
 	for _, t := range c.inject.close() {
 		t.release()
 	}

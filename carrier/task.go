@@ -46,6 +46,9 @@ type Task struct {
 
 	pinned   uint64 // runs longer than Options.PinnedThreshold (see Pinned)
 	handoffs uint64 // runs handed off (see Handoffs)
+	// parkArm says that the task's next run gets the park watch (armPark):
+	// its last run was long, or came back from a hand-off or park yield.
+	parkArm bool
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
