@@ -426,6 +426,13 @@ func driveStandard(b *testing.B, name, addr string) {
 // ("polled": carrier conns, which the carrier polls for the handler's
 // task). Each side makes its handler, clients and pools afresh. Run the
 // sides alternated (docs/PERFORMANCE.md).
+//
+// "carriers" is the same CPU budget as net/http's: one carrier per CPU
+// the process may use (Options.Carriers 0), where net/http's server may
+// run on every P. One carrier serves its requests on one thread, so on
+// this 2-CPU machine "carrier" compares one core's event loop with a
+// server that may use both (docs/PERFORMANCE.md, "Twelfth session").
+// Each carrier side reports its hand-offs and park yields per request.
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
 	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50", "promhttp", "redis", "pgxpool"} {
@@ -437,7 +444,7 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, sqliteClients)))
 			})
 		}
-		sides := []string{"carrier", "offload"}
+		sides := []string{"carrier", "carriers", "offload"}
 		switch name {
 		case "redis":
 			sides = append(sides, "polled")
@@ -446,7 +453,11 @@ func BenchmarkStandardHandlers(b *testing.B) {
 		}
 		for _, side := range sides {
 			b.Run(name+"/"+side, func(b *testing.B) {
-				g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
+				o := carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}}
+				if side == "carriers" {
+					o.Carriers = 0 // one per CPU
+				}
+				g, err := carrier.New(o)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -466,7 +477,13 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				}
 				s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
 				driveStandard(b, name, listenOn(b, g, s))
-				b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
+				var tot carrier.Telemetry
+				for _, t := range g.Snapshot() {
+					tot.Handoffs += t.Handoffs
+					tot.ParkYields += t.ParkYields
+				}
+				b.ReportMetric(float64(tot.Handoffs)/float64(b.N), "handoffs/op")
+				b.ReportMetric(float64(tot.ParkYields)/float64(b.N), "parkyields/op")
 			})
 		}
 	}
