@@ -526,9 +526,13 @@ func (c *Carrier) run(t *Task) {
 	}
 	c.cur.Store(nil)
 	c.now = wait.Now()
-	// The park watch (handoff_park.go) watches the next run of a task
+	// The park watch (handoff_park.go) watches the next runs of a task
 	// whose run was long or came back from a hand-off.
-	t.parkArm = back || c.now-start >= int64(parkArmAfter)
+	if back || c.now-start >= int64(parkArmAfter) {
+		t.parkArm = parkArmRuns
+	} else if t.parkArm > 0 {
+		t.parkArm--
+	}
 	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
 		add(&c.stats.pinned, 1)
 		if !done {

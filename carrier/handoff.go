@@ -185,8 +185,8 @@ func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 		return done
 	}
 	runtime.UnlockOSThread()
-	if t.parkArm {
-		c.armPark(seq)
+	if t.parkArm > 0 {
+		c.armPark()
 	}
 	done, _ = t.co.next()
 	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
@@ -511,14 +511,15 @@ type away struct{ start, at int64 }
 // operation of one of them to find its task from its goroutine
 // (awayCaller): the monitor adds, the owner removes, under awayMu.
 type handoffState struct {
-	on         bool
-	m          uintptr
-	runSeq     atomic.Uint64
-	runStart   atomic.Int64
-	detachedAt map[*coro]away
-	awayMu     sync.Mutex
-	away       []*coro
-	park       chan uint64 // the park watch's (handoff_park.go), owner-only; nil: none started
+	on          bool
+	m           uintptr
+	runSeq      atomic.Uint64
+	runStart    atomic.Int64
+	detachedAt  map[*coro]away
+	awayMu      sync.Mutex
+	away        []*coro
+	park        chan struct{} // the park watch's (handoff_park.go), owner-only; nil: none started
+	parkPending atomic.Bool   // a watcher was readied and has not run yet
 }
 
 // stopCoro stops an idle or parked coroutine (its task unwinds with

@@ -19,20 +19,22 @@ import (
 //
 // The watch sees them where they happen, on the carrier's thread. Before
 // a run of a task whose last run was long (parkArmAfter) or came back from
-// a hand-off, the owner readies the carrier's watch goroutine with a
-// non-blocking send: the runtime puts a goroutine readied from a running
-// one in its P's runnext slot, and the coroutine switch to the task does
-// not touch it. If the task parks the Go way, its thread's scheduler runs
+// a hand-off, and its next parkArmRuns runs, the owner readies one of the
+// carrier's watcher goroutines with a non-blocking send: the runtime puts
+// a goroutine readied from a running one in its P's runnext slot, and the
+// coroutine switch to the task does not touch it. If the task parks the Go way, its thread's scheduler runs
 // the watch next: it finds the run still on and its goroutine waiting,
 // lets the goroutines the task readied before it parked run first (one
 // Gosched), and takes the run as the monitor does (takeRun: the same two
 // swaps, so the monitor and the watch never both take a run); the watch's
 // goroutine becomes the carrier's owner on the same thread (no thread to
 // name or pin), and the task rejoins at its next carrier operation as a
-// handed-off one does. A run that ends before it parks leaves the watch to
-// find a later run number and wait for the next arming. Where another P
-// took the watch while the task still runs, it looks again after each
-// Gosched for at most parkSpin, then leaves the run to the monitor.
+// handed-off one does. A watcher readied for a run that ended before it
+// parked stays readied (in the run queue, parkPending), and looks at
+// whatever run is on when it runs: the owner readies no other meanwhile,
+// so short runs do not use the watchers up. Where another P ran a watcher
+// while the task still runs, it looks again after each Gosched for at
+// most parkSpin, then leaves the run to the monitor.
 //
 // Park yields are not hand-offs of long runs: they are counted apart
 // (Telemetry.ParkYields), not reported and not logged.
@@ -42,6 +44,14 @@ import (
 // write: 5-15 µs on the 2-CPU machine of docs/PERFORMANCE.md), under a
 // loopback round trip.
 const parkArmAfter = 25 * time.Microsecond
+
+// parkArmRuns is how many runs of a task stay watched after a long one or
+// a rejoin: a request is a few runs (its read, each exchange on a conn the
+// carrier polls, its write), and a handler that waited the Go way once
+// (for a conn of a pool, say, after runs that were all short) is likely to
+// wait in its next requests too; one that stops waiting stops costing a
+// wake-up per run a few requests later.
+const parkArmRuns = 8
 
 // parkSpin is how long the watch, run by another P while the task still
 // runs, keeps looking (yielding its P between looks) before it leaves the
@@ -53,19 +63,26 @@ const parkSpin = 50 * time.Microsecond
 // which runs only once a P is free, so a second one listens meanwhile.
 const parkWatchers = 2
 
-// armPark readies c's park watch for the run numbered seq, starting the
-// watch first if c has none. The send does not block: a watch still busy
-// with an earlier run leaves this one unwatched.
-func (c *Carrier) armPark(seq uint64) {
+// armPark makes sure that one of c's watchers is readied for the run
+// about to begin, starting the watchers first if c has none: unless a
+// watcher readied for an earlier run has not run yet (it looks at the run
+// that is on when it does), it readies one with a send that does not
+// block (none is waiting while both are busy: this run goes unwatched).
+func (c *Carrier) armPark() {
 	if c.ho.park == nil {
-		c.ho.park = make(chan uint64)
+		c.ho.park = make(chan struct{})
 		for range parkWatchers {
 			go c.parkWatch(c.ho.park)
 		}
 	}
+	if c.ho.parkPending.Load() {
+		return
+	}
+	c.ho.parkPending.Store(true)
 	select {
-	case c.ho.park <- seq:
+	case c.ho.park <- struct{}{}:
 	default:
+		c.ho.parkPending.Store(false)
 	}
 }
 
@@ -77,26 +94,30 @@ func (c *Carrier) stopParkWatch() {
 	}
 }
 
-// parkWatch is the watch's goroutine: for each run it is armed for, it
-// takes the run if the task parks the Go way, and then serves the carrier
-// as its owner until it loses it or the carrier stops.
-func (c *Carrier) parkWatch(arm chan uint64) {
-	for seq := range arm {
-		if c.parkTake(seq, arm) {
+// parkWatch is a watcher's goroutine: each time it is readied, it takes
+// the run then on if its task parks the Go way, and then serves the
+// carrier as its owner until it loses it or the carrier stops.
+func (c *Carrier) parkWatch(arm chan struct{}) {
+	for range arm {
+		c.ho.parkPending.Store(false)
+		if c.parkTake(arm) {
 			return
 		}
 	}
 }
 
-// parkTake takes the run numbered seq once its task waits the Go way, and
-// runs the carrier as its new owner; it reports false, having taken
-// nothing, when the run ends first, the monitor takes it, or it computes
+// parkTake takes the run on once its task waits the Go way, and runs the
+// carrier as its new owner; it reports false, having taken nothing, when
+// no run is on, the run ends first, the monitor takes it, or it computes
 // past parkSpin.
-func (c *Carrier) parkTake(seq uint64, arm chan uint64) bool {
-	co := c.runCo.Load() // stored before the run's number: the armed run's
-	if co == nil {
-		return false
+func (c *Carrier) parkTake(arm chan struct{}) bool {
+	seq := c.ho.runSeq.Load()
+	co := c.runCo.Load()
+	if seq&1 == 0 || co == nil || c.ho.runSeq.Load() != seq {
+		return false // between runs, or a run began meanwhile: co may not be its coroutine
 	}
+	// runCo is stored before a run's number and changes only after it
+	// moved on: co is run seq's.
 	until := wait.Now() + int64(parkSpin)
 	sawWait := false
 	for {

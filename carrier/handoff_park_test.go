@@ -15,7 +15,9 @@ import (
 // the park watch every wait held the carrier and ran out at its 200 ms
 // fallback (0 served); now the watch takes the run on the carrier's thread
 // as the task parks, counts a park yield (not a hand-off), and the task
-// rejoins at its next carrier operation. At the end every yielded task is
+// rejoins at its next carrier operation. Only the first round's run is
+// long: the later waits follow a rejoin and a short run (watched for
+// parkArmRuns runs; with the next run only, 1 was served). At the end every yielded task is
 // back and no watcher goroutine is left.
 func TestParkYield(t *testing.T) {
 	for _, cfg := range handoffConfigs {
@@ -46,10 +48,13 @@ func TestParkYield(t *testing.T) {
 			})
 			g.Go(func(tk *Task) {
 				defer close(done)
-				for range rounds {
-					for s := wait.Now(); wait.Now()-s < int64(2*parkArmAfter); { // a long run: the next one is watched
+				for i := range rounds {
+					if i == 0 {
+						for s := wait.Now(); wait.Now()-s < int64(2*parkArmAfter); { // a long run: the next ones are watched
+						}
 					}
-					tk.Yield()
+					tk.Yield() // a rejoin, from the second round on
+					tk.Yield() // a short run between: the wait below comes after it, still watched
 					r := make(chan struct{})
 					reqs <- r
 					select { // waits the Go way, holding the carrier unless the watch takes the run
@@ -70,8 +75,8 @@ func TestParkYield(t *testing.T) {
 			for end := time.Now().Add(5 * time.Second); s.Rejoins != s.Handoffs+s.ParkYields && time.Now().Before(end); s = g.Snapshot()[0] {
 				time.Sleep(time.Millisecond)
 			}
-			if served.Load() == 0 || s.ParkYields == 0 {
-				t.Errorf("%d of %d waits answered by a task of the same carrier, %d park yields: want some of each", served.Load(), rounds, s.ParkYields)
+			if served.Load() < rounds/2 || s.ParkYields == 0 {
+				t.Errorf("%d of %d waits answered by a task of the same carrier, %d park yields: want half of them at least, and park yields", served.Load(), rounds, s.ParkYields)
 			}
 			if s.Rejoins != s.Handoffs+s.ParkYields {
 				t.Errorf("%d hand-offs and %d park yields, %d rejoins: want all back", s.Handoffs, s.ParkYields, s.Rejoins)
