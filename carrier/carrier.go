@@ -515,7 +515,8 @@ func (c *Carrier) run(t *Task) {
 		t.home = c
 		gauge(&c.stats.tasksLive, 1)
 	}
-	if t.state == taskRejoining {
+	back := t.state == taskRejoining
+	if back {
 		c.rejoined(t)
 	}
 	c.stats.submitToRun.record(uint64(max(0, c.now-t.readyAt)))
@@ -531,6 +532,13 @@ func (c *Carrier) run(t *Task) {
 	}
 	c.cur.Store(nil)
 	c.now = wait.Now()
+	// The park watch (handoff_park.go) watches the next runs of a task
+	// whose run was long or came back from a hand-off.
+	if back || c.now-start >= int64(parkArmAfter) {
+		t.parkArm = parkArmRuns
+	} else if t.parkArm > 0 {
+		t.parkArm--
+	}
 	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
 		add(&c.stats.pinned, 1)
 		if !done {
@@ -604,6 +612,7 @@ func (c *Carrier) bindThread() error {
 // shutdown stops every coroutine (parked tasks unwind with errStopped and
 // close their conns), drops queued tasks and closes every registered fd.
 func (c *Carrier) shutdown() {
+	c.stopParkWatch()
 	for _, t := range c.inject.close() {
 		t.release()
 	}

@@ -185,6 +185,9 @@ func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 		return done
 	}
 	runtime.UnlockOSThread()
+	if t.parkArm > 0 {
+		c.armPark()
+	}
 	done, _ = t.co.next()
 	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
 		c.lost(t)
@@ -393,27 +396,53 @@ func (c *Carrier) check(now, lim, threshold, relook int64) (due int64, taken *co
 	if now-start < computeFactor*threshold && !waiting {
 		return due, nil, 0, false // it computes, or was preempted: give it Go's time slice first
 	}
-	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
+	switch c.takeRun(seq, co) {
+	case takeBusy:
 		return due, nil, 0, false // in carrier code (about to park or yield), or already gone
-	}
-	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
-		co.phase.CompareAndSwap(phaseDetached, phaseUser) // the run ended meanwhile: not this one's to take
-		return now, nil, 0, false                         // a new run may have begun: look again soon
+	case takeEnded:
+		return now, nil, 0, false // a new run may have begun: look again soon
 	}
 	add(&c.stats.handoffs, 1)
+	if c.bound() {
+		c.leaveThread()
+	}
+	return 0, co, start, waiting
+}
+
+// Outcomes of takeRun.
+const (
+	takeOK    = iota // the run is the caller's: it becomes the carrier's owner
+	takeBusy         // the task is in carrier code (about to park or yield), or already detached
+	takeEnded        // the run ended meanwhile
+)
+
+// takeRun is the taking side of the protocol, the monitor's and the park
+// watch's: the run numbered seq, on co, is detached when both swaps
+// succeed, and co is listed as away for its carrier operations to find.
+func (c *Carrier) takeRun(seq uint64, co *coro) int {
+	if !co.phase.CompareAndSwap(phaseUser, phaseDetached) {
+		return takeBusy
+	}
+	if !c.ho.runSeq.CompareAndSwap(seq, seq+1) {
+		co.phase.CompareAndSwap(phaseDetached, phaseUser) // not this one's to take
+		return takeEnded
+	}
 	c.ho.awayMu.Lock()
 	c.ho.away = append(c.ho.away, co)
 	c.ho.awayMu.Unlock()
-	if c.bound() {
-		old := int(c.tid.Load())
-		if len(c.affinity) > 0 {
-			_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
-		}
-		// Its name too: carrier-N is the new owner's (perf, top and the
-		// report's per-thread figures attribute by name). Cosmetic.
-		_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
+	return takeOK
+}
+
+// leaveThread moves the thread of a bound carrier's old owner, which a
+// taken run holds, off the carrier: off its CPU and out of its name
+// (carrier-N is the new owner's: perf, top and the report's per-thread
+// figures attribute by name; cosmetic).
+func (c *Carrier) leaveThread() {
+	old := int(c.tid.Load())
+	if len(c.affinity) > 0 {
+		_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
-	return 0, co, start, waiting
+	_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
 }
 
 // own makes the calling goroutine (the monitor's) c's new owner after a
@@ -425,6 +454,12 @@ func (c *Carrier) own(co *coro, start, at int64) {
 		_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
 		c.ho.m = getm()
 	}
+	c.ownTaken(co, start, at)
+}
+
+// ownTaken is own once the caller's thread is the carrier's: it records
+// the taken run and runs the loop.
+func (c *Carrier) ownTaken(co *coro, start, at int64) {
 	c.cur.Store(nil)
 	c.ho.detachedAt[co] = away{start: start, at: at}
 	gauge(&c.stats.detached, 1)
@@ -476,13 +511,15 @@ type away struct{ start, at int64 }
 // operation of one of them to find its task from its goroutine
 // (awayCaller): the monitor adds, the owner removes, under awayMu.
 type handoffState struct {
-	on         bool
-	m          uintptr
-	runSeq     atomic.Uint64
-	runStart   atomic.Int64
-	detachedAt map[*coro]away
-	awayMu     sync.Mutex
-	away       []*coro
+	on          bool
+	m           uintptr
+	runSeq      atomic.Uint64
+	runStart    atomic.Int64
+	detachedAt  map[*coro]away
+	awayMu      sync.Mutex
+	away        []*coro
+	park        chan struct{} // the park watch's (handoff_park.go), owner-only; nil: none started
+	parkPending atomic.Bool   // a watcher was readied and has not run yet
 }
 
 // stopCoro stops an idle or parked coroutine (its task unwinds with

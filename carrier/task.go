@@ -46,6 +46,10 @@ type Task struct {
 
 	pinned   uint64 // runs longer than Options.PinnedThreshold (see Pinned)
 	handoffs uint64 // runs handed off (see Handoffs)
+	// parkArm is how many of the task's next runs get the park watch
+	// (armPark): parkArmRuns after a long run or one that came back from a
+	// hand-off or park yield, one less after each other run.
+	parkArm uint8
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}

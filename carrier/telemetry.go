@@ -133,6 +133,7 @@ type stats struct {
 	// Hand-off (handoff.go): handoffs is written by the group's monitor
 	// alone; the others by the carrier's owner.
 	handoffs    atomic.Uint64
+	parkYields  atomic.Uint64
 	rejoins     atomic.Uint64
 	detached    atomic.Int64
 	detachedFor histRec
@@ -174,7 +175,8 @@ type Telemetry struct {
 	Watches        uint64            `json:"context_watches"`  // ContextWatches started on a context that can end
 	WatchesArmed   uint64            `json:"watches_armed"`    // those the carrier registered with context.AfterFunc (it polls the others' Done channels)
 	Handoffs       uint64            `json:"handoffs"`         // runs that held the carrier past Options.HandoffThreshold: the carrier went on on another thread (handoff.go)
-	Rejoins        uint64            `json:"rejoins"`          // tasks of those runs that came back to the carrier
+	ParkYields     uint64            `json:"park_yields"`      // runs handed off before the threshold because their task parked the Go way and the carrier had armed its park watch (handoff.go); not reported, not in Handoffs
+	Rejoins        uint64            `json:"rejoins"`          // tasks of those runs (hand-offs and park yields) that came back to the carrier
 	Detached       int64             `json:"detached"`         // gauge: tasks handed off and not back yet (blocked or computing now)
 	DetachedFor    Histogram         `json:"detached_for"`     // ns from a hand-off to the task's return to its carrier
 	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
@@ -258,6 +260,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Watches = op(t.Watches, o.Watches)
 	d.WatchesArmed = op(t.WatchesArmed, o.WatchesArmed)
 	d.Handoffs = op(t.Handoffs, o.Handoffs)
+	d.ParkYields = op(t.ParkYields, o.ParkYields)
 	d.Rejoins = op(t.Rejoins, o.Rejoins)
 	d.DetachedFor = t.DetachedFor.combine(o.DetachedFor, op)
 	d.ThreadMoves = op(t.ThreadMoves, o.ThreadMoves)
@@ -294,6 +297,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		Watches:        s.watches.Load(),
 		WatchesArmed:   s.watchesArmed.Load(),
 		Handoffs:       s.handoffs.Load(),
+		ParkYields:     s.parkYields.Load(),
 		Rejoins:        s.rejoins.Load(),
 		Detached:       s.detached.Load(),
 		DetachedFor:    s.detachedFor.snapshot(),

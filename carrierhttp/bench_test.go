@@ -315,26 +315,20 @@ func driveClients(b *testing.B, urls, wants []string) {
 func standardHandlers(backend string) map[string]http.Handler {
 	u, _ := url.Parse(backend)
 	fast := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fast") })
-	client := &http.Client{}
+	// The "-pooled" forms keep as many idle backend conns as their
+	// requests use at once (16 clients, 3 calls each), where the default
+	// Transport keeps 2 per host and dials the others afresh: with them the
+	// comparison is of the servers, not of how many dials each side's
+	// concurrency costs the handler (docs/PERFORMANCE.md, "Twelfth session").
+	pooled := &http.Transport{MaxIdleConnsPerHost: 3 * sqliteClients}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.Transport = pooled
 	return map[string]http.Handler{
-		"timeout": http.TimeoutHandler(fast, time.Second, "timeout"),
-		"proxy":   httputil.NewSingleHostReverseProxy(u),
-		"errgroup": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			g, ctx := errgroup.WithContext(r.Context())
-			for range 3 {
-				g.Go(func() error {
-					req, err := http.NewRequestWithContext(ctx, http.MethodGet, backend, nil)
-					if err != nil {
-						return err
-					}
-					_, err = getBody(client.Do(req))
-					return err
-				})
-			}
-			if err := g.Wait(); err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-			}
-		}),
+		"timeout":         http.TimeoutHandler(fast, time.Second, "timeout"),
+		"proxy":           httputil.NewSingleHostReverseProxy(u),
+		"proxy-pooled":    proxy,
+		"errgroup":        fanOut(&http.Client{}, backend),
+		"errgroup-pooled": fanOut(&http.Client{Transport: pooled}, backend),
 		"sleep50": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(50 * time.Millisecond)
 			io.WriteString(w, "slept")
@@ -342,6 +336,27 @@ func standardHandlers(backend string) map[string]http.Handler {
 		// Gathers its collectors on goroutines of its own and waits.
 		"promhttp": promHandler(),
 	}
+}
+
+// fanOut is the errgroup handler: three backend calls with client from
+// goroutines of an errgroup, waited for.
+func fanOut(client *http.Client, backend string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g, ctx := errgroup.WithContext(r.Context())
+		for range 3 {
+			g.Go(func() error {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, backend, nil)
+				if err != nil {
+					return err
+				}
+				_, err = getBody(client.Do(req))
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		}
+	})
 }
 
 // benchRedisKey is the key the redis handler GETs; benchRedisValue its
@@ -426,9 +441,16 @@ func driveStandard(b *testing.B, name, addr string) {
 // ("polled": carrier conns, which the carrier polls for the handler's
 // task). Each side makes its handler, clients and pools afresh. Run the
 // sides alternated (docs/PERFORMANCE.md).
+//
+// "carriers" is the same CPU budget as net/http's: one carrier per CPU
+// the process may use (Options.Carriers 0), where net/http's server may
+// run on every P. One carrier serves its requests on one thread, so on
+// this 2-CPU machine "carrier" compares one core's event loop with a
+// server that may use both (docs/PERFORMANCE.md, "Twelfth session").
+// Each carrier side reports its hand-offs and park yields per request.
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
-	for _, name := range []string{"timeout", "proxy", "errgroup", "sleep50", "promhttp", "redis", "pgxpool"} {
+	for _, name := range []string{"timeout", "proxy", "proxy-pooled", "errgroup", "errgroup-pooled", "sleep50", "promhttp", "redis", "pgxpool"} {
 		b.Run(name+"/nethttp", func(b *testing.B) {
 			driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, 0)))
 		})
@@ -437,7 +459,7 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, sqliteClients)))
 			})
 		}
-		sides := []string{"carrier", "offload"}
+		sides := []string{"carrier", "carriers", "offload"}
 		switch name {
 		case "redis":
 			sides = append(sides, "polled")
@@ -446,7 +468,11 @@ func BenchmarkStandardHandlers(b *testing.B) {
 		}
 		for _, side := range sides {
 			b.Run(name+"/"+side, func(b *testing.B) {
-				g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
+				o := carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}}
+				if side == "carriers" {
+					o.Carriers = 0 // one per CPU
+				}
+				g, err := carrier.New(o)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -466,7 +492,13 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				}
 				s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
 				driveStandard(b, name, listenOn(b, g, s))
-				b.ReportMetric(float64(g.Snapshot()[0].Handoffs)/float64(b.N), "handoffs/op")
+				var tot carrier.Telemetry
+				for _, t := range g.Snapshot() {
+					tot.Handoffs += t.Handoffs
+					tot.ParkYields += t.ParkYields
+				}
+				b.ReportMetric(float64(tot.Handoffs)/float64(b.N), "handoffs/op")
+				b.ReportMetric(float64(tot.ParkYields)/float64(b.N), "parkyields/op")
 			})
 		}
 	}

@@ -662,6 +662,7 @@ func TestMetricsSeries(t *testing.T) {
 				`spindle_carrier_submit_to_run_seconds_bucket{carrier="0",le="+Inf"}`,
 				`spindle_carrier_detached_seconds_bucket{carrier="0",le="0.000131071`, /* 2^17-1 ns, as a float64 of seconds */
 				`spindle_carrier_handoffs_total{carrier="0"}`,
+				`spindle_carrier_park_yields_total{carrier="0"}`,
 				`spindle_carrier_detached{carrier="0"}`,
 				`spindle_carrier_waits_total{carrier="0",kind="spin"}`,
 				`spindle_carrier_open_connections{carrier="0"}`,

@@ -1,0 +1,168 @@
+package carrier
+
+import (
+	"runtime"
+	"time"
+
+	"github.com/spindle-lab/spindle/carrier/wait"
+)
+
+// The park watch: a run that waits the Go way for less than the hand-off
+// threshold (a driver's round trip on its own net.Conn, about 50-100 µs
+// on loopback; an errgroup of backend calls; a Gather of collectors on
+// goroutines) holds its carrier for all of its wait, so the carrier's
+// other tasks wait behind it, one request at a time: a pgxpool handler on
+// one carrier served 5-12K req/s where net/http served 20K, with the
+// process mostly idle (docs/PERFORMANCE.md, "Twelfth session"). The
+// monitor cannot see such waits: it looks once a threshold, and looking
+// more often costs every carrier (alertState).
+//
+// The watch sees them where they happen, on the carrier's thread. Before
+// a run of a task whose last run was long (parkArmAfter) or came back from
+// a hand-off, and its next parkArmRuns runs, the owner readies one of the
+// carrier's watcher goroutines with a non-blocking send: the runtime puts
+// a goroutine readied from a running one in its P's runnext slot, and the
+// coroutine switch to the task does not touch it. If the task parks the Go way, its thread's scheduler runs
+// the watch next: it finds the run still on and its goroutine waiting,
+// lets the goroutines the task readied before it parked run first (one
+// Gosched), and takes the run as the monitor does (takeRun: the same two
+// swaps, so the monitor and the watch never both take a run); the watch's
+// goroutine becomes the carrier's owner on the same thread (no thread to
+// name or pin), and the task rejoins at its next carrier operation as a
+// handed-off one does. A watcher readied for a run that ended before it
+// parked stays readied (in the run queue, parkPending), and looks at
+// whatever run is on when it runs: the owner readies no other meanwhile,
+// so short runs do not use the watchers up. Where another P ran a watcher
+// while the task still runs, it looks again after each Gosched for at
+// most parkSpin, then leaves the run to the monitor.
+//
+// Park yields are not hand-offs of long runs: they are counted apart
+// (Telemetry.ParkYields), not reported and not logged.
+
+// parkArmAfter is how long a run must hold its carrier for the task's next
+// run to be watched: a few times an ordinary request's run (parse, handler,
+// write: 5-15 µs on the 2-CPU machine of docs/PERFORMANCE.md), under a
+// loopback round trip.
+const parkArmAfter = 25 * time.Microsecond
+
+// parkArmRuns is how many runs of a task stay watched after a long one or
+// a rejoin: a request is a few runs (its read, each exchange on a conn the
+// carrier polls, its write), and a handler that waited the Go way once
+// (for a conn of a pool, say, after runs that were all short) is likely to
+// wait in its next requests too; one that stops waiting stops costing a
+// wake-up per run a few requests later.
+const parkArmRuns = 8
+
+// parkSpin is how long the watch, run by another P while the task still
+// runs, keeps looking (yielding its P between looks) before it leaves the
+// run to the monitor.
+const parkSpin = 50 * time.Microsecond
+
+// parkWatchers is how many goroutines watch a carrier's runs: the one that
+// takes a run becomes the carrier's owner and starts its replacement,
+// which runs only once a P is free, so a second one listens meanwhile.
+const parkWatchers = 2
+
+// armPark makes sure that one of c's watchers is readied for the run
+// about to begin, starting the watchers first if c has none: unless a
+// watcher readied for an earlier run has not run yet (it looks at the run
+// that is on when it does), it readies one with a send that does not
+// block (none is waiting while both are busy: this run goes unwatched).
+func (c *Carrier) armPark() {
+	if c.ho.park == nil {
+		c.ho.park = make(chan struct{})
+		for range parkWatchers {
+			go c.parkWatch(c.ho.park)
+		}
+	}
+	if c.ho.parkPending.Load() {
+		return
+	}
+	c.ho.parkPending.Store(true)
+	select {
+	case c.ho.park <- struct{}{}:
+	default:
+		c.ho.parkPending.Store(false)
+	}
+}
+
+// stopParkWatch ends c's park watch (at shutdown, by the last owner).
+func (c *Carrier) stopParkWatch() {
+	if c.ho.park != nil {
+		close(c.ho.park)
+		c.ho.park = nil
+	}
+}
+
+// parkWatch is a watcher's goroutine: each time it is readied, it takes
+// the run then on if its task parks the Go way, and then serves the
+// carrier as its owner until it loses it or the carrier stops.
+func (c *Carrier) parkWatch(arm chan struct{}) {
+	for range arm {
+		c.ho.parkPending.Store(false)
+		if c.parkTake(arm) {
+			return
+		}
+	}
+}
+
+// parkTake takes the run on once its task waits the Go way, and runs the
+// carrier as its new owner; it reports false, having taken nothing, when
+// no run is on, the run ends first, the monitor takes it, or it computes
+// past parkSpin.
+func (c *Carrier) parkTake(arm chan struct{}) bool {
+	seq := c.ho.runSeq.Load()
+	co := c.runCo.Load()
+	if seq&1 == 0 || co == nil || c.ho.runSeq.Load() != seq {
+		return false // between runs, or a run began meanwhile: co may not be its coroutine
+	}
+	// runCo is stored before a run's number and changes only after it
+	// moved on: co is run seq's.
+	until := wait.Now() + int64(parkSpin)
+	sawWait := false
+	for {
+		if c.ho.runSeq.Load() != seq {
+			return false
+		}
+		if parkedGoWay(co.g.Load()) {
+			if sawWait { // and the goroutines it readied before it parked have had their turn
+				break
+			}
+			sawWait = true
+		} else if sawWait = false; wait.Now() > until {
+			return false
+		}
+		runtime.Gosched()
+	}
+	start := c.ho.runStart.Load()
+	if c.takeRun(seq, co) != takeOK {
+		return false
+	}
+	add(&c.stats.parkYields, 1)
+	go c.parkWatch(arm) // this goroutine was a watcher: another takes its place
+	c.ownParked(co, start, wait.Now())
+	return true
+}
+
+// ownParked makes the park watch's goroutine c's owner after it took a run
+// on co (begun at start) at at: on the thread the run parked on, which is
+// the carrier's already, or, where another P ran the watch, on its own
+// thread, bound as a monitor's is.
+func (c *Carrier) ownParked(co *coro, start, at int64) {
+	defer c.ownerExit()
+	runtime.LockOSThread()
+	if m := getm(); m != c.ho.m {
+		runtime.UnlockOSThread()
+		c.leaveThread()
+		_ = c.bindThread() // a thread it cannot name or pin still serves the carrier, unpinned
+		c.ho.m = getm()
+	}
+	c.ownTaken(co, start, at)
+}
+
+// parkedGoWay reports whether goroutine g is parked (on a channel, a
+// mutex, a timer, the netpoller); not in a system call, which goes on on
+// its thread.
+func parkedGoWay(g uintptr) bool {
+	return g != 0 && statusOK() && gstatus(g)&^gScanBit == gWaiting
+}
