@@ -534,7 +534,9 @@ func (c *Carrier) run(t *Task) {
 	c.now = wait.Now()
 	// The park watch (handoff_park.go) watches the next runs of a task
 	// whose run was long or came back from a hand-off.
-	if back || c.now-start >= int64(parkArmAfter) {
+	if !c.g.opts.ParkWatch {
+		// off: no run is watched
+	} else if back || c.now-start >= int64(parkArmAfter) {
 		t.parkArm = parkArmRuns
 	} else if t.parkArm > 0 {
 		t.parkArm--

@@ -27,6 +27,7 @@ func TestParkYield(t *testing.T) {
 			}
 			checkLeaks(t)
 			o := cfg.o
+			o.ParkWatch = true
 			o.HandoffThreshold = 2 * time.Second // the monitor would take a wait (at most fallback) at 400 ms at the soonest (alertState)
 			g := newGroupOrSkip(t, o)
 			needHandoff(t, g)

@@ -468,7 +468,9 @@ func BenchmarkStandardHandlers(b *testing.B) {
 		}
 		for _, side := range sides {
 			b.Run(name+"/"+side, func(b *testing.B) {
-				o := carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}}
+				// The park watch on: these handlers wait on drivers and
+				// backends (docs/PERFORMANCE.md, "Twelfth session").
+				o := carrier.Options{Carriers: 1, ParkWatch: true, OnHandoff: func(carrier.Handoff) {}}
 				if side == "carriers" {
 					o.Carriers = 0 // one per CPU
 				}

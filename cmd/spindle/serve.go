@@ -110,7 +110,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBPool:           a.DBPool,
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle,
+			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle, ParkWatch: a.ParkWatch,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}
