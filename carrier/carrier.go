@@ -534,12 +534,12 @@ func (c *Carrier) run(t *Task) {
 	c.now = wait.Now()
 	// The park watch (handoff_park.go) watches the next runs of a task
 	// whose run was long or came back from a hand-off.
-	if !c.g.opts.ParkWatch {
-		// off: no run is watched
-	} else if back || c.now-start >= int64(parkArmAfter) {
-		t.parkArm = parkArmRuns
-	} else if t.parkArm > 0 {
-		t.parkArm--
+	if c.g.opts.ParkWatch {
+		if back || c.now-start >= int64(parkArmAfter) {
+			t.parkArm = parkArmRuns
+		} else if t.parkArm > 0 {
+			t.parkArm--
+		}
 	}
 	if pin := c.pinNs; pin > 0 && c.now-start > pin { // the watchdog: it held the carrier too long
 		add(&c.stats.pinned, 1)

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,6 +84,34 @@ func TestParkYield(t *testing.T) {
 				t.Errorf("%d hand-offs and %d park yields, %d rejoins: want all back", s.Handoffs, s.ParkYields, s.Rejoins)
 			}
 			t.Logf("%d of %d waits answered; %d park yields, %d hand-offs", served.Load(), rounds, s.ParkYields, s.Handoffs)
+		})
+	}
+}
+
+// The park watch where it cannot watch is refused, not silently off.
+func TestParkWatchOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    Options
+		bad  string // substring of the error; "": accepted
+	}{
+		{"on", Options{Carriers: 1, ParkWatch: true}, ""},
+		{"without hand-off", Options{Carriers: 1, ParkWatch: true, HandoffThreshold: -1}, "ParkWatch needs hand-off"},
+		{"floating", Options{Carriers: 1, ParkWatch: true, Float: true}, "floating carriers have no park watch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := New(tc.o)
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Fatal(err)
+			case tc.bad == "":
+				g.Close()
+			case err == nil:
+				g.Close()
+				t.Fatalf("New(%+v) accepted", tc.o)
+			case !strings.Contains(err.Error(), tc.bad):
+				t.Errorf("error %q: want %q", err, tc.bad)
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -255,6 +256,12 @@ type Options struct {
 func (o Options) Check() error {
 	if !knownPoller(o.Poller) {
 		return CheckPoller(o.Poller)
+	}
+	switch {
+	case o.ParkWatch && o.HandoffThreshold < 0:
+		return errors.New("ParkWatch needs hand-off, and a negative HandoffThreshold turns it off")
+	case o.ParkWatch && o.Float:
+		return errors.New("ParkWatch watches carriers bound to threads: floating carriers have no park watch")
 	}
 	if !o.Float {
 		return nil

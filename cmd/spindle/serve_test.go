@@ -46,6 +46,10 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--float", "--nplus1"},
 		{"serve", "--float", "--cpuset", "0"},
 		{"serve", "--poller", "kqueue"},
+		{"serve", "--park-watch"}, // carrier mode: no hand-off
+		{"serve", "--mode", "nethttp-carrier", "--park-watch", "--handoff-threshold", "-1ns"},
+		{"serve", "--mode", "nethttp-carrier", "--park-watch", "--float"},
+		{"serve", "--db-conns", "both"},
 		{"serve", "extra"},
 		{"serve", "--admin-host", "localhost", "--admin-port", "9090"},
 		{"serve", "--max-conns", "-1"},
