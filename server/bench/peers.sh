@@ -41,9 +41,9 @@ rounds=$1 secs=$2 bin=$3 peer=$4 mode=${5:-carrier}
 srv_cpu=${SRV_CPU:-1} lg_cpu=${LG_CPU:-0} think=${THINK:-1ms} port=${PORT:-18380} target=${TARGET:-/fruits}
 conns=${CONNS:-100} rates=${RATES-10000 70%}
 case "$rounds$secs" in *[!0-9]*) echo "$0: ROUNDS and SECONDS are whole numbers" >&2; exit 2 ;; esac
-peer_name=$(basename "$peer")
+peer_name=$(basename "$peer") peer_spindle=""
 if [ "$peer" = spindle ]; then
-	peer=$bin peer_name="${PEER_MODE:-$mode} ${PEER_ARGS:-}"
+	peer=$bin peer_name="${PEER_MODE:-$mode} ${PEER_ARGS:-}" peer_spindle=1
 fi
 for b in "$bin" "$peer"; do
 	[ -x "$b" ] || { echo "$0: $b is not an executable" >&2; exit 2; }
@@ -85,7 +85,7 @@ side() {
 	if [ "$1" = 0 ]; then
 		cmd=("$bin" serve --mode "$mode" --threads 1 --port "$s" "${poller_args[@]}"
 			"${serve_args[@]}" --backend "http://127.0.0.1:$m/fruits")
-	elif [ "$peer_name" != "$(basename "$peer")" ]; then
+	elif [ -n "$peer_spindle" ]; then
 		cmd=("$bin" serve --mode "${PEER_MODE:-$mode}" --threads 1 --port "$s" "${poller_args[@]}"
 			"${serve_args[@]}" "${peer_args[@]}" --backend "http://127.0.0.1:$m/fruits")
 	else
