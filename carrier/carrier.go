@@ -523,6 +523,16 @@ func (c *Carrier) run(t *Task) {
 	t.setState(taskRunning)
 	c.cur.Store(t)
 	start := c.now
+	// The park watch (handoff_park.go) watches the next runs of a task
+	// whose run waited the Go way (its goroutine left running: gtrackseq)
+	// or came back from a hand-off.
+	var g uintptr
+	var seq uint8
+	if c.ho.watch {
+		if g = t.co.g.Load(); g != 0 {
+			seq = gtrackseq(g)
+		}
+	}
 	var done bool
 	if c.ho.on {
 		done = c.runOwned(t, start)
@@ -532,12 +542,13 @@ func (c *Carrier) run(t *Task) {
 	}
 	c.cur.Store(nil)
 	c.now = wait.Now()
-	// The park watch (handoff_park.go) watches the next runs of a task
-	// whose run was long or came back from a hand-off.
-	if c.g.opts.ParkWatch {
-		if back || c.now-start >= int64(parkArmAfter) {
+	if c.ho.watch {
+		switch {
+		case back:
 			t.parkArm = parkArmRuns
-		} else if t.parkArm > 0 {
+		case g != 0 && gtrackseq(g) != seq:
+			t.parkArm = max(t.parkArm, parkArmWaited)
+		case t.parkArm > 0:
 			t.parkArm--
 		}
 	}

@@ -32,3 +32,12 @@ func gstatus(gp uintptr) uint32
 // next coroutine switch. lockedOK says whether it passed its start-up
 // check.
 func glockedm(gp uintptr) uintptr
+
+// gtrackseq returns goroutine gp's (a getg value) count, modulo 256, of
+// the times it left running for waiting or runnable: parked the Go way (a
+// channel, a mutex, a timer, the netpoller) or preempted. A coroutine
+// switch does not count, nor a system call, so a task's run that leaves
+// it unchanged did not wait the Go way: how the park watch tells a run
+// that waited from one that computed (carrier.go, run). seqOK says
+// whether it passed its start-up check.
+func gtrackseq(gp uintptr) uint8

@@ -35,3 +35,15 @@ TEXT ·glockedm(SB), NOSPLIT, $0-16
 	MOVQ 208(AX), AX
 	MOVQ AX, ret+8(FP)
 	RET
+
+// func gtrackseq(gp uintptr) uint8: goroutine gp's runtime.g.trackingSeq
+// (at offset 191: after waitreason at 176, eleven flags, raceignore,
+// nocgocallback and tracking), which the runtime's casgstatus adds one to
+// each time gp leaves running for waiting or runnable (parked the Go way,
+// or preempted), and which a coroutine switch (a direct CAS) leaves alone.
+// Checked at start-up (seqOK).
+TEXT ·gtrackseq(SB), NOSPLIT, $0-9
+	MOVQ gp+0(FP), AX
+	MOVBLZX 191(AX), AX
+	MOVB AX, ret+8(FP)
+	RET

@@ -29,3 +29,11 @@ TEXT ·glockedm(SB), NOSPLIT, $0-16
 	MOVD 208(R0), R0
 	MOVD R0, ret+8(FP)
 	RET
+
+// func gtrackseq(gp uintptr) uint8: goroutine gp's runtime.g.trackingSeq
+// (at offset 191; see getg_amd64.s).
+TEXT ·gtrackseq(SB), NOSPLIT, $0-9
+	MOVD gp+0(FP), R0
+	MOVBU 191(R0), R0
+	MOVB R0, ret+8(FP)
+	RET

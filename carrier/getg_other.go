@@ -13,3 +13,5 @@ func getm() uintptr { return 0 }
 func gstatus(uintptr) uint32 { return 0 }
 
 func glockedm(uintptr) uintptr { return 0 }
+
+func gtrackseq(uintptr) uint8 { return 0 }

@@ -42,6 +42,29 @@ func TestGetg(t *testing.T) {
 	wg.Wait()
 }
 
+// TestGetgChecks: each start-up check of a read of the runtime's
+// descriptors passes on this runtime and architecture (a runtime that
+// moved a field fails here first, where it would otherwise turn hand-off
+// or the park watch off silently).
+func TestGetgChecks(t *testing.T) {
+	if !haveGetg {
+		t.Skip("getg is not implemented on this architecture: hand-off and the park watch are off")
+	}
+	for _, c := range []struct {
+		name string
+		ok   func() bool
+	}{
+		{"getm", mOK},
+		{"gstatus", statusOK},
+		{"glockedm", lockedOK},
+		{"gtrackseq", seqOK},
+	} {
+		if !c.ok() {
+			t.Errorf("%s failed its start-up check on %s/%s", c.name, runtime.Version(), runtime.GOARCH)
+		}
+	}
+}
+
 // TestGetgArm64 runs TestGetg and TestTaskFromContext built for arm64 under
 // qemu-user, where it is installed (CI installs it): getg's arm64 assembly
 // is then checked on an amd64 machine too.
@@ -62,12 +85,12 @@ func TestGetgArm64(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build for arm64: %v\n%s", err, out)
 	}
-	run := exec.Command(qemu, bin, "-test.run", "^(TestGetg|TestTaskFromContext)$", "-test.v")
+	run := exec.Command(qemu, bin, "-test.run", "^(TestGetg|TestGetgChecks|TestTaskFromContext)$", "-test.v")
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("under qemu-aarch64: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestGetg", "TestTaskFromContext"} {
+	for _, name := range []string{"TestGetg", "TestGetgChecks", "TestTaskFromContext"} {
 		if !strings.Contains(string(out), "--- PASS: "+name) {
 			t.Errorf("%s did not pass under qemu-aarch64:\n%s", name, out)
 		}

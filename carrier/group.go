@@ -148,6 +148,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 		ho:       handoffState{detachedAt: map[*coro]away{}},
 	}
 	c.ho.on = c.handoffOn()
+	c.ho.watch = c.parkWatchOn()
 	if !g.opts.Float { // a floating carrier's coroutines move between carriers: no label would stay true
 		c.labels = pprof.WithLabels(context.Background(), pprof.Labels("carrier", strconv.Itoa(i)))
 	}

@@ -186,6 +186,7 @@ func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 	}
 	runtime.UnlockOSThread()
 	if t.parkArm > 0 {
+		add(&c.stats.parkWatched, 1)
 		c.armPark()
 	}
 	done, _ = t.co.next()
@@ -512,6 +513,7 @@ type away struct{ start, at int64 }
 // (awayCaller): the monitor adds, the owner removes, under awayMu.
 type handoffState struct {
 	on          bool
+	watch       bool // the park watch is on (parkWatchOn), fixed at start
 	m           uintptr
 	runSeq      atomic.Uint64
 	runStart    atomic.Int64

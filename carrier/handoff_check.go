@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"errors"
+	"iter"
 	"runtime"
 	"sync"
 )
@@ -147,3 +148,56 @@ func (t *Task) refuseLocked() {
 	}
 	panic(errLockedThread)
 }
+
+// seqOK reports whether gtrackseq passed its check: a goroutine that parks
+// on a channel three times counts three (four or five where the scheduler
+// also preempted it meanwhile), and a coroutine that yields three times
+// (iter.Pull switches as the carrier's coroutines do) counts none, or one
+// where it was preempted. Where it fails (a runtime whose g moved
+// trackingSeq, or whose coroutine switch now counts) the park watch is off
+// (Carrier.ho.watch).
+var seqOK = sync.OnceValue(func() bool {
+	if !mOK() {
+		return false
+	}
+	gs := make(chan uintptr)
+	step := make(chan struct{})
+	done := make(chan uint8)
+	go func() {
+		g := getg()
+		gs <- g
+		before := gtrackseq(g)
+		for range 3 {
+			<-step
+		}
+		done <- gtrackseq(g) - before
+	}()
+	g := <-gs
+	for range 3 {
+		for i := 0; gstatus(g)&^gScanBit != gWaiting; i++ { // parked on step, not about to
+			if i == 1000 {
+				close(step)
+				<-done
+				return false
+			}
+			runtime.Gosched()
+		}
+		step <- struct{}{}
+	}
+	if parks := <-done; parks < 3 || parks > 5 {
+		return false
+	}
+	var cg uintptr
+	next, stop := iter.Pull(func(yield func(uint8) bool) {
+		cg = getg()
+		for yield(gtrackseq(cg)) {
+		}
+	})
+	defer stop()
+	first, _ := next()
+	for range 3 {
+		next()
+	}
+	last, _ := next()
+	return last-first <= 1
+})

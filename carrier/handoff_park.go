@@ -2,7 +2,6 @@ package carrier
 
 import (
 	"runtime"
-	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
 )
@@ -18,45 +17,58 @@ import (
 // more often costs every carrier (alertState).
 //
 // The watch sees them where they happen, on the carrier's thread. Before
-// a run of a task whose last run was long (parkArmAfter) or came back from
-// a hand-off, and its next parkArmRuns runs, the owner readies one of the
+// a run of a task whose last run waited the Go way or came back from a
+// hand-off, and its next parkArmRuns runs, the owner readies one of the
 // carrier's watcher goroutines with a non-blocking send: the runtime puts
 // a goroutine readied from a running one in its P's runnext slot, and the
-// coroutine switch to the task does not touch it. If the task parks the Go way, its thread's scheduler runs
-// the watch next: it finds the run still on and its goroutine waiting,
-// lets the goroutines the task readied before it parked run first (one
-// Gosched), and takes the run as the monitor does (takeRun: the same two
-// swaps, so the monitor and the watch never both take a run); the watch's
-// goroutine becomes the carrier's owner on the same thread (no thread to
-// name or pin), and the task rejoins at its next carrier operation as a
-// handed-off one does. A watcher readied for a run that ended before it
-// parked stays readied (in the run queue, parkPending), and looks at
-// whatever run is on when it runs: the owner readies no other meanwhile,
-// so short runs do not use the watchers up. Where another P ran a watcher
-// while the task still runs, it looks again after each Gosched for at
-// most parkSpin, then leaves the run to the monitor.
+// coroutine switch to the task does not touch it. If the task parks the
+// Go way, its thread's scheduler runs the watch next: it finds the run
+// still on and its goroutine waiting, lets the goroutines the task
+// readied before it parked run first (one Gosched), and takes the run as
+// the monitor does (takeRun: the same two swaps, so the monitor and the
+// watch never both take a run); the watch's goroutine becomes the
+// carrier's owner on the same thread (no thread to name or pin), and the
+// task rejoins at its next carrier operation as a handed-off one does. A
+// watcher readied for a run that ended before it parked stays readied (in
+// the run queue, parkPending), and looks at whatever run is on when it
+// runs: the owner readies no other meanwhile, so short runs do not use
+// the watchers up. Where another P ran a watcher while the task still
+// runs (an idle P's thread steals a readied goroutine after a few µs), it
+// leaves the run to the monitor at once: looking again after each Gosched
+// for 50 µs took that thread's CPU, the carrier's own on a one-CPU
+// server, for every watched run, and caught no more of the drivers' waits
+// (BenchmarkStandardHandlers pgxpool and redis on one carrier).
+//
+// A run waited the Go way where its goroutine left running meanwhile: the
+// runtime counts each time a goroutine parks or is preempted (gtrackseq),
+// not its coroutine switches nor its system calls, so the owner reads the
+// count before and after each run (carrier.go, run). A task whose runs
+// compute (short of Go's 10 ms time slice, after which it is preempted)
+// and one that waits only on the carrier's own conns are never watched
+// and cost nothing more: an earlier rule, "the
+// last run lasted 25 µs or more", watched nearly every run of
+// nethttp-carrier /fruits on one CPU and cost it 1.6x the CPU per request
+// (docs/PERFORMANCE.md, "Twelfth session"), which kept the watch off by
+// default.
 //
 // Park yields are not hand-offs of long runs: they are counted apart
 // (Telemetry.ParkYields), not reported and not logged.
 
-// parkArmAfter is how long a run must hold its carrier for the task's next
-// run to be watched: a few times an ordinary request's run (parse, handler,
-// write: 5-15 µs on the 2-CPU machine of docs/PERFORMANCE.md), under a
-// loopback round trip.
-const parkArmAfter = 25 * time.Microsecond
-
-// parkArmRuns is how many runs of a task stay watched after a long one or
-// a rejoin: a request is a few runs (its read, each exchange on a conn the
-// carrier polls, its write), and a handler that waited the Go way once
-// (for a conn of a pool, say, after runs that were all short) is likely to
-// wait in its next requests too; one that stops waiting stops costing a
-// wake-up per run a few requests later.
+// parkArmRuns is how many runs of a task stay watched after a rejoin (its
+// wait was handed off or taken by the watch): a request is a few runs (its
+// read, each exchange on a conn the carrier polls, its write), and a
+// handler that waited the Go way is likely to wait in its next requests
+// too; one that stops waiting stops costing a wake-up per run a few
+// requests later.
 const parkArmRuns = 8
 
-// parkSpin is how long the watch, run by another P while the task still
-// runs, keeps looking (yielding its P between looks) before it leaves the
-// run to the monitor.
-const parkSpin = 50 * time.Microsecond
+// parkArmWaited is how many runs of a task stay watched after a run that
+// left running unwatched: enough for its next request's first runs, where
+// a handler that waits does so again. Fewer than parkArmRuns, because a
+// run also leaves running when the collector stops the world or an assist
+// parks it (nethttp-carrier /fruits: about one run in a hundred, a GC
+// cycle every 25 ms), which is no sign that its next runs will wait.
+const parkArmWaited = 2
 
 // parkWatchers is how many goroutines watch a carrier's runs: the one that
 // takes a run becomes the carrier's owner and starts its replacement,
@@ -108,8 +120,8 @@ func (c *Carrier) parkWatch(arm chan struct{}) {
 
 // parkTake takes the run on once its task waits the Go way, and runs the
 // carrier as its new owner; it reports false, having taken nothing, when
-// no run is on, the run ends first, the monitor takes it, or it computes
-// past parkSpin.
+// no run is on, the run ends first, the monitor takes it, or its task
+// is not parked when the watch looks.
 func (c *Carrier) parkTake(arm chan struct{}) bool {
 	seq := c.ho.runSeq.Load()
 	co := c.runCo.Load()
@@ -118,7 +130,6 @@ func (c *Carrier) parkTake(arm chan struct{}) bool {
 	}
 	// runCo is stored before a run's number and changes only after it
 	// moved on: co is run seq's.
-	until := wait.Now() + int64(parkSpin)
 	sawWait := false
 	for {
 		if c.ho.runSeq.Load() != seq {
@@ -129,8 +140,8 @@ func (c *Carrier) parkTake(arm chan struct{}) bool {
 				break
 			}
 			sawWait = true
-		} else if sawWait = false; wait.Now() > until {
-			return false
+		} else {
+			return false // it runs: not parked, or woken already
 		}
 		runtime.Gosched()
 	}
@@ -142,6 +153,14 @@ func (c *Carrier) parkTake(arm chan struct{}) bool {
 	go c.parkWatch(arm) // this goroutine was a watcher: another takes its place
 	c.ownParked(co, start, wait.Now())
 	return true
+}
+
+// parkWatchOn says whether c has the park watch: its runs are handed
+// off, its owner is bound to a thread (a floating carrier's watcher could
+// not take its run on the same thread), the options leave it on, and
+// gtrackseq passed its check.
+func (c *Carrier) parkWatchOn() bool {
+	return c.ho.on && c.bound() && !c.g.opts.NoParkWatch && seqOK()
 }
 
 // ownParked makes the park watch's goroutine c's owner after it took a run

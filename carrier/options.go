@@ -1,7 +1,6 @@
 package carrier
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -228,18 +227,18 @@ type Options struct {
 	// Carriers on epoll and io_uring (RECV/SEND), floating or not, hand
 	// off, on amd64 and arm64; io_uring_poll carriers do not.
 	HandoffThreshold time.Duration
-	// ParkWatch turns on the park watch (handoff_park.go): a run that
-	// waits the Go way for less than the hand-off threshold (a driver's
-	// round trip on its own conns, a pool's semaphore, an errgroup) gives
-	// its carrier up as the wait begins, where it held it for the whole
-	// wait otherwise (pgxpool on one carrier: 0.28x net/http's req/s
-	// without, 1.11x with). It costs a goroutine wake-up before every
-	// watched run (the runs after one of 25 µs or more): on a one-CPU
-	// server whose handlers compute that long (nethttp-carrier /fruits)
-	// that was 1.6x the CPU per request, so it is off by default: turn it
-	// on for services whose handlers wait on drivers. It needs hand-off
-	// (HandoffThreshold not negative).
-	ParkWatch bool
+	// NoParkWatch turns the park watch off (handoff_park.go). The watch
+	// is on wherever runs are handed off and carriers are bound to threads
+	// (not Float): a run that waits the Go way for less than the hand-off
+	// threshold (a driver's round trip on its own conns, a pool's
+	// semaphore, an errgroup) gives its carrier up as the wait begins,
+	// where it held it for the whole wait otherwise (pgxpool on one
+	// carrier: 0.28x net/http's req/s without the watch, 1.11x with it).
+	// It watches only the runs of a task whose run waited the Go way
+	// (counted by the runtime, two loads per run), so a service whose
+	// handlers do not wait pays nothing for it; one whose handlers wait
+	// pays a goroutine wake-up per watched run.
+	NoParkWatch bool
 	// OnHandoff, if set, is called for every hand-off, on the group's
 	// (fresh) monitor goroutine once the carrier has gone on without the run: it
 	// must return soon (Handoff.Stack stops the world for a moment). nil:
@@ -256,12 +255,6 @@ type Options struct {
 func (o Options) Check() error {
 	if !knownPoller(o.Poller) {
 		return CheckPoller(o.Poller)
-	}
-	switch {
-	case o.ParkWatch && o.HandoffThreshold < 0:
-		return errors.New("ParkWatch needs hand-off, and a negative HandoffThreshold turns it off")
-	case o.ParkWatch && o.Float:
-		return errors.New("ParkWatch watches carriers bound to threads: floating carriers have no park watch")
 	}
 	if !o.Float {
 		return nil

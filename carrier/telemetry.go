@@ -134,6 +134,7 @@ type stats struct {
 	// alone; the others by the carrier's owner.
 	handoffs    atomic.Uint64
 	parkYields  atomic.Uint64
+	parkWatched atomic.Uint64
 	rejoins     atomic.Uint64
 	detached    atomic.Int64
 	detachedFor histRec
@@ -175,6 +176,7 @@ type Telemetry struct {
 	Watches        uint64            `json:"context_watches"`  // ContextWatches started on a context that can end
 	WatchesArmed   uint64            `json:"watches_armed"`    // those the carrier registered with context.AfterFunc (it polls the others' Done channels)
 	Handoffs       uint64            `json:"handoffs"`         // runs that held the carrier past Options.HandoffThreshold: the carrier went on on another thread (handoff.go)
+	ParkWatched    uint64            `json:"park_watched"`     // runs the park watch watched: their task's last run waited the Go way or came back from a hand-off (handoff_park.go); each costs a goroutine wake-up
 	ParkYields     uint64            `json:"park_yields"`      // runs handed off before the threshold because their task parked the Go way and the carrier had armed its park watch (handoff.go); not reported, not in Handoffs
 	Rejoins        uint64            `json:"rejoins"`          // tasks of those runs (hand-offs and park yields) that came back to the carrier
 	Detached       int64             `json:"detached"`         // gauge: tasks handed off and not back yet (blocked or computing now)
@@ -260,6 +262,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Watches = op(t.Watches, o.Watches)
 	d.WatchesArmed = op(t.WatchesArmed, o.WatchesArmed)
 	d.Handoffs = op(t.Handoffs, o.Handoffs)
+	d.ParkWatched = op(t.ParkWatched, o.ParkWatched)
 	d.ParkYields = op(t.ParkYields, o.ParkYields)
 	d.Rejoins = op(t.Rejoins, o.Rejoins)
 	d.DetachedFor = t.DetachedFor.combine(o.DetachedFor, op)
@@ -297,6 +300,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		Watches:        s.watches.Load(),
 		WatchesArmed:   s.watchesArmed.Load(),
 		Handoffs:       s.handoffs.Load(),
+		ParkWatched:    s.parkWatched.Load(),
 		ParkYields:     s.parkYields.Load(),
 		Rejoins:        s.rejoins.Load(),
 		Detached:       s.detached.Load(),

@@ -470,7 +470,7 @@ func BenchmarkStandardHandlers(b *testing.B) {
 			b.Run(name+"/"+side, func(b *testing.B) {
 				// The park watch on: these handlers wait on drivers and
 				// backends (docs/PERFORMANCE.md, "Twelfth session").
-				o := carrier.Options{Carriers: 1, ParkWatch: true, OnHandoff: func(carrier.Handoff) {}}
+				o := carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}}
 				if side == "carriers" {
 					o.Carriers = 0 // one per CPU
 				}

@@ -227,6 +227,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("context_watches_total", "Context watches started (carrierhttp's Transport: one per backend exchange under a context that can end)."), func(t carrier.Telemetry) float64 { return u(t.Watches) }},
 			{desc("watches_armed_total", "Context watches registered with context.AfterFunc (the carrier polled the others' Done channels)."), func(t carrier.Telemetry) float64 { return u(t.WatchesArmed) }},
 			{desc("handoffs_total", "Task runs that held the carrier past the hand-off threshold: the carrier went on on another thread while the task blocked or computed."), func(t carrier.Telemetry) float64 { return u(t.Handoffs) }},
+			{desc("park_watched_total", "Task runs the park watch watched because their task's last run waited the Go way or came back from a hand-off."), func(t carrier.Telemetry) float64 { return u(t.ParkWatched) }},
 			{desc("park_yields_total", "Task runs handed off before the threshold because the task parked the Go way while the carrier's park watch was armed."), func(t carrier.Telemetry) float64 { return u(t.ParkYields) }},
 			{desc("rejoins_total", "Handed-off and park-yielded tasks that came back to their carrier."), func(t carrier.Telemetry) float64 { return u(t.Rejoins) }},
 			{desc("thread_moves_total", "Runs that ended on another thread than they began (a short Go-way block): the carrier moved there."), func(t carrier.Telemetry) float64 { return u(t.ThreadMoves) }},

@@ -36,7 +36,8 @@ type Flags struct {
 	StealScope string
 	// Float makes carriers floating (not locked to threads).
 	Float bool
-	// ParkWatch is carrier.Options.ParkWatch (--park-watch).
+	// ParkWatch is the park watch, on by default (--park-watch=false is
+	// carrier.Options.NoParkWatch).
 	ParkWatch bool
 	// ParkIdle has idle carriers park in Go's netpoller, GOMAXPROCS no
 	// larger than the carriers (carrier.Options.ParkIdle).
@@ -114,7 +115,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
-	fs.BoolVar(&f.ParkWatch, "park-watch", false, "a handler's run that waits the Go way for less than the hand-off threshold (a database driver's round trip on its own connections, a pool's semaphore) gives its carrier up as the wait begins (docs/carrier.md, \"Hand-off\"); costs a goroutine wake-up per watched run: for services whose handlers wait on drivers")
+	fs.BoolVar(&f.ParkWatch, "park-watch", true, "where runs are handed off (nethttp-carrier, or --handoff-threshold) and carriers are not --float: a handler's run that waits the Go way for less than the hand-off threshold (a database driver's round trip on its own connections, a pool's semaphore) gives its carrier up as the wait begins (docs/carrier.md, \"Hand-off\"); watches only the tasks whose last run waited, a goroutine wake-up per watched run")
 	fs.BoolVar(&f.ParkIdle, "park-idle", false, "idle carriers park in Go's netpoller, giving their P to goroutines and the GC while they wait, and GOMAXPROCS is not raised above the carriers (docs/carrier.md, \"Parking when idle\"): a lower tail where carriers idle often; goroutines wait while every carrier is busy")
 	fs.StringVar(&f.Poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
 	cliflag.AtLeast(&f.BacklogPollGap, 1).Var(fs, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets (50µs each) a carrier runs tasks between two polls of I/O; 1: before every drain pass, as the scheduler study's loop")

@@ -110,15 +110,9 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBPool:           a.DBPool,
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle, ParkWatch: a.ParkWatch,
+			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: a.ParkIdle, NoParkWatch: !a.ParkWatch,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
 		},
-	}
-	if a.ParkWatch && o.Carrier.HandoffThreshold < 0 {
-		return o, badInput("--park-watch needs hand-off, which mode %s has only with --handoff-threshold set or --blocking-endpoint", mode)
-	}
-	if a.ParkWatch && a.Float {
-		return o, badInput("--park-watch watches carriers bound to threads: --float has none")
 	}
 	if err := o.Carrier.Check(); err != nil {
 		return o, badInput("--float: %v (flags --topology, --nplus1, --cpuset)", err)

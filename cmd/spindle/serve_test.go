@@ -46,9 +46,7 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--float", "--nplus1"},
 		{"serve", "--float", "--cpuset", "0"},
 		{"serve", "--poller", "kqueue"},
-		{"serve", "--park-watch"}, // carrier mode: no hand-off
-		{"serve", "--mode", "nethttp-carrier", "--park-watch", "--handoff-threshold", "-1ns"},
-		{"serve", "--mode", "nethttp-carrier", "--park-watch", "--float"},
+		{"serve", "--park-watch=often"},
 		{"serve", "--db-conns", "both"},
 		{"serve", "extra"},
 		{"serve", "--admin-host", "localhost", "--admin-port", "9090"},
