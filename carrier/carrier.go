@@ -35,6 +35,7 @@ package carrier
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -543,11 +544,14 @@ func (c *Carrier) run(t *Task) {
 	c.cur.Store(nil)
 	c.now = wait.Now()
 	if c.ho.watch {
+		waited := g != 0 && gtrackseq(g) != seq
+		t.waited <<= 1
+		if waited {
+			t.waited |= 1
+		}
 		switch {
-		case back:
+		case back, waited && bits.OnesCount8(t.waited) >= parkArmWaits:
 			t.parkArm = parkArmRuns
-		case g != 0 && gtrackseq(g) != seq:
-			t.parkArm = max(t.parkArm, parkArmWaited)
 		case t.parkArm > 0:
 			t.parkArm--
 		}

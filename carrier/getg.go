@@ -41,3 +41,10 @@ func glockedm(gp uintptr) uintptr
 // that waited from one that computed (carrier.go, run). seqOK says
 // whether it passed its start-up check.
 func gtrackseq(gp uintptr) uint8
+
+// gwaitreason returns why goroutine gp (a getg value) waits, while its
+// status is waiting: the runtime's waitReason (runtime/runtime2.go), whose
+// values this runtime's check confirms (reasonOK). The park watch reads it
+// to leave alone a task that waits for the runtime itself (a GC assist, a
+// stop of the world) or has just switched back to its carrier.
+func gwaitreason(gp uintptr) uint8

@@ -47,3 +47,13 @@ TEXT ·gtrackseq(SB), NOSPLIT, $0-9
 	MOVBLZX 191(AX), AX
 	MOVB AX, ret+8(FP)
 	RET
+
+// func gwaitreason(gp uintptr) uint8: goroutine gp's runtime.g.waitreason
+// (at offset 176: after atomicstatus, stackLock, goid, schedlink and
+// waitsince), why it waits while its status is waiting. Checked at
+// start-up (reasonOK).
+TEXT ·gwaitreason(SB), NOSPLIT, $0-9
+	MOVQ gp+0(FP), AX
+	MOVBLZX 176(AX), AX
+	MOVB AX, ret+8(FP)
+	RET

@@ -37,3 +37,11 @@ TEXT ·gtrackseq(SB), NOSPLIT, $0-9
 	MOVBU 191(R0), R0
 	MOVB R0, ret+8(FP)
 	RET
+
+// func gwaitreason(gp uintptr) uint8: goroutine gp's runtime.g.waitreason
+// (at offset 176; see getg_amd64.s).
+TEXT ·gwaitreason(SB), NOSPLIT, $0-9
+	MOVD gp+0(FP), R0
+	MOVBU 176(R0), R0
+	MOVB R0, ret+8(FP)
+	RET

@@ -15,3 +15,5 @@ func gstatus(uintptr) uint32 { return 0 }
 func glockedm(uintptr) uintptr { return 0 }
 
 func gtrackseq(uintptr) uint8 { return 0 }
+
+func gwaitreason(uintptr) uint8 { return 0 }

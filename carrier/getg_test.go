@@ -58,6 +58,7 @@ func TestGetgChecks(t *testing.T) {
 		{"gstatus", statusOK},
 		{"glockedm", lockedOK},
 		{"gtrackseq", seqOK},
+		{"gwaitreason", reasonOK},
 	} {
 		if !c.ok() {
 			t.Errorf("%s failed its start-up check on %s/%s", c.name, runtime.Version(), runtime.GOARCH)

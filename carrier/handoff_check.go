@@ -201,3 +201,83 @@ var seqOK = sync.OnceValue(func() bool {
 	last, _ := next()
 	return last-first <= 1
 })
+
+// Wait reasons (runtime/runtime2.go, Go 1.26), as gwaitreason reads them:
+// the ones reasonOK checks, and the ones the park watch leaves alone
+// (runtimeWait).
+const (
+	waitGCAssistMarking   = 1
+	waitGarbageCollection = 4
+	waitGCScan            = 5
+	waitGCAssistWait      = 7
+	waitGCSweepWait       = 8
+	waitSemacquire        = 13 // the runtime's own semaphores: gcStart's, a poll.FD's lock
+	waitChanReceive       = 19
+	waitSyncMutexLock     = 22
+	waitGCMarkTermination = 32
+	waitStoppingTheWorld  = 33
+	waitFlushProcCaches   = 34
+	waitCoroutine         = 38
+)
+
+// reasonOK reports whether gwaitreason passed its check: it reads the
+// constants above for a goroutine parked on a channel receive, one on a
+// sync.Mutex held by another, and a coroutine that yielded (iter.Pull's). Where it fails
+// (another runtime's numbering, or a moved field) the park watch takes
+// every run whose task waits, as before it read reasons.
+var reasonOK = sync.OnceValue(func() bool {
+	if !statusOK() {
+		return false
+	}
+	parked := func(f func()) uint8 {
+		gs := make(chan uintptr)
+		go func() {
+			gs <- getg()
+			f()
+		}()
+		g := <-gs
+		for range 1000 {
+			if gstatus(g)&^gScanBit == gWaiting {
+				return gwaitreason(g)
+			}
+			runtime.Gosched()
+		}
+		return 0
+	}
+	release := make(chan struct{})
+	defer close(release)
+	if parked(func() { <-release }) != waitChanReceive {
+		return false
+	}
+	var mu sync.Mutex
+	mu.Lock()
+	defer mu.Unlock()
+	if parked(func() { mu.Lock(); mu.Unlock() }) != waitSyncMutexLock {
+		return false
+	}
+	var cg uintptr
+	next, stop := iter.Pull(func(yield func(struct{}) bool) {
+		cg = getg()
+		for yield(struct{}{}) {
+		}
+	})
+	defer stop()
+	next()
+	return gstatus(cg)&^gScanBit == gWaiting && gwaitreason(cg) == waitCoroutine
+})
+
+// runtimeWait says whether a goroutine waiting for reason r waits for the
+// runtime itself (the collector: an assist, a sweep, the stop of the
+// world it asked for; gcStart's semaphores) or has just switched back to
+// its carrier (its run is ending): short waits that the park watch
+// leaves to the task, where taking the run would cost a new owner and a
+// rejoin (nethttp-carrier /fruits: about one run in 600, nearly all of
+// them the collector's or a run's end).
+func runtimeWait(r uint8) bool {
+	switch r {
+	case waitGCAssistMarking, waitGarbageCollection, waitGCScan, waitGCAssistWait, waitGCSweepWait,
+		waitSemacquire, waitGCMarkTermination, waitStoppingTheWorld, waitFlushProcCaches, waitCoroutine:
+		return true
+	}
+	return false
+}

@@ -62,13 +62,14 @@ import (
 // requests later.
 const parkArmRuns = 8
 
-// parkArmWaited is how many runs of a task stay watched after a run that
-// left running unwatched: enough for its next request's first runs, where
-// a handler that waits does so again. Fewer than parkArmRuns, because a
-// run also leaves running when the collector stops the world or an assist
-// parks it (nethttp-carrier /fruits: about one run in a hundred, a GC
-// cycle every 25 ms), which is no sign that its next runs will wait.
-const parkArmWaited = 2
+// parkArmWaits is how many of a task's last eight runs must have waited
+// the Go way (its goroutine left running) for its next runs to be
+// watched. A run also leaves running when the collector stops the world
+// or an assist parks it (nethttp-carrier /fruits: about one run in a
+// hundred, a cycle every 25 ms), which says nothing of the task's next
+// runs, and seldom twice in eight runs of one task; a handler that waits
+// on a driver waits in every request.
+const parkArmWaits = 2
 
 // parkWatchers is how many goroutines watch a carrier's runs: the one that
 // takes a run becomes the carrier's owner and starts its replacement,
@@ -181,7 +182,8 @@ func (c *Carrier) ownParked(co *coro, start, at int64) {
 
 // parkedGoWay reports whether goroutine g is parked (on a channel, a
 // mutex, a timer, the netpoller); not in a system call, which goes on on
-// its thread.
+// its thread, nor waiting for the runtime itself or switched back to its
+// carrier (runtimeWait).
 func parkedGoWay(g uintptr) bool {
-	return g != 0 && statusOK() && gstatus(g)&^gScanBit == gWaiting
+	return g != 0 && statusOK() && gstatus(g)&^gScanBit == gWaiting && !(reasonOK() && runtimeWait(gwaitreason(g)))
 }

@@ -15,8 +15,9 @@ import (
 // the park watch every wait held the carrier and ran out at its 200 ms
 // fallback (0 served); now the watch takes the run on the carrier's thread
 // as the task parks, counts a park yield (not a hand-off), and the task
-// rejoins at its next carrier operation. Only the first round's wait is
-// not watched (no run of the task has waited yet): the later waits follow
+// rejoins at its next carrier operation. Only the first two rounds'
+// waits are not watched (the watch needs two runs of the last eight that
+// waited, parkArmWaits): the later waits follow
 // a rejoin and a short run (watched for parkArmRuns runs; with the next
 // run only, 1 was served). At the end every yielded task is back and no
 // watcher goroutine is left.
@@ -122,7 +123,9 @@ func TestParkWatchOn(t *testing.T) {
 // (the old rule, "the last run lasted 25 µs or more", watched every one
 // of its runs: nethttp-carrier /fruits on one CPU paid 1.6x the CPU per
 // request) and one that sleeps on the carrier's own timers are not
-// watched; one that sleeps the Go way is, from its second run on.
+// watched, nor one whose run waited once (a collection's stop of the world
+// or an assist looks the same); one that sleeps the Go way every time is,
+// from its third run on.
 func TestParkWatchArming(t *testing.T) {
 	const runs = 100
 	for _, tc := range []struct {
@@ -135,6 +138,15 @@ func TestParkWatchArming(t *testing.T) {
 			}
 		}, false},
 		{"sleeps on the carrier", func(tk *Task) { tk.Sleep(100 * time.Microsecond) }, false},
+		{"sleeps the Go way once", func() func(*Task) {
+			once := false
+			return func(*Task) {
+				if !once {
+					once = true
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+		}(), false},
 		{"sleeps the Go way", func(*Task) { time.Sleep(100 * time.Microsecond) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

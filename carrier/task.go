@@ -47,9 +47,13 @@ type Task struct {
 	pinned   uint64 // runs longer than Options.PinnedThreshold (see Pinned)
 	handoffs uint64 // runs handed off (see Handoffs)
 	// parkArm is how many of the task's next runs get the park watch
-	// (armPark): parkArmRuns after a long run or one that came back from a
-	// hand-off or park yield, one less after each other run.
+	// (armPark): parkArmRuns after a run that came back from a hand-off or
+	// park yield, or after a second run of the last eight that waited the
+	// Go way (waited), one less after each other run.
 	parkArm uint8
+	// waited has a bit per run of the task's last eight, newest lowest:
+	// set where the run's goroutine left running (gtrackseq).
+	waited uint8
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
