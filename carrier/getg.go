@@ -46,5 +46,5 @@ func gtrackseq(gp uintptr) uint8
 // status is waiting: the runtime's waitReason (runtime/runtime2.go), whose
 // values this runtime's check confirms (reasonOK). The park watch reads it
 // to leave alone a task that waits for the runtime itself (a GC assist, a
-// stop of the world) or has just switched back to its carrier.
+// stop of the world) or runs a coroutine of its own on its thread.
 func gwaitreason(gp uintptr) uint8
