@@ -203,12 +203,13 @@ func BenchmarkForeignRoundTrip(b *testing.B) {
 // in Go's netpoller woke that thread at every arrival, for nothing. Run it
 // on one CPU (taskset -c 1), as the server under test runs.
 func BenchmarkGreetedRoundTrip(b *testing.B) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	_, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
 	addr := l.Addr().String()
 	for _, greeted := range []bool{false, true} {
 		name := map[bool]string{false: "fresh", true: "greeted"}[greeted]
 		b.Run(name, func(b *testing.B) {
+			// After the testing package's own setting for the sub-benchmark.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 			g := newGroup(b, Options{Carriers: 1})
 			nc, err := g.Carrier(0).DialContext(context.Background(), "tcp", addr)
 			if err != nil {
