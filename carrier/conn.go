@@ -61,8 +61,8 @@ type pollDesc struct {
 	// fref the fd's references by foreign uses, and its closed bit;
 	// taskParks the tasks parked on pd once foreignUsed; rearmReq a request
 	// to move their timers, pending; goUse the operations on gc (begun and
-	// in flight, goConnUse) and goSeen and goQuiet the carrier's count of
-	// the tasks' parks since one last began (dropGoConn).
+	// in flight, goConnBegin), and goSeen and goQuiet, the carrier's, the
+	// begun count it last saw and the tasks' parks since (goParked).
 	home        atomic.Pointer[Carrier]
 	foreignUsed atomic.Bool
 	gc          atomic.Pointer[net.Conn]
