@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,4 +189,62 @@ func BenchmarkForeignRoundTrip(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkGreetedRoundTrip is a task's 64-byte round trip over a carrier
+// conn of a 1-carrier group, with an echo server on a carrier of its own
+// (so that nothing else waits in Go's netpoller, as in a server whose I/O
+// is all on carriers): a conn that only tasks used ("fresh") and one that
+// a goroutine used first ("greeted", as pgxpool's goroutine dials and
+// greets a database conn). GOMAXPROCS is one more than the carriers, as
+// spindle serve sets it: a P is idle, and a runtime thread waits in Go's
+// netpoller. Besides ns/op it reports the process's CPU time per round
+// trip (the echo server's included): a greeted conn whose duplicate stayed
+// in Go's netpoller woke that thread at every arrival, for nothing. Run it
+// on one CPU (taskset -c 1), as the server under test runs.
+func BenchmarkGreetedRoundTrip(b *testing.B) {
+	_, l := echoGroup(b, Options{Carriers: 1}, ListenOptions{})
+	addr := l.Addr().String()
+	for _, greeted := range []bool{false, true} {
+		name := map[bool]string{false: "fresh", true: "greeted"}[greeted]
+		b.Run(name, func(b *testing.B) {
+			// After the testing package's own setting for the sub-benchmark.
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+			g := newGroup(b, Options{Carriers: 1})
+			nc, err := g.Carrier(0).DialContext(context.Background(), "tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cn := nc.(*Conn)
+			defer cn.Close()
+			if greeted {
+				msg := []byte("hello")
+				if _, err := cn.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(cn, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			cpu0 := processCPU(b)
+			if err := g.Carrier(0).SubmitLocal(func(*Task) { done <- benchLoop(b, cn, cn) }); err != nil {
+				b.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU returns the CPU time the process used so far (user and
+// system), in ns.
+func processCPU(b *testing.B) int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -60,13 +60,18 @@ type pollDesc struct {
 	// on a duplicate of the fd (readiness engine), made at the first use;
 	// fref the fd's references by foreign uses, and its closed bit;
 	// taskParks the tasks parked on pd once foreignUsed; rearmReq a request
-	// to move their timers, pending.
+	// to move their timers, pending; goUse the operations on gc (begun and
+	// in flight, goConnBegin), and goSeen and goQuiet, the carrier's, the
+	// begun count it last saw and the tasks' parks since (goParked).
 	home        atomic.Pointer[Carrier]
 	foreignUsed atomic.Bool
 	gc          atomic.Pointer[net.Conn]
 	fref        atomic.Uint64
 	taskParks   atomic.Int32
 	rearmReq    atomic.Bool
+	goUse       atomic.Uint64
+	goSeen      uint32
+	goQuiet     int
 }
 
 // register adds pd to c's fd table and poller, with c's engine for its

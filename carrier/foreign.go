@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -107,8 +108,6 @@ func (pd *pollDesc) foreignClosed() bool {
 // operation run as a task of the home carrier. The caller has marked the
 // conn used (foreignUse) before read, write, close and closeWrite.
 type foreignPath interface {
-	// firstUse runs at the conn's first foreign use.
-	firstUse(cn *Conn)
 	read(cn *Conn, p []byte) (int, error)
 	write(cn *Conn, p []byte) (int, error)
 	close(cn *Conn) error
@@ -133,11 +132,7 @@ func (cn *Conn) foreignUse() (first bool, err error) {
 	if cn.pd.g == nil {
 		return false, errNoHome
 	}
-	first = !cn.pd.foreignUsed.Swap(true)
-	if first {
-		cn.pd.foreign().firstUse(cn)
-	}
-	return first, nil
+	return !cn.pd.foreignUsed.Swap(true), nil
 }
 
 // unpollRequest asks the home carrier to take cn off its poller while no
@@ -177,8 +172,11 @@ func (pd *pollDesc) repoll() error {
 }
 
 // goConn returns the Go net.Conn on a duplicate of cn's fd that foreign
-// callers of the readiness engine use, made at the first call with cn's
-// current deadlines.
+// callers of the readiness engine use, made at the first call (or the
+// first since the carrier dropped it: goParked) with cn's current
+// deadlines; the making takes the conn off the home carrier's poller
+// until a task parks on it (unpollRequest). Only an operation on the Go
+// conn calls it (goConnBegin).
 func (cn *Conn) goConn() (net.Conn, error) {
 	pd := &cn.pd
 	if c := pd.gc.Load(); c != nil {
@@ -208,8 +206,85 @@ func (cn *Conn) goConn() (net.Conn, error) {
 	// Go conn and now looks for the bit: one of the two closes it.
 	if pd.foreignClosed() {
 		nc.Close()
+		return nc, nil
 	}
+	cn.unpollRequest()
 	return nc, nil
+}
+
+// The Go conn lives while foreign callers use it. Its duplicate fd is in
+// Go's netpoller, which every arrival on the socket wakes, edge-triggered,
+// whoever reads it: where a task of the home carrier is the only reader
+// (a pgx conn that the pool's goroutine dialled and greeted, then only
+// its carrier's requests query), each arrival woke a thread of the
+// runtime that found no goroutine to run: about one epoll_pwait and two
+// context switches per query, on the carrier's CPU (docs/PERFORMANCE.md,
+// "Thirteenth session"). So a task that parks on the conn for the
+// goConnQuietParks-th time in a row with no foreign operation begun in
+// between, and none in flight, has the carrier close the Go conn
+// (goParked); the next foreign operation makes a new one (a dup and
+// Go's registration: a few system calls, once per switch).
+//
+// goUse counts the operations on the Go conn: in its high 32 bits those
+// begun, from bit 1 those in flight; bit 0 (goDropping) is set while the
+// carrier drops it. An operation begins only while bit 0 is clear, and
+// the carrier sets it only while none is in flight, so no operation meets
+// a Go conn closed under it.
+const (
+	goDropping     = 1
+	goInFlight     = 2
+	goBegun        = 1 << 32
+	goInFlightMask = goBegun - goInFlight
+	// goConnQuietParks is how many parks of the home carrier's tasks in a
+	// row, with no foreign operation begun, drop the Go conn: a conn that
+	// goroutines and tasks take turns on keeps it (a websocket's write
+	// pump beside its reading task), and one that goroutines leave alone
+	// loses it after a few round trips. A drop and the next making cost
+	// about ten system calls, so a conn that keeps switching at the worst
+	// rhythm pays about one per park, as it paid one wake-up per arrival.
+	goConnQuietParks = 8
+)
+
+// goConnBegin begins a foreign operation on cn's Go conn and returns the
+// Go conn (goConn); goConnEnd ends the operation, whatever the result.
+func (cn *Conn) goConnBegin() (net.Conn, error) {
+	pd := &cn.pd
+	for {
+		v := pd.goUse.Load()
+		if v&goDropping == 0 && pd.goUse.CompareAndSwap(v, v+goBegun+goInFlight) {
+			return cn.goConn()
+		}
+		runtime.Gosched() // the carrier is dropping it: a swap and a store
+	}
+}
+
+// goConnEnd ends an operation goConnBegin began.
+func (pd *pollDesc) goConnEnd() { pd.goUse.Add(^uint64(goInFlight - 1)) } // minus goInFlight
+
+// goParked runs on the home carrier as a task parks on pd (awaitConn):
+// the goConnQuietParks-th park in a row with no foreign operation begun
+// since the first, and none in flight, closes the Go conn.
+func (pd *pollDesc) goParked() {
+	gc := pd.gc.Load()
+	if gc == nil {
+		return
+	}
+	v := pd.goUse.Load()
+	if begun := uint32(v >> 32); begun != pd.goSeen {
+		pd.goSeen, pd.goQuiet = begun, 0
+		return
+	}
+	if pd.goQuiet++; pd.goQuiet < goConnQuietParks || v&goInFlightMask != 0 ||
+		!pd.goUse.CompareAndSwap(v, v|goDropping) {
+		return
+	}
+	// gc is still the Go conn: only goConn stores one, in an operation,
+	// and only where there is none.
+	pd.gc.Store(nil)
+	pd.goUse.Store(v)
+	pd.goQuiet = 0
+	(*gc).Close()
+	add(&pd.c.stats.goConnsDropped, 1)
 }
 
 // wallDeadline converts a stored deadline (wait.Now ns; 0: none) back to
@@ -318,10 +393,6 @@ func (cn *Conn) foreignCloseWrite() error {
 // (goConn), which Go's netpoller waits for.
 type goConnPath struct{}
 
-// firstUse takes the conn off the home carrier's poller until a task
-// parks on it (unpollRequest).
-func (goConnPath) firstUse(cn *Conn) { cn.unpollRequest() }
-
 func (goConnPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Read) }
 
 func (goConnPath) write(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Write) }
@@ -331,7 +402,8 @@ func goConnIO(cn *Conn, p []byte, op func(net.Conn, []byte) (int, error)) (int, 
 	if cn.pd.foreignClosed() {
 		return 0, net.ErrClosed
 	}
-	nc, err := cn.goConn()
+	nc, err := cn.goConnBegin()
+	defer cn.pd.goConnEnd()
 	if err != nil {
 		return 0, err
 	}
@@ -352,7 +424,8 @@ func (goConnPath) closeWrite(cn *Conn) error {
 	if cn.pd.foreignClosed() {
 		return net.ErrClosed
 	}
-	nc, err := cn.goConn()
+	nc, err := cn.goConnBegin()
+	defer cn.pd.goConnEnd()
 	if err != nil {
 		return err
 	}
@@ -364,7 +437,8 @@ func (goConnPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 	if _, err := cn.foreignUse(); err != nil {
 		return err
 	}
-	nc, err := cn.goConn()
+	nc, err := cn.goConnBegin()
+	defer cn.pd.goConnEnd()
 	if err != nil {
 		return err
 	}
@@ -382,9 +456,6 @@ func (goConnPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 // as a task of the home carrier (onCarrier), where the conn's own
 // operations park it as usual.
 type carrierPath struct{}
-
-// firstUse does nothing: the conn has no readiness poll to leave.
-func (carrierPath) firstUse(*Conn) {}
 
 func (carrierPath) read(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Read) }
 
@@ -494,6 +565,7 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 			return err
 		}
 	}
+	pd.goParked()
 	pd.taskParks.Add(1)
 	defer pd.taskParks.Add(-1)
 	return pd.await(t, slot, dl.Load())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -46,6 +47,19 @@ func netPeer(t *testing.T) (addr string, peer <-chan net.Conn) {
 		ch <- c
 	}()
 	return ln.Addr().String(), ch
+}
+
+// dialPeer dials a plain net server on carrier 0 of g (dialFree) and
+// returns the conn and the server's end of it.
+func dialPeer(t *testing.T, g *Group) (*Conn, net.Conn) {
+	t.Helper()
+	addr, peers := netPeer(t)
+	cn := dialFree(t, g, 0, addr)
+	peer := <-peers
+	if peer == nil {
+		t.Fatal("no peer conn")
+	}
+	return cn, peer
 }
 
 // echoPeer writes back what peer reads, with a plain loop: io.Copy
@@ -277,12 +291,7 @@ func TestForeignConn(t *testing.T) {
 			t.Run(strconv.Itoa(carriers)+" carriers/"+tc.name, func(t *testing.T) {
 				checkLeaks(t)
 				g := newGroup(t, Options{Carriers: carriers})
-				addr, peers := netPeer(t)
-				cn := dialFree(t, g, 0, addr)
-				peer := <-peers
-				if peer == nil {
-					t.Fatal("no peer conn")
-				}
+				cn, peer := dialPeer(t, g)
 				tc.run(t, g, cn, peer)
 			})
 		}
@@ -328,12 +337,7 @@ func TestRepollAfterUnpoll(t *testing.T) {
 	if !g.connEng.polled() {
 		t.Skip("this poller's conns have no readiness poll to take off")
 	}
-	addr, peers := netPeer(t)
-	cn := dialFree(t, g, 0, addr)
-	peer := <-peers
-	if peer == nil {
-		t.Fatal("no peer conn")
-	}
+	cn, peer := dialPeer(t, g)
 	go func() {
 		time.Sleep(20 * time.Millisecond) // the task is parked by then, or finds the byte at once
 		peer.Write([]byte("x"))
@@ -480,12 +484,7 @@ func FuzzForeignOps(f *testing.F) {
 		if len(ops) > 64 {
 			ops = ops[:64]
 		}
-		addr, peers := netPeer(t)
-		cn := dialFree(t, g, 0, addr)
-		peer := <-peers
-		if peer == nil {
-			t.Fatal("no peer conn")
-		}
+		cn, peer := dialPeer(t, g)
 		// fromTask runs fn as a task of the home carrier, or on this
 		// goroutine: the two kinds of caller the model does not tell apart.
 		do := func(inTask bool, fn func()) {
@@ -562,4 +561,199 @@ func FuzzForeignOps(f *testing.F) {
 			t.Fatalf("the peer read %d bytes (%v), want the %d written", len(got), err, len(sent))
 		}
 	})
+}
+
+// goConnFd returns the fd of cn's Go conn (its duplicate, in Go's
+// netpoller), or -1 when it has none.
+func goConnFd(t *testing.T, cn *Conn) int {
+	t.Helper()
+	gc := cn.pd.gc.Load()
+	if gc == nil {
+		return -1
+	}
+	raw, err := (*gc).(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	raw.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
+
+// echoSlow writes back each read of peer after a millisecond, so that the
+// conn's reader has parked by then.
+func echoSlow(peer net.Conn) {
+	b := make([]byte, 4096)
+	for {
+		n, err := peer.Read(b)
+		if err != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+		if _, err := peer.Write(b[:n]); err != nil {
+			return
+		}
+	}
+}
+
+// A conn that a goroutine greeted and then only tasks of its home carrier
+// use (a pgx conn its pool's goroutine dialled) loses its Go conn after
+// goConnQuietParks parks: the duplicate leaves Go's netpoller, which every
+// arrival woke for nothing (a runtime thread's epoll_pwait and two context
+// switches per database query). A conn that goroutines and tasks take
+// turns on keeps its Go conn; a goroutine's use after the drop makes a new
+// one, and both kinds of caller go on.
+func TestGoConnDropped(t *testing.T) {
+	tests := []struct {
+		name string
+		// foreignEvery: a goroutine's round trip after every so many of
+		// the task's (0: none); wantDrop: the Go conn is dropped.
+		foreignEvery int
+		wantDrop     bool
+	}{
+		{"only tasks after the greeting", 0, true},
+		{"a goroutine after every task's round trip", 1, false},
+		{"a goroutine after every few of the task's", goConnQuietParks / 2, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, Options{Carriers: 1})
+			if _, ok := g.connEng.foreign().(goConnPath); !ok {
+				t.Skip("this poller's foreign callers have no Go conn")
+			}
+			cn, peer := dialPeer(t, g)
+			go echoSlow(peer)
+			roundTrip := func(what string) error {
+				msg := []byte(what)
+				if _, err := cn.Write(msg); err != nil {
+					return err
+				}
+				buf := make([]byte, len(msg))
+				if _, err := io.ReadFull(cn, buf); err != nil || !bytes.Equal(buf, msg) {
+					return fmt.Errorf("echo of %q: %q, %v", msg, buf, err)
+				}
+				return nil
+			}
+			if err := roundTrip("greeting"); err != nil { // a goroutine's: the Go conn is made
+				t.Fatal(err)
+			}
+			first := cn.pd.gc.Load()
+			dup := goConnFd(t, cn)
+			if first == nil || dup < 0 {
+				t.Fatal("a goroutine's round trip made no Go conn")
+			}
+			// Each of the task's reads parks (the echo comes a millisecond
+			// later); a loaded machine may let a few find it there, so the
+			// task makes four times the round trips a drop needs.
+			trips := 4 * goConnQuietParks
+			for i := range trips {
+				inTaskOf(t, g, 0, func(*Task) {
+					if err := roundTrip("task " + strconv.Itoa(i)); err != nil {
+						t.Error(err)
+					}
+				})
+				if tc.foreignEvery > 0 && (i+1)%tc.foreignEvery == 0 {
+					if err := roundTrip("goroutine " + strconv.Itoa(i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			dropped := g.Snapshot()[0].GoConnsDropped
+			gc := cn.pd.gc.Load()
+			switch {
+			case tc.wantDrop && (gc != nil || dropped != 1):
+				t.Fatalf("after %d round trips of tasks alone the Go conn is %p (%d dropped), want none (1 dropped): its duplicate stays in Go's netpoller", trips, gc, dropped)
+			case tc.wantDrop && fdOpen(dup):
+				t.Fatalf("the dropped Go conn's duplicate, fd %d, is still open", dup)
+			case !tc.wantDrop && (gc != first || dropped != 0):
+				t.Fatalf("the Go conn was dropped (%d) although a goroutine used the conn every %d round trips", dropped, tc.foreignEvery)
+			}
+			if err := roundTrip("goroutine after"); err != nil {
+				t.Fatalf("a goroutine's round trip after the task's: %v", err)
+			}
+			if cn.pd.gc.Load() == nil {
+				t.Error("a goroutine's round trip made no Go conn")
+			}
+			inTaskOf(t, g, 0, func(*Task) {
+				if err := roundTrip("task after"); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// Goroutines' operations race the carrier's drops of the Go conn: a
+// goroutine writes in bursts while a task reads what the peer sends, one
+// byte at a time, so that the task's parks between the bursts drop the Go
+// conn and the next burst makes another. No write fails or is lost, and
+// every byte arrives in order (run it with -race).
+func TestGoConnDropRace(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	if _, ok := g.connEng.foreign().(goConnPath); !ok {
+		t.Skip("this poller's foreign callers have no Go conn")
+	}
+	cn, peer := dialPeer(t, g)
+	const bytesIn, bursts, burst = 300, 30, 8
+	var wrote bytes.Buffer
+	writer := make(chan error, 1)
+	go func() {
+		for b := range bursts {
+			for i := range burst {
+				msg := []byte("w" + strconv.Itoa(b) + "." + strconv.Itoa(i) + ";")
+				if _, err := cn.Write(msg); err != nil {
+					writer <- fmt.Errorf("write %d of burst %d: %w", i, b, err)
+					return
+				}
+				wrote.Write(msg)
+			}
+			time.Sleep(time.Duration(4+3*(b%4)) * time.Millisecond) // a byte's sleep below lasts about 1 ms (Go's timers)
+		}
+		writer <- nil
+	}()
+	received := make(chan []byte, 1)
+	go func() {
+		peer.SetReadDeadline(time.Now().Add(30 * time.Second))
+		got, _ := io.ReadAll(peer)
+		received <- got
+	}()
+	go func() {
+		for i := range bytesIn {
+			if _, err := peer.Write([]byte{byte(i)}); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	inTaskOf(t, g, 0, func(*Task) {
+		cn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		b := make([]byte, 1)
+		for i := range bytesIn {
+			if _, err := io.ReadFull(cn, b); err != nil || b[0] != byte(i) {
+				t.Errorf("the task's read %d: %d, %v", i, b[0], err)
+				return
+			}
+		}
+	})
+	if err := <-writer; err != nil {
+		t.Fatal(err)
+	}
+	if err := cn.CloseWrite(); err != nil { // a goroutine's: the peer reads the end after what was written
+		t.Fatal(err)
+	}
+	select {
+	case got := <-received:
+		if !bytes.Equal(got, wrote.Bytes()) {
+			t.Fatalf("the peer received %d bytes, want the %d written", len(got), wrote.Len())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the peer did not see the end of what was written within 30s")
+	}
+	if n := g.Snapshot()[0].GoConnsDropped; n == 0 {
+		t.Logf("no Go conn was dropped: the race was not run (the task's reads parked too seldom)")
+	} else {
+		t.Logf("Go conns dropped and made again: %d", n)
+	}
 }

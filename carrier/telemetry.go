@@ -139,6 +139,8 @@ type stats struct {
 	detached    atomic.Int64
 	detachedFor histRec
 	threadMoves atomic.Uint64
+	// Conns (foreign.go), written by the carrier's owner.
+	goConnsDropped atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
@@ -182,6 +184,7 @@ type Telemetry struct {
 	Detached       int64             `json:"detached"`         // gauge: tasks handed off and not back yet (blocked or computing now)
 	DetachedFor    Histogram         `json:"detached_for"`     // ns from a hand-off to the task's return to its carrier
 	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
+	GoConnsDropped uint64            `json:"go_conns_dropped"` // Go conns of foreign callers closed because only the carrier's tasks used their conn for a while (foreign.go): out of Go's netpoller
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls
@@ -267,6 +270,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Rejoins = op(t.Rejoins, o.Rejoins)
 	d.DetachedFor = t.DetachedFor.combine(o.DetachedFor, op)
 	d.ThreadMoves = op(t.ThreadMoves, o.ThreadMoves)
+	d.GoConnsDropped = op(t.GoConnsDropped, o.GoConnsDropped)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
@@ -306,6 +310,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		Detached:       s.detached.Load(),
 		DetachedFor:    s.detachedFor.snapshot(),
 		ThreadMoves:    s.threadMoves.Load(),
+		GoConnsDropped: s.goConnsDropped.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),

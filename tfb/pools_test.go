@@ -34,3 +34,23 @@ func TestPoolConfig(t *testing.T) {
 		}
 	}
 }
+
+// The pool's conns, which pgxpool dials and greets from a goroutine of its
+// own, leave Go's netpoller once the carrier's tasks alone query over
+// them: each had a Go conn for that goroutine, whose duplicate fd woke a
+// runtime thread at every answer to the tasks' queries (an epoll_pwait and
+// two context switches per query, docs/PERFORMANCE.md "Thirteenth
+// session"). One pool conn, a few /queries requests: its Go conn is
+// dropped, and the answers stay right.
+func TestPolledConnsLeaveGoNetpoller(t *testing.T) {
+	base, g := servePolled(t, checkLeaks(t), 1, 1)
+	c := newClient(t, 1, requestTimeout)
+	for range 3 {
+		if err := getOK(c, base+"/queries?queries=20", '['); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := g.Snapshot()[0].GoConnsDropped; n != 1 {
+		t.Errorf("the carrier dropped %d Go conns after 60 queries on its one pool conn, want 1: the conn pgxpool's goroutine greeted stays in Go's netpoller", n)
+	}
+}

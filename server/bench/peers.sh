@@ -98,30 +98,9 @@ side() {
 		waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
 		return
 	fi
-	rm -f "$dir/ctl" "$dir/ack" "$dir/sys.csv"
-	mkfifo "$dir/ctl" "$dir/ack"
 	# perf on the load's CPU; the server (taskset's exec) is its child.
-	taskset -c "$lg_cpu" perf stat -x, -e raw_syscalls:sys_enter -D -1 --control "fifo:$dir/ctl,$dir/ack" \
-		-o "$dir/sys.csv" -- taskset -c "$srv_cpu" "${cmd[@]}" >"$dir/server.log" 2>&1 &
-	perfpid=$!
-	pids+=("$perfpid")
-	exec 7<>"$dir/ctl" 8<>"$dir/ack"
-	waitport "$s" || { cat "$dir/server.log" >&2; exit 1; }
-	srv=$(pgrep -P "$perfpid" | head -1)
-	[ -n "$srv" ] || { echo "$0: no server process under perf stat ($perfpid)" >&2; exit 1; }
-	pids+=("$srv")
+	perfserve raw_syscalls:sys_enter "$s" "$lg_cpu" taskset -c "$srv_cpu" "${cmd[@]}"
 }
-
-# perfctl CMD: send perf stat CMD (enable, disable) and wait for its acknowledgement.
-perfctl() {
-	local ack=""
-	echo "$1" >&7
-	read -t 10 -r ack <&8 || true
-	[ "$ack" = ack ] || { echo "$0: perf stat did not acknowledge $1 in 10 s" >&2; exit 1; }
-}
-
-# ticks PID: the CPU time of process PID so far (utime + stime, clock ticks).
-ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 
 # run K NAME [RATE]: one load run against side K, its JSON in $dir/NAME.json, the server's CPU µs
 # per completed request (over the whole run, connects and warm-up included) in $dir/NAME.cpu and
@@ -142,7 +121,7 @@ run() {
 	if [ -n "$perfpid" ]; then
 		wait "$perfpid" 2>/dev/null || true # perf writes its count when the server has exited
 		exec 7>&- 8>&-
-		count=$(awk -F, '$3 == "raw_syscalls:sys_enter" {print $1}' "$dir/sys.csv")
+		count=$(awk -F, '$3 == "raw_syscalls:sys_enter" {print $1}' "$dir/stat.csv")
 		case "$count" in
 		'' | *[!0-9]*) echo "  $name: perf stat counted no system calls (${count:-no count})" >&2; echo n/a ;;
 		*) awk -v c="$count" -v n="$n" 'BEGIN{printf "%.2f\n", c / n}' ;;
