@@ -550,7 +550,8 @@ func (c *Carrier) run(t *Task) {
 			t.waited |= 1
 		}
 		switch {
-		case back, waited && bits.OnesCount8(t.waited) >= parkArmWaits:
+		case back, waited && bits.OnesCount8(t.waited) >= parkArmWaits,
+			c.g.spareCPU && c.now-start >= int64(parkArmAfter):
 			t.parkArm = parkArmRuns
 		case t.parkArm > 0:
 			t.parkArm--

@@ -42,6 +42,7 @@ type Group struct {
 	// that leaves a carrier goes (offCarrier). stopMonitor and monitorDone
 	// stop and await the hand-off monitor (nil without one).
 	allowed     cpu.Set
+	spareCPU    bool // the process may run on more CPUs than it has carriers: the park watch may use one (handoff_park.go)
 	stopMonitor chan struct{}
 	monitorDone chan struct{}
 	clock       *unix.Timer // the monitor's sleep
@@ -93,6 +94,7 @@ func New(o Options) (*Group, error) {
 		}
 	}
 	g.allowed, _ = cpu.Allowed()
+	g.spareCPU = len(g.allowed) > len(g.carriers)
 	g.raiseProcs()
 	for i, c := range g.carriers {
 		go c.start()

@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
 )
@@ -34,10 +35,18 @@ import (
 // runs: the owner readies no other meanwhile, so short runs do not use
 // the watchers up. Where another P ran a watcher while the task still
 // runs (an idle P's thread steals a readied goroutine after a few µs), it
-// leaves the run to the monitor at once: looking again after each Gosched
-// for 50 µs took that thread's CPU, the carrier's own on a one-CPU
-// server, for every watched run, and caught no more of the drivers' waits
-// (BenchmarkStandardHandlers pgxpool and redis on one carrier).
+// looks again after each Gosched for at most parkSpin, then leaves the run
+// to the monitor; but only where the process may run on more CPUs than it
+// has carriers (Group.spareCPU): on a server whose carriers have every
+// CPU the spin takes a carrier's CPU for every watched run.
+//
+// Where there is such a spare CPU, the watch also arms after any run that
+// held the carrier parkArmAfter or more, as it first did: more watched
+// runs keep a watcher readied more often (and the spare CPU's thread
+// awake), which served go-redis on one carrier of two CPUs at 1.28x
+// net/http's rate against 0.93x with the waited rule alone
+// (BenchmarkStandardHandlers, 8 alternated rounds), and the wake-ups run
+// on the CPU no carrier has.
 //
 // A run waited the Go way where its goroutine left running meanwhile: the
 // runtime counts each time a goroutine parks or is preempted (gtrackseq),
@@ -61,6 +70,20 @@ import (
 // too; one that stops waiting stops costing a wake-up per run a few
 // requests later.
 const parkArmRuns = 8
+
+// parkArmAfter is how long a run must hold its carrier for the task's next
+// runs to be watched where a CPU is not a carrier's (Group.spareCPU): a
+// few times an ordinary request's run (parse, handler, write: 5-15 µs on
+// the 2-CPU machine of docs/PERFORMANCE.md), under a loopback round trip.
+const parkArmAfter = 25 * time.Microsecond
+
+// parkSpin is how long the watch, run by another P while the task still
+// runs, keeps looking (yielding its P between looks) before it leaves the
+// run to the monitor, where a CPU is not a carrier's (Group.spareCPU).
+// Stolen watchers are the rule where a P is idle: go-redis on one carrier
+// of two CPUs had 1.2 watched runs per request and 0.37 park yields
+// without the spin.
+const parkSpin = 50 * time.Microsecond
 
 // parkArmWaits is how many of a task's last eight runs must have waited
 // the Go way (its goroutine left running) for its next runs to be
@@ -131,6 +154,10 @@ func (c *Carrier) parkTake(arm chan struct{}) bool {
 	}
 	// runCo is stored before a run's number and changes only after it
 	// moved on: co is run seq's.
+	until := wait.Now()
+	if c.g.spareCPU {
+		until += int64(parkSpin)
+	}
 	sawWait := false
 	for {
 		if c.ho.runSeq.Load() != seq {
@@ -141,7 +168,7 @@ func (c *Carrier) parkTake(arm chan struct{}) bool {
 				break
 			}
 			sawWait = true
-		} else {
+		} else if sawWait = false; wait.Now() > until {
 			return false // it runs: not parked, or woken already
 		}
 		runtime.Gosched()

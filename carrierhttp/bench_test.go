@@ -498,9 +498,11 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				for _, t := range g.Snapshot() {
 					tot.Handoffs += t.Handoffs
 					tot.ParkYields += t.ParkYields
+					tot.ParkWatched += t.ParkWatched
 				}
 				b.ReportMetric(float64(tot.Handoffs)/float64(b.N), "handoffs/op")
 				b.ReportMetric(float64(tot.ParkYields)/float64(b.N), "parkyields/op")
+				b.ReportMetric(float64(tot.ParkWatched)/float64(b.N), "watched/op")
 			})
 		}
 	}
