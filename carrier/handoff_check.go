@@ -5,6 +5,7 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // mOK reports whether getm passed its check: non-zero, stable on a locked
@@ -44,6 +45,11 @@ var mOK = sync.OnceValue(func() bool {
 	return okA && okB && a != b
 })
 
+// checkWait bounds how long a start-up check waits for a goroutine it
+// started to park: a few scheduler rounds on a machine, but much more
+// under an emulator (qemu) on a loaded host.
+const checkWait = 2 * time.Second
+
 // Goroutine statuses (runtime/runtime2.go), as gstatus reads them less
 // the scan bit.
 const (
@@ -74,7 +80,7 @@ var statusOK = sync.OnceValue(func() bool {
 	}()
 	g := <-gs
 	defer close(release)
-	for range 1000 { // until it blocks on release: a few scheduler rounds
+	for end := time.Now().Add(checkWait); time.Now().Before(end); { // until it blocks on release: a few scheduler rounds
 		if st := gstatus(g) &^ gScanBit; st == gWaiting {
 			return true
 		} else if st > gStatusSet {
@@ -153,8 +159,9 @@ func (t *Task) refuseLocked() {
 }
 
 // seqOK reports whether gtrackseq passed its check: a goroutine that parks
-// on a channel three times counts three (four or five where the scheduler
-// also preempted it meanwhile), and a coroutine that yields three times
+// on a channel three times counts three (more where the scheduler also
+// preempted it or a GC assist parked it meanwhile: up to 16 on a loaded
+// host under an emulator), and a coroutine that yields three times
 // (iter.Pull switches as the carrier's coroutines do) counts none, or one
 // where it was preempted. Where it fails (a runtime whose g moved
 // trackingSeq, or whose coroutine switch now counts) the park watch is off
@@ -177,8 +184,8 @@ var seqOK = sync.OnceValue(func() bool {
 	}()
 	g := <-gs
 	for range 3 {
-		for i := 0; gstatus(g)&^gScanBit != gWaiting; i++ { // parked on step, not about to
-			if i == 1000 {
+		for end := time.Now().Add(checkWait); gstatus(g)&^gScanBit != gWaiting; { // parked on step, not about to
+			if time.Now().After(end) {
 				close(step)
 				<-done
 				return false
@@ -187,7 +194,7 @@ var seqOK = sync.OnceValue(func() bool {
 		}
 		step <- struct{}{}
 	}
-	if parks := <-done; parks < 3 || parks > 5 {
+	if parks := <-done; parks < 3 || parks > 16 {
 		return false
 	}
 	var cg uintptr
@@ -232,30 +239,33 @@ var reasonOK = sync.OnceValue(func() bool {
 	if !statusOK() {
 		return false
 	}
-	parked := func(f func()) uint8 {
+	// parkedAs reports whether f's goroutine comes to wait for reason
+	// want: it may wait for another meanwhile (a GC assist), and a field
+	// read at a wrong offset never reads want.
+	parkedAs := func(f func(), want uint8) bool {
 		gs := make(chan uintptr)
 		go func() {
 			gs <- getg()
 			f()
 		}()
 		g := <-gs
-		for range 1000 {
-			if gstatus(g)&^gScanBit == gWaiting {
-				return gwaitreason(g)
+		for end := time.Now().Add(checkWait); time.Now().Before(end); {
+			if gstatus(g)&^gScanBit == gWaiting && gwaitreason(g) == want {
+				return true
 			}
 			runtime.Gosched()
 		}
-		return 0
+		return false
 	}
 	release := make(chan struct{})
 	defer close(release)
-	if parked(func() { <-release }) != waitChanReceive {
+	if !parkedAs(func() { <-release }, waitChanReceive) {
 		return false
 	}
 	var mu sync.Mutex
 	mu.Lock()
 	defer mu.Unlock()
-	if parked(func() { mu.Lock(); mu.Unlock() }) != waitSyncMutexLock {
+	if !parkedAs(func() { mu.Lock(); mu.Unlock() }, waitSyncMutexLock) {
 		return false
 	}
 	var cg uintptr
