@@ -189,8 +189,11 @@ func (r *Result) HostStealLine() string {
 		return "Host steal: " + observe.NA(h.NA)
 	}
 	var notes string
-	if h.Backwards > 0 {
-		notes += fmt.Sprintf("; a CPU's counter went back %d times, counted as 0", h.Backwards)
+	switch {
+	case h.Backwards == 1:
+		notes += "; a CPU's counter went back once, counted as 0"
+	case h.Backwards > 1:
+		notes += fmt.Sprintf("; CPUs' counters went back %d times, counted as 0", h.Backwards)
 	}
 	if h.Parts > 0 {
 		notes += fmt.Sprintf("; the most of %d load generators", h.Parts)

@@ -59,7 +59,7 @@ func TestStealSampler(t *testing.T) {
 		{"CPUs come and go, a counter goes back", []reading{{"a", 0}, {"b", 100 * ms}, {"c", 200 * ms}, {"d", 300 * ms}, {"e", 400 * ms}},
 			HostSteal{Samples: 4, SampleMs: 100, TotalMs: 120, PerCPUMs: map[int]int64{0: 30, 1: 40, 2: 50},
 				MaxMs: 50, MaxCPU: 2, MaxAtS: 0.2, MaxSampleMs: 100, Bursts: 2, Backwards: 1},
-			"Host steal: 120 ms in the window (cpu2 50 ms in 100 ms at 0.2 s; 2 bursts of 20 ms or more; a CPU's counter went back 1 times, counted as 0)"},
+			"Host steal: 120 ms in the window (cpu2 50 ms in 100 ms at 0.2 s; 2 bursts of 20 ms or more; a CPU's counter went back once, counted as 0)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s stealSampler
@@ -144,6 +144,7 @@ func TestHostStealLine(t *testing.T) {
 		{"none of two", &HostSteal{Samples: 3, Parts: 2}, "Host steal: none (the most of 2 load generators)"},
 		{"merged", &HostSteal{Samples: 3, TotalMs: 60, MaxMs: 60, MaxCPU: 3, MaxAtS: 9.25, MaxSampleMs: 100, Bursts: 1, Parts: 3, PartsNA: 1},
 			"Host steal: 60 ms in the window (cpu3 60 ms in 100 ms at 9.2 s; 1 burst of 20 ms or more; the most of 3 load generators, 1 n/a)"},
+		{"counters back", &HostSteal{Samples: 3, Backwards: 2}, "Host steal: none (CPUs' counters went back 2 times, counted as 0)"},
 		{"no burst", &HostSteal{Samples: 3, TotalMs: 20, MaxMs: 10, MaxCPU: 0, MaxAtS: 1, MaxSampleMs: 100},
 			"Host steal: 20 ms in the window (cpu0 10 ms in 100 ms at 1.0 s; no burst of 20 ms or more)"},
 	} {
