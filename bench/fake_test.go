@@ -158,6 +158,7 @@ func fakeLoad(ctx context.Context, f load.Flags) int {
 	}
 	res := load.Result{Intended: 1000, Completed: 1000, AchievedRate: tp, DurationS: f.Duration.Seconds(), Corrected: s, Uncorrected: s}
 	res.ByStatus.C2xx = 1000
+	res.HostSteal = &load.HostSteal{Samples: 7, SampleMs: 100, TotalMs: 30, PerCPUMs: map[int]int64{0: 30}, MaxMs: 30, MaxSampleMs: 100, Bursts: 1}
 	if os.Getenv(fakeZeroEnv) == "1" { // every request failed to connect
 		res = load.Result{Intended: 5, Failed: 5, DurationS: f.Duration.Seconds(), Corrected: s, Uncorrected: s}
 		res.Errors.Connect = 5

@@ -138,6 +138,10 @@ func TestRunFake(t *testing.T) {
 	if err != nil || back.Summary.Name != cfg.Name || !back.Summary.Complete {
 		t.Errorf("summary.json read back: %+v, %v", back.Summary, err)
 	}
+	// load.json's host steal is carried into summary.json.
+	if h := back.Summary.HostSteal; h == nil || h.TotalMs != 30 || h.Bursts != 1 || h.PerCPUMs[0] != 30 {
+		t.Errorf("summary.json's host steal %+v, want the fake load.json's", h)
+	}
 }
 
 func TestRunNetHTTPHasNoCarriers(t *testing.T) {

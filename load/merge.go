@@ -19,7 +19,9 @@ import (
 // standard deviation as the parts' average weighted by their samples (the
 // samples themselves are not kept). --slo outcomes are not merged: check
 // the merged result again. Request mix entries merge as the totals do;
-// every part must have run the same mix (or none).
+// every part must have run the same mix (or none). The host steal is the
+// part's that lost the most in one sample (mergeSteal): each host's own is
+// in its part.
 func Merge(parts ...*Result) (*Result, error) {
 	if len(parts) == 0 {
 		return nil, errors.New("merge load results: none given")
@@ -80,6 +82,7 @@ func Merge(parts ...*Result) (*Result, error) {
 		m.SendLag = &l
 	}
 	m.ThreadReqPerSec = poolRates(rates)
+	m.HostSteal = mergeSteal(parts)
 	if m.TLS, err = mergeTLS(parts); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +211,65 @@ func TestMergeMix(t *testing.T) {
 	broken.Mix[0].ByStatus.C2xx--
 	if err := broken.Check(); err == nil || !strings.Contains(err.Error(), "mix entries sum to") {
 		t.Errorf("entries that do not add up to the totals: %v", err)
+	}
+}
+
+// Merge keeps the host steal of the part that lost the most in one sample,
+// whole (its own per-CPU figures, not added to another host's), and says of
+// how many parts and how many had none.
+func TestMergeHostSteal(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	small := &HostSteal{Samples: 10, SampleMs: 100, TotalMs: 90, PerCPUMs: map[int]int64{0: 50, 1: 40}, MaxMs: 30, MaxCPU: 0, MaxSampleMs: 100, Bursts: 1}
+	big := &HostSteal{Samples: 10, SampleMs: 100, TotalMs: 60, PerCPUMs: map[int]int64{0: 0, 1: 60}, MaxMs: 60, MaxCPU: 1, MaxAtS: 9.3, MaxSampleMs: 100, Bursts: 1}
+	sameMax := &HostSteal{Samples: 10, SampleMs: 100, TotalMs: 70, PerCPUMs: map[int]int64{0: 10, 1: 60}, MaxMs: 60, MaxCPU: 1, MaxSampleMs: 100, Bursts: 1}
+	na := &HostSteal{NA: "open /proc/stat: no such file or directory"}
+	for _, tc := range []struct {
+		name   string
+		steals []*HostSteal
+		want   *HostSteal // nil: none
+		parts  [2]int     // Parts, PartsNA
+	}{
+		{"older parts", []*HostSteal{nil, nil}, nil, [2]int{}},
+		{"the most in one sample, not in the window", []*HostSteal{small, big}, big, [2]int{2, 0}},
+		{"a tie goes to the larger total", []*HostSteal{big, sameMax}, sameMax, [2]int{2, 0}},
+		{"n/a and older parts counted", []*HostSteal{na, small, nil}, small, [2]int{3, 2}},
+		{"every part n/a", []*HostSteal{nil, na}, &HostSteal{NA: na.NA}, [2]int{}},
+		{"one part", []*HostSteal{small}, small, [2]int{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var parts []*Result
+			for _, h := range tc.steals {
+				p := part(t, 50, t0, 1, []int64{100, 200}, 0, []float64{10})
+				p.HostSteal = h
+				parts = append(parts, p)
+			}
+			m, err := Merge(parts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.HostSteal
+			switch {
+			case tc.want == nil && h != nil:
+				t.Fatalf("merged host steal %+v from parts without one", h)
+			case tc.want == nil:
+				return
+			case h == nil:
+				t.Fatal("no merged host steal")
+			}
+			got := *h
+			if [2]int{got.Parts, got.PartsNA} != tc.parts {
+				t.Errorf("parts %d, n/a %d, want %v", got.Parts, got.PartsNA, tc.parts)
+			}
+			got.Parts, got.PartsNA = 0, 0
+			if !reflect.DeepEqual(got, *tc.want) {
+				t.Errorf("merged %+v, want %+v", got, *tc.want)
+			}
+			if got.PerCPUMs != nil {
+				got.PerCPUMs[0]++
+				if tc.want.PerCPUMs[0] == got.PerCPUMs[0] {
+					t.Error("the merged result shares its per-CPU map with a part")
+				}
+			}
+		})
 	}
 }

@@ -126,6 +126,10 @@ type Options struct {
 	// Interval is the length of IntervalSink's intervals; 0: DefaultInterval.
 	Interval time.Duration
 
+	// ProcRoot is the procfs whose stat the run reads for the host steal
+	// (Result.HostSteal); "" means /proc.
+	ProcRoot string
+
 	// The TLS fields apply to https URLs only.
 
 	// Insecure skips the verification of the server's certificate chain

@@ -79,6 +79,11 @@ type Result struct {
 	// Options.Mix (absent without a mix). Their sent, completed and failed
 	// requests add up to the totals above.
 	Mix []MixResult `json:"mix,omitempty"`
+	// HostSteal is the time this host's hypervisor took from its CPUs in
+	// the measured window, sampled every StealSample; its NA says why
+	// there is none (no /proc/stat). Absent from results written before
+	// it existed.
+	HostSteal *HostSteal `json:"host_steal,omitempty"`
 }
 
 // TLSResult is the TLS part of an https run. Handshakes are counted over the
@@ -265,6 +270,9 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 		latency.FormatTimeUs(r.DurationS*1e6), latency.FormatBinary(float64(r.BytesRead)))
 	if r.SendLag != nil {
 		ew.printf("  %s\n", r.SendLagLine())
+	}
+	if r.HostSteal != nil {
+		ew.printf("  %s\n", r.HostStealLine())
 	}
 	e := r.Errors
 	if e.Connect+e.Read+e.Write+e.Timeout > 0 {

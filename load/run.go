@@ -163,6 +163,10 @@ func run(ctx context.Context, o Options, t target, progress func(Progress)) (*Re
 	for range workers {
 		start <- t0
 	}
+	// The host steal is read on a goroutine of its own, off the load
+	// threads' locked OS threads.
+	stealStop, stealDone := make(chan struct{}), make(chan *HostSteal, 1)
+	go func() { stealDone <- sampleSteal(o.ProcRoot, clock, measureAt, end, stealStop) }()
 
 	finished := make(chan struct{})
 	go func() { done.Wait(); close(finished) }()
@@ -201,7 +205,12 @@ loop:
 			progress(p)
 		}
 	}
+	close(stealStop)
+	steal := <-stealDone
 	res, err := collect(o, startTime, measureAt, workers)
+	if res != nil {
+		res.HostSteal = steal
+	}
 	if ivc != nil && err == nil {
 		var stopped int64
 		for _, w := range workers {

@@ -1,8 +1,11 @@
 package observe
 
 import (
+	"bytes"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,4 +73,112 @@ func TestReadStatTimesThisMachine(t *testing.T) {
 	if st.All.Total == 0 || len(st.PerCPU) == 0 {
 		t.Fatalf("empty /proc/stat reading: %+v", st)
 	}
+}
+
+func TestParseSteal(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []int64
+		err      string
+	}{
+		{"two CPUs", "cpu  1 2 3 4 5 6 7 35 0 0\ncpu0 1 2 3 4 5 6 7 18 0 0\ncpu1 1 2 3 4 5 6 7 17 0 0\nintr 1 2\n", []int64{18, 17}, ""},
+		{"an offline CPU", "cpu0 1 2 3 4 5 6 7 8\ncpu2 1 2 3 4 5 6 7 9 1 1", []int64{8, -1, 9}, ""},
+		{"no cpu lines", "intr 1 2\nctxt 5\n", []int64{}, ""},
+		{"empty", "", []int64{}, ""},
+		{"seven fields", "cpu0 1 2 3 4 5 6 7\n", nil, "field 8 is not a counter"},
+		{"a letter", "cpu0 1 2 x 4 5 6 7 8\n", nil, "field 3 is not a counter"},
+		{"a negative counter", "cpu0 1 2 3 4 5 6 7 -8\n", nil, "field 8 is not a counter"},
+		{"overflow", "cpu0 1 2 3 4 5 6 7 99999999999999999999\n", nil, "field 8"},
+		{"bad CPU number", "cpu0x 1 2 3 4 5 6 7 8\n", nil, "bad CPU number"},
+		{"huge CPU number", "cpu99999999 1 2 3 4 5 6 7 8\n", nil, "bad CPU number"},
+		{"listed twice", "cpu1 1 2 3 4 5 6 7 8\ncpu1 1 2 3 4 5 6 7 8\n", nil, "cpu1 is listed twice"},
+	} {
+		got, err := parseSteal([]byte(tc.in), nil)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err == "" && !slices.Equal(got, tc.want):
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// parseSteal agrees with procfs (ReadStatTimes) on the steal of each CPU,
+// here and in a fixture, and StealReader reads the file again each time
+// without allocating.
+func TestStealReader(t *testing.T) {
+	const fixture = "cpu  100 0 50 800 10 0 5 35 7 0\ncpu0 50 0 25 400 5 0 2 18 7 0\ncpu3 50 0 25 400 5 0 3 17 0 0\nintr 1 2\n"
+	for _, root := range []string{statRoot(t, fixture), ""} {
+		r, err := OpenStealReader(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		before, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = slices.Clone(before)
+		st, err := ReadStatTimes(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := r.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) == 0 || len(after) != len(before) {
+			t.Fatalf("%q: read %v, then %v", root, before, after)
+		}
+		for c, s := range after {
+			p, ok := st.PerCPU[c]
+			ticks := int64(math.Round(p.Steal * UserHZ))
+			switch {
+			case s < 0 && ok, s >= 0 && !ok:
+				t.Errorf("%q: cpu%d: %d ticks here, procfs has it: %v", root, c, s, ok)
+			case ok && (ticks < before[c] || ticks > s):
+				t.Errorf("%q: cpu%d: procfs read %d ticks between %d and %d", root, c, ticks, before[c], s)
+			}
+		}
+		if allocs := testing.AllocsPerRun(10, func() { r.Read() }); allocs != 0 {
+			t.Errorf("%q: %v allocations a read, want 0", root, allocs)
+		}
+	}
+	if _, err := OpenStealReader(t.TempDir()); err == nil {
+		t.Error("no stat file: want an error")
+	}
+}
+
+// FuzzParseSteal: no input panics, a CPU has at most one counter, and a
+// parse into a reused slice gives what a parse into a new one does.
+func FuzzParseSteal(f *testing.F) {
+	for _, s := range []string{
+		"cpu  1 2 3 4 5 6 7 35 0 0\ncpu0 1 2 3 4 5 6 7 18 0 0\ncpu1 1 2 3 4 5 6 7 17 0 0\nintr 1 2\n",
+		"cpu0 1 2 3 4 5 6 7 8\ncpu2 1 2 3 4 5 6 7 9 1 1",
+		"cpu1 1 2 3 4 5 6 7 8\ncpu1 1 2 3 4 5 6 7 8\n",
+		"cpu0 1 2 3 4 5 6 7\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseSteal(data, nil)
+		if err != nil {
+			return
+		}
+		lines := 0
+		for _, v := range got {
+			if v >= 0 {
+				lines++
+			}
+		}
+		if n := bytes.Count(data, []byte("cpu")); lines > n {
+			t.Fatalf("%d CPUs from %d \"cpu\" lines", lines, n)
+		}
+		reused, err := parseSteal(data, []int64{5, 6, 7, 8, 9, 10, 11, 12})
+		if err != nil || !slices.Equal(reused, got) {
+			t.Fatalf("reused slice: %v (%v), want %v", reused, err, got)
+		}
+	})
 }

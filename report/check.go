@@ -212,7 +212,12 @@ const (
 // 66.60ms is 38x p99 1.76ms (over 5x)"), "" when it shows none or has too
 // few latencies to tell. It is a warning, not a check: a stall is the
 // server's latency, which the figures must count, so a run with stalls
-// stays in every figure and verdict.
+// stays in every figure and verdict. When the load generator's host also
+// lost a burst to its hypervisor (load.StealBurst of a CPU in a sample:
+// Summary.HostSteal), it says so ("; the host lost 60 ms to its
+// hypervisor in the window (most: cpu1 40 ms in 100 ms at 9.3 s; 1 burst
+// of 20 ms or more)"): on a virtual machine such a stall may be the
+// host's, not the server's.
 func Stalls(s Summary) string {
 	l := s.Latency
 	if l == nil || l.Count < MinStallLatencies {
@@ -228,7 +233,15 @@ func Stalls(s Summary) string {
 	if ratio < 10 {
 		prec = 1
 	}
-	return fmt.Sprintf("stalls seen: p99.9 %s is %.*fx p99 %s (over %gx)", us(p999), prec, ratio, us(p99), StallFactor)
+	msg := fmt.Sprintf("stalls seen: p99.9 %s is %.*fx p99 %s (over %gx)", us(p999), prec, ratio, us(p99), StallFactor)
+	if h := s.HostSteal; h != nil && h.NA == "" && h.Bursts > 0 {
+		who := "the host"
+		if s.Hosts != "" {
+			who = "the load generator's host"
+		}
+		msg += fmt.Sprintf("; %s lost %d ms to its hypervisor in the window (most: %s; %s)", who, h.TotalMs, h.Most(), h.BurstText())
+	}
+	return msg
 }
 
 // Stalled is a complete run with stalls seen (Stalls): warned of, and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/observe"
 )
 
@@ -176,6 +177,31 @@ func TestStallsSeen(t *testing.T) {
 			}
 		})
 	}
+	// The host steal of the load generator's host: named when it had a
+	// burst, whoever's stall it was; not when it had none, none was
+	// measured, or the load.json is older than the figure.
+	burst := &load.HostSteal{Samples: 200, SampleMs: 100, TotalMs: 60, PerCPUMs: map[int]int64{0: 20, 1: 40},
+		MaxMs: 40, MaxCPU: 1, MaxAtS: 9.3, MaxSampleMs: 100, Bursts: 2}
+	stalled := summaryOf(t, tail(1760, 66600)...)
+	const stallText = "stalls seen: p99.9 66.62ms is 38x p99 1.76ms (over 5x)"
+	for _, tc := range []struct {
+		name  string
+		steal *load.HostSteal
+		hosts string
+		want  string
+	}{
+		{"a steal burst", burst, "", stallText + "; the host lost 60 ms to its hypervisor in the window (most: cpu1 40 ms in 100 ms at 9.3 s; 2 bursts of 20 ms or more)"},
+		{"a burst on a load host", burst, "server h1, mock h1, load h2", stallText + "; the load generator's host lost 60 ms"},
+		{"steal, no burst", &load.HostSteal{Samples: 200, SampleMs: 100, TotalMs: 10, MaxMs: 10, MaxSampleMs: 100}, "", stallText},
+		{"none", &load.HostSteal{Samples: 200, SampleMs: 100}, "", stallText},
+		{"n/a", &load.HostSteal{NA: "open /proc/stat: no such file or directory"}, "", stallText},
+		{"an older load.json", nil, "", stallText},
+	} {
+		got := Stalls(Summary{Complete: true, Latency: stalled, HostSteal: tc.steal, Hosts: tc.hosts})
+		if !strings.HasPrefix(got, tc.want) || (tc.want == stallText && got != stallText) {
+			t.Errorf("%s: Stalls = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 	// A warning, not a check: the run passes and counts.
 	s := Summary{Complete: true, Rate: 1000, Throughput: 1000, Requests: 3000, Latency: summaryOf(t, tail(1760, 66600)...)}
 	if Stalls(s) == "" || Check(s) != "" {
@@ -187,5 +213,65 @@ func TestStallsSeen(t *testing.T) {
 	}
 	if g := rep.Groups[0]; g.Runs != 1 || len(rep.LeftOut) != 0 || len(rep.Stalled()) != 1 || rep.Stalled()[0].Dir != "r1" {
 		t.Errorf("report of a run with stalls: %d runs, left out %v, stalled %v", g.Runs, rep.LeftOut, rep.Stalled())
+	}
+}
+
+// A lone load.json's host steal reaches the summary and report.md's "Runs
+// with stalls"; one written before the field existed reads as before, with
+// no steal text.
+func TestStallsHostStealFromLoad(t *testing.T) {
+	h := latency.New()
+	for _, v := range repeat(1000, 989, repeat(1760, 9, 66600, 66600)...) {
+		h.RecordValue(v)
+	}
+	lat, err := latency.Summarize(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steal := &load.HostSteal{Samples: 200, SampleMs: 100, TotalMs: 60, PerCPUMs: map[int]int64{0: 20, 1: 40},
+		MaxMs: 40, MaxCPU: 1, MaxAtS: 9.3, MaxSampleMs: 100, Bursts: 2}
+	for _, tc := range []struct {
+		name  string
+		steal *load.HostSteal
+		want  string // in report.md's "Runs with stalls"; "": no "hypervisor" there
+	}{
+		{"with host steal", steal, "the host lost 60 ms to its hypervisor in the window (most: cpu1 40 ms in 100 ms at 9.3 s; 2 bursts of 20 ms or more)"},
+		{"an older load.json", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lr := &load.Result{SchemaVersion: load.SchemaVersion, Config: load.Config{Rate: 1000}, DurationS: 1,
+				Intended: 1000, Completed: 1000, ByStatus: load.StatusCounts{C2xx: 1000}, Sent: 1000, AchievedRate: 1000,
+				Corrected: lat, Uncorrected: lat, HostSteal: tc.steal}
+			path := filepath.Join(t.TempDir(), "load.json")
+			if err := WriteJSON(path, lr); err != nil {
+				t.Fatal(err)
+			}
+			res, err := LoadResult(path, "carrier")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (res.Summary.HostSteal == nil) != (tc.steal == nil) {
+				t.Fatalf("summary's host steal %+v, load.json's %+v", res.Summary.HostSteal, tc.steal)
+			}
+			rep, err := Build([]Result{res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := rep.WriteMarkdown(&b, Options{}, func(string, func(string) error) string { return "" }); err != nil {
+				t.Fatal(err)
+			}
+			_, section, _ := strings.Cut(b.String(), "## Runs with stalls\n")
+			section, _, _ = strings.Cut(section, "\n## ")
+			line := section[strings.Index(section, "\n- ")+1:]
+			switch {
+			case section == "":
+				t.Fatalf("no \"Runs with stalls\" in:\n%s", b.String())
+			case tc.want != "" && !strings.Contains(line, "stalls seen: p99.9 66.62ms is 38x p99 1.76ms (over 5x); "+tc.want):
+				t.Errorf("the run's line lacks the host steal:\n%s", section)
+			case tc.want == "" && strings.Contains(line, "hypervisor"):
+				t.Errorf("an older load.json's line names the hypervisor:\n%s", section)
+			}
+		})
 	}
 }

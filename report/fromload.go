@@ -11,13 +11,14 @@ import (
 
 // FillFromLoad copies a load result's figures into s: the measured window,
 // throughput, requests, errors (failed requests and answers other than
-// 2xx), the corrected and uncorrected latency, the send lag and each mix
-// entry's figures.
+// 2xx), the corrected and uncorrected latency, the send lag, the host
+// steal and each mix entry's figures.
 func FillFromLoad(s *Summary, lr *load.Result) {
 	s.Window = time.Duration(lr.DurationS * float64(time.Second))
 	s.Throughput = lr.AchievedRate
 	s.Requests, s.Errors = lr.Completed, lr.Failed+lr.Completed-lr.ByStatus.C2xx
 	s.Latency, s.Uncorrected, s.SendLag = &lr.Corrected, &lr.Uncorrected, lr.SendLag
+	s.HostSteal = lr.HostSteal
 	s.Mix = nil
 	for _, m := range lr.Mix {
 		s.Mix = append(s.Mix, MixFigures{Target: m.Target, Weight: m.Weight, Completed: m.Completed, Queued: m.Queued, Latency: m.Corrected})

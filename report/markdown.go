@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spindle-lab/spindle/load"
 )
 
 // File is the name of the report written by Write; FindingsFile, beside
@@ -273,8 +275,10 @@ func (r *Report) writeStalled(b *strings.Builder) {
 	fmt.Fprintf(b, "## Runs with stalls\n\nComplete runs whose corrected p99.9 is more than %gx their p99: some requests "+
 		"waited for something the others did not (a GC pause, a descheduled thread, a sweep). A warning, not a check: "+
 		"these runs count in every figure and verdict above, unless they also failed a check (\"Runs left out\"). "+
+		"Where the load generator's host also lost %d ms or more of a CPU to its hypervisor in one %d ms sample "+
+		"(host steal, load.json's `host_steal`), the line says so: on a virtual machine that stall may be the host's, not the server's. "+
 		"\"Latency over time\" draws one of them per configuration, its intervals with a p99 over %gx the run's "+
-		"marked.\n\n", StallFactor, StallFactor)
+		"marked.\n\n", StallFactor, load.StealBurst.Milliseconds(), load.StealSample.Milliseconds(), StallFactor)
 	for _, s := range ss {
 		also := ""
 		if r.leftOut(s.Dir) != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/observe"
 )
 
@@ -87,6 +88,11 @@ type Summary struct {
 	// but the run's processes in the observers' window (other tenants,
 	// the kernel, steal): a noise gauge. Absent when unknown.
 	OtherCPUs *float64 `json:"other_cpus,omitempty"`
+	// HostSteal is the time the load generator's host lost to its
+	// hypervisor in the window, read every 100 ms (load.Result.HostSteal;
+	// with several load hosts, the worst one's); nil from an older
+	// load.json.
+	HostSteal *load.HostSteal `json:"host_steal,omitempty"`
 	// Perf is the perf stat summary of the server process; nil with the
 	// reason in NA["perf-stat"] when it could not be had.
 	Perf *observe.PerfSummary `json:"perf,omitempty"`

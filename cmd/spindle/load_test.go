@@ -115,6 +115,7 @@ func TestLoadReport(t *testing.T) {
 		"#[Buckets = ",
 		"  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n",
 		" requests in ",
+		"\n  Host steal: ",
 		"Requests/sec: ",
 		"Transfer/sec: ",
 	} {
@@ -128,6 +129,9 @@ func TestLoadReport(t *testing.T) {
 	}
 	if r.Completed == 0 || r.ByStatus.C2xx != r.Completed || r.Config.Rate != 200 {
 		t.Errorf("result: %+v", r)
+	}
+	if r.HostSteal == nil || !strings.Contains(text, "  "+r.HostStealLine()+"\n") {
+		t.Errorf("host steal %+v: the report lacks its line", r.HostSteal)
 	}
 	for _, part := range []string{"corrected", "uncorrected"} {
 		b, err := os.ReadFile(prefix + "." + part + ".hgrm")

@@ -10,7 +10,11 @@
 # maximum in that round, the issue's "70% of the carrier mode's own max"), each after a 2 s
 # warm-up. Prints every run's figures, then per side and rate the median (min-max) over rounds
 # of p50, p99 and p99.9 (corrected, ms), B/A of max req/s, and in how many rounds A's p99 was at
-# most B's and A's p99.9 at most twice B's p99. Run from the repo root:
+# most B's and A's p99.9 at most twice B's p99. Every run also prints the host steal of its measured
+# window (load.json's host_steal: what the hypervisor took from this host's CPUs, read every 100 ms),
+# and per side and rate the runs with p99.9 over 10 ms are split by whether a 100 ms sample lost 20 ms
+# or more of a CPU (a burst), so that a stall a VM's host caused is told from the server's. Run from
+# the repo root:
 #
 #   go build -o /tmp/spindle ./cmd/spindle
 #   (cd server/bench/fasthttppeer && go build -o /tmp/fasthttppeer .)
@@ -140,6 +144,18 @@ run() {
 # pct NAME P: the corrected percentile P of run NAME, in ms.
 pct() { jq -r --arg p "$2" '.corrected.percentiles_us[$p] / 1000' "$dir/$1.json"; }
 
+# steal NAME: the host steal of run NAME's measured window (load.json's host_steal: the time the
+# hypervisor took from this host's CPUs, read every 100 ms): "none", "60 ms (most cpu1 40 ms in
+# 100 ms at 9.3 s, 2 bursts of 20 ms or more)" or "n/a (reason)".
+steal() {
+	jq -r '.host_steal as $h | if $h == null then "n/a (a spindle load without host_steal)"
+		elif $h.na then "n/a (\($h.na))" elif $h.total_ms == 0 then "none"
+		else "\($h.total_ms) ms (most cpu\($h.max_cpu) \($h.max_ms) ms in \($h.max_sample_ms) ms at \($h.max_at_s * 10 | round / 10) s, \($h.bursts) bursts of 20 ms or more)" end' "$dir/$1.json"
+}
+
+# bursts NAME: how many of run NAME's 100 ms samples lost 20 ms or more of a CPU ("n/a" without a figure).
+bursts() { jq -r 'if .host_steal.na or .host_steal == null then "n/a" else .host_steal.bursts end' "$dir/$1.json"; }
+
 names=("$mode" "$peer_name")
 : >"$dir/rows"
 for r in $(seq "$rounds"); do
@@ -150,7 +166,8 @@ for r in $(seq "$rounds"); do
 	cpu0=$(cat "$dir/r$r-max-0.cpu") cpu1=$(cat "$dir/r$r-max-1.cpu")
 	sys0=$(cat "$dir/r$r-max-0.sys") sys1=$(cat "$dir/r$r-max-1.sys")
 	echo "round $r: max req/s ${names[0]} $max0, ${names[1]} $max1, B/A $(awk -v a="$max0" -v b="$max1" 'BEGIN{printf "%.3f", b/a}');" \
-		"server CPU µs/request ${names[0]} $cpu0, ${names[1]} $cpu1; system calls/request ${names[0]} $sys0, ${names[1]} $sys1"
+		"server CPU µs/request ${names[0]} $cpu0, ${names[1]} $cpu1; system calls/request ${names[0]} $sys0, ${names[1]} $sys1;" \
+		"host steal ${names[0]} $(steal "r$r-max-0"), ${names[1]} $(steal "r$r-max-1")"
 	echo "max - $max0 $max1 $cpu0 $cpu1 $sys0 $sys1" >>"$dir/rows"
 	for rate in $rates; do
 		R=$rate
@@ -159,8 +176,9 @@ for r in $(seq "$rounds"); do
 		for k in 0 1; do
 			p50=$(pct "r$r-$rate-$k" 50) p99=$(pct "r$r-$rate-$k" 99) p999=$(pct "r$r-$rate-$k" 99.9)
 			cpu=$(cat "$dir/r$r-$rate-$k.cpu") sys=$(cat "$dir/r$r-$rate-$k.sys")
-			echo "  $rate ($R/s) ${names[$k]}: p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms; server CPU µs/request $cpu, system calls/request $sys"
-			echo "$rate $k $p50 $p99 $p999 $cpu $sys" >>"$dir/rows"
+			echo "  $rate ($R/s) ${names[$k]}: p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms; server CPU µs/request $cpu, system calls/request $sys;" \
+				"host steal $(steal "r$r-$rate-$k")"
+			echo "$rate $k $p50 $p99 $p999 $cpu $sys $(bursts "r$r-$rate-$k")" >>"$dir/rows"
 		done
 	done
 done
@@ -190,4 +208,8 @@ for rate in $rates; do
 	awk -v r="$rate" -v n="$rounds" '$1==r && $2==0{a99[++i]=$4; a999[i]=$5} $1==r && $2==1{b99[++j]=$4}
 		END{for (x = 1; x <= i; x++) {p += (a99[x] <= b99[x]); q += (a999[x] <= 2 * b99[x])}
 		printf "  %s: A p99 <= B p99 in %d of %d rounds; A p99.9 <= 2x B p99 in %d of %d\n", r, p, n, q, n}' "$dir/rows"
+	for k in 0 1; do
+		awk -v r="$rate" -v k="$k" -v name="${names[$k]}" '$1==r && $2==k && $5 > 10 {n++; if ($8 == "n/a") u++; else if ($8 > 0) b++}
+			END{printf "  %s %s: %d runs with p99.9 over 10 ms, %d of them with a host steal burst (20 ms or more of a CPU in 100 ms), %d without a figure\n", r, name, n, b, u}' "$dir/rows"
+	done
 done
