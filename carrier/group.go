@@ -93,7 +93,7 @@ func New(o Options) (*Group, error) {
 			g.carriers[i].siblings = append(g.carriers[i].siblings, g.carriers[j])
 		}
 	}
-	g.allowed, _ = cpu.Allowed()
+	g.allowed, _ = cpu.ProcessAllowed()
 	g.spareCPU = len(g.allowed) > len(g.carriers)
 	g.raiseProcs()
 	for i, c := range g.carriers {
@@ -109,7 +109,7 @@ func New(o Options) (*Group, error) {
 	}
 	if o.NPlusOne {
 		g.reserved = p.reserved
-		if g.origMask, err = cpu.Allowed(); err == nil {
+		if g.origMask, err = cpu.ProcessAllowed(); err == nil {
 			err = g.moveOthers(p.reserved, nil)
 		}
 		if err != nil {

@@ -29,7 +29,7 @@ func plan(o Options) (placement, error) {
 	set := o.CPUs
 	if len(set) == 0 {
 		var err error
-		if set, err = cpu.Allowed(); err != nil {
+		if set, err = cpu.ProcessAllowed(); err != nil {
 			return p, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/spindle-lab/spindle/internal/unix"
@@ -18,6 +19,40 @@ func Allowed() (Set, error) {
 		return nil, fmt.Errorf("read affinity: %w", err)
 	}
 	return Set(cpus), nil
+}
+
+// ProcessAllowed returns the CPUs the process may use: the union of its
+// threads' masks. Allowed reads the calling thread's alone, which is one
+// CPU where the caller runs on a thread a pinned carrier lent to the
+// scheduler (its task waiting the Go way, or preempted, with the carrier's
+// goroutine unlocked around the run): a carrier group made there saw one
+// CPU ("2 carriers need 2 CPUs, the allowed CPUs "0" have 1"). The
+// runtime's own threads (sysmon's, idle ones) keep the process's mask.
+// Where /proc/self/task cannot be read it is Allowed.
+func ProcessAllowed() (Set, error) {
+	tids, err := Threads("", "self")
+	if err != nil {
+		return Allowed()
+	}
+	seen := map[int]bool{}
+	for _, tid := range tids {
+		cpus, err := unix.SchedGetaffinity(tid)
+		if err != nil {
+			continue // it exited since the listing
+		}
+		for _, c := range cpus {
+			seen[c] = true
+		}
+	}
+	if len(seen) == 0 {
+		return Allowed()
+	}
+	out := make(Set, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Pin restricts the calling OS thread to the CPUs in s. Callers lock the

@@ -95,3 +95,46 @@ func TestThreads(t *testing.T) {
 		t.Errorf("Threads of this process: %v, %v", self, err)
 	}
 }
+
+// TestProcessAllowed: on a thread pinned to one CPU (as a carrier's thread
+// that the scheduler lends to another goroutine is), Allowed says that CPU
+// alone and ProcessAllowed the process's CPUs.
+func TestProcessAllowed(t *testing.T) {
+	all, err := ProcessAllowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 2 {
+		t.Skipf("the process may use %d CPU: nothing to narrow", len(all))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		orig, err := Allowed()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := Pin(Set{all[0]}); err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() {
+			if err := Pin(orig); err != nil {
+				t.Error(err)
+			}
+		}()
+		mine, _ := Allowed()
+		got, err := ProcessAllowed()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if !slices.Equal(mine, Set{all[0]}) || !slices.Equal(got, all) {
+			t.Errorf("on a thread pinned to CPU %d: Allowed %v, ProcessAllowed %v; want [%d] and %v", all[0], mine, got, all[0], all)
+		}
+	}()
+	<-done
+}
