@@ -130,7 +130,7 @@ type Options struct {
 	// the reserved one with NPlusOne).
 	Carriers int
 	// CPUs are the CPUs carriers are placed on; empty: the CPUs the process
-	// may run on.
+	// may run on (cpu.ProcessAllowed), whichever thread calls New.
 	CPUs cpu.Set
 	// DrainBudget is the longest time (ns resolution) one drain pass runs
 	// tasks before the carrier polls I/O again; a pass always runs at least
