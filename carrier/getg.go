@@ -33,6 +33,19 @@ func gstatus(gp uintptr) uint32
 // check.
 func glockedm(gp uintptr) uintptr
 
+// gbyte returns the byte at offset off of goroutine gp's runtime
+// descriptor (runtime.g, Go 1.26): one load, for the one-byte fields below.
+func gbyte(gp, off uintptr) uint8
+
+// Offsets in runtime.g of the one-byte fields gbyte reads: waitreason
+// after atomicstatus (144), stackLock, goid, schedlink and waitsince;
+// trackingSeq after waitreason, eleven flags, raceignore, nocgocallback
+// and tracking.
+const (
+	gOffWaitReason  = 176
+	gOffTrackingSeq = 191
+)
+
 // gtrackseq returns goroutine gp's (a getg value) count, modulo 256, of
 // the times it left running for waiting or runnable: parked the Go way (a
 // channel, a mutex, a timer, the netpoller) or preempted. A coroutine
@@ -40,11 +53,11 @@ func glockedm(gp uintptr) uintptr
 // it unchanged did not wait the Go way: how the park watch tells a run
 // that waited from one that computed (carrier.go, run). seqOK says
 // whether it passed its start-up check.
-func gtrackseq(gp uintptr) uint8
+func gtrackseq(gp uintptr) uint8 { return gbyte(gp, gOffTrackingSeq) }
 
 // gwaitreason returns why goroutine gp (a getg value) waits, while its
 // status is waiting: the runtime's waitReason (runtime/runtime2.go), whose
 // values this runtime's check confirms (reasonOK). The park watch reads it
 // to leave alone a task that waits for the runtime itself (a GC assist, a
 // stop of the world) or runs a coroutine of its own on its thread.
-func gwaitreason(gp uintptr) uint8
+func gwaitreason(gp uintptr) uint8 { return gbyte(gp, gOffWaitReason) }

@@ -36,24 +36,12 @@ TEXT ·glockedm(SB), NOSPLIT, $0-16
 	MOVQ AX, ret+8(FP)
 	RET
 
-// func gtrackseq(gp uintptr) uint8: goroutine gp's runtime.g.trackingSeq
-// (at offset 191: after waitreason at 176, eleven flags, raceignore,
-// nocgocallback and tracking), which the runtime's casgstatus adds one to
-// each time gp leaves running for waiting or runnable (parked the Go way,
-// or preempted), and which a coroutine switch (a direct CAS) leaves alone.
-// Checked at start-up (seqOK).
-TEXT ·gtrackseq(SB), NOSPLIT, $0-9
+// func gbyte(gp, off uintptr) uint8: the byte at offset off of goroutine
+// gp's runtime descriptor (runtime.g): trackingSeq and waitreason (see
+// getg.go for their offsets, each checked at start-up).
+TEXT ·gbyte(SB), NOSPLIT, $0-17
 	MOVQ gp+0(FP), AX
-	MOVBLZX 191(AX), AX
-	MOVB AX, ret+8(FP)
-	RET
-
-// func gwaitreason(gp uintptr) uint8: goroutine gp's runtime.g.waitreason
-// (at offset 176: after atomicstatus, stackLock, goid, schedlink and
-// waitsince), why it waits while its status is waiting. Checked at
-// start-up (reasonOK).
-TEXT ·gwaitreason(SB), NOSPLIT, $0-9
-	MOVQ gp+0(FP), AX
-	MOVBLZX 176(AX), AX
-	MOVB AX, ret+8(FP)
+	ADDQ off+8(FP), AX
+	MOVBLZX (AX), AX
+	MOVB AX, ret+16(FP)
 	RET

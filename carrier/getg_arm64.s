@@ -30,18 +30,11 @@ TEXT ·glockedm(SB), NOSPLIT, $0-16
 	MOVD R0, ret+8(FP)
 	RET
 
-// func gtrackseq(gp uintptr) uint8: goroutine gp's runtime.g.trackingSeq
-// (at offset 191; see getg_amd64.s).
-TEXT ·gtrackseq(SB), NOSPLIT, $0-9
+// func gbyte(gp, off uintptr) uint8: the byte at offset off of goroutine
+// gp's runtime descriptor (see getg_amd64.s).
+TEXT ·gbyte(SB), NOSPLIT, $0-17
 	MOVD gp+0(FP), R0
-	MOVBU 191(R0), R0
-	MOVB R0, ret+8(FP)
-	RET
-
-// func gwaitreason(gp uintptr) uint8: goroutine gp's runtime.g.waitreason
-// (at offset 176; see getg_amd64.s).
-TEXT ·gwaitreason(SB), NOSPLIT, $0-9
-	MOVD gp+0(FP), R0
-	MOVBU 176(R0), R0
-	MOVB R0, ret+8(FP)
+	MOVD off+8(FP), R1
+	MOVBU (R0)(R1), R0
+	MOVB R0, ret+16(FP)
 	RET

@@ -80,16 +80,25 @@ var statusOK = sync.OnceValue(func() bool {
 	}()
 	g := <-gs
 	defer close(release)
-	for end := time.Now().Add(checkWait); time.Now().Before(end); { // until it blocks on release: a few scheduler rounds
-		if st := gstatus(g) &^ gScanBit; st == gWaiting {
-			return true
-		} else if st > gStatusSet {
+	return awaitParked(g, nil) // on release: a few scheduler rounds
+})
+
+// awaitParked waits, yielding, up to checkWait for goroutine g (which a
+// start-up check started) to park: it reports whether g came to wait for
+// a reason that ok accepts (nil: any; g may wait for another meanwhile,
+// a GC assist), and false at once where g's status reads a value no
+// status has (a field read at a wrong offset).
+func awaitParked(g uintptr, ok func(reason uint8) bool) bool {
+	for end := time.Now().Add(checkWait); time.Now().Before(end); runtime.Gosched() {
+		switch st := gstatus(g) &^ gScanBit; {
+		case st > gStatusSet:
 			return false
+		case st == gWaiting && (ok == nil || ok(gwaitreason(g))):
+			return true
 		}
-		runtime.Gosched()
 	}
 	return false
-})
+}
 
 // blockedGoWay reports whether goroutine g waits the Go way (parked on a
 // channel, a mutex, a timer) or is in a system call: a run of it that held
@@ -184,13 +193,10 @@ var seqOK = sync.OnceValue(func() bool {
 	}()
 	g := <-gs
 	for range 3 {
-		for end := time.Now().Add(checkWait); gstatus(g)&^gScanBit != gWaiting; { // parked on step, not about to
-			if time.Now().After(end) {
-				close(step)
-				<-done
-				return false
-			}
-			runtime.Gosched()
+		if !awaitParked(g, nil) { // parked on step, not about to
+			close(step)
+			<-done
+			return false
 		}
 		step <- struct{}{}
 	}
@@ -248,14 +254,7 @@ var reasonOK = sync.OnceValue(func() bool {
 			gs <- getg()
 			f()
 		}()
-		g := <-gs
-		for end := time.Now().Add(checkWait); time.Now().Before(end); {
-			if gstatus(g)&^gScanBit == gWaiting && gwaitreason(g) == want {
-				return true
-			}
-			runtime.Gosched()
-		}
-		return false
+		return awaitParked(<-gs, func(r uint8) bool { return r == want })
 	}
 	release := make(chan struct{})
 	defer close(release)
