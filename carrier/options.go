@@ -234,10 +234,12 @@ type Options struct {
 	// semaphore, an errgroup) gives its carrier up as the wait begins,
 	// where it held it for the whole wait otherwise (pgxpool on one
 	// carrier: 0.28x net/http's req/s without the watch, 1.11x with it).
-	// It watches only the runs of a task whose run waited the Go way
+	// Where every CPU the process may use is a carrier's, it watches only
+	// the runs of a task two of whose last eight runs waited the Go way
 	// (counted by the runtime, two loads per run), so a service whose
 	// handlers do not wait pays nothing for it; one whose handlers wait
-	// pays a goroutine wake-up per watched run.
+	// pays a goroutine wake-up per watched run. Where a CPU is spare, long
+	// runs arm it too and its wake-ups run there.
 	NoParkWatch bool
 	// OnHandoff, if set, is called for every hand-off, on the group's
 	// (fresh) monitor goroutine once the carrier has gone on without the run: it
