@@ -301,8 +301,7 @@ func (co *coro) body(yield func(bool) bool) {
 	}
 	for {
 		t := co.task
-		execute(t)
-		if !t.end() || !yield(true) { // a detached task rejoins before it ends: its carrier's owner finishes it
+		if !execute(t) || !yield(true) { // a detached task rejoins before it ends: its carrier's owner finishes it
 			return
 		}
 	}
@@ -341,10 +340,18 @@ func closeUnwinding(t *Task, cn *Conn) {
 }
 
 // execute runs t's function in the current coroutine, recovering a panic:
-// the panic is counted and the conns the task holds are closed.
-func execute(t *Task) {
+// the panic is counted and the conns the task holds are closed. It reports
+// whether t is back on its carrier to be finished (end): a detached task
+// rejoins before it touches its books (t.owned, t.accepted), which its
+// carrier's owner writes meanwhile (a CloseAsync of its accepted conn);
+// false when the carrier stopped (its shutdown closed the fds).
+func execute(t *Task) (home bool) {
 	defer func() {
-		if p := recover(); p != nil {
+		p := recover()
+		if home = t.end(); !home {
+			return
+		}
+		if p != nil {
 			if p != errStopped {
 				add(&t.home.stats.panics, 1) // t.home: a floating task may have moved since it started
 			}
@@ -358,4 +365,5 @@ func execute(t *Task) {
 	}()
 	t.fn(t)
 	t.refuseLocked() // before the coroutine switches back: the runtime would throw
+	return           // home: set by the deferred function
 }
