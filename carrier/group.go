@@ -172,6 +172,7 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 			return nil, fmt.Errorf("carrier %d: %w", i, err)
 		}
 	}
+	c.ho.unlocked = c.bound() && (c.ho.on || c.parksUnlocked())
 	c.connEng = connEngineFor(c.poll)
 	return c, nil
 }
@@ -344,11 +345,12 @@ func (g *Group) onCarrierThread() bool {
 	}
 	tid := int64(unix.Gettid())
 	for _, c := range g.carriers {
-		// A carrier that hands off runs its tasks with its thread unlocked,
-		// so the thread may run any goroutine meanwhile: the caller is one of
-		// its tasks when it is the running task's coroutine or a detached
-		// task's (caller), whatever thread it is on.
-		if c.ho.on && c.caller() != nil || !c.ho.on && c.tid.Load() == tid {
+		// A carrier that hands off or parks idle runs its tasks, and
+		// parks, with its thread unlocked, so the thread may run any
+		// goroutine meanwhile: the caller is one of its tasks when it is the
+		// running task's coroutine or a detached task's (caller), whatever
+		// thread it is on.
+		if c.ho.unlocked && c.caller() != nil || !c.ho.unlocked && c.tid.Load() == tid {
 			return true
 		}
 	}

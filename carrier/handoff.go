@@ -110,10 +110,13 @@ func (c *Carrier) bound() bool { return !c.g.opts.Float }
 // alone what the outer one set); pass it to leave.
 func (t *Task) enter() bool {
 	c := t.home
-	if c == nil || !c.ho.on {
+	if c == nil {
 		return false
 	}
 	t.refuseLocked()
+	if !c.ho.on {
+		return false
+	}
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}
@@ -194,9 +197,7 @@ func (c *Carrier) runOwned(t *Task, start int64) (done bool) {
 		c.lost(t)
 	}
 	runtime.LockOSThread()
-	if m := getm(); m != c.ho.m {
-		c.moveTo(m)
-	}
+	c.follow()
 	return done
 }
 
@@ -214,6 +215,16 @@ func (c *Carrier) lost(t *Task) {
 	}
 	c.wake()
 	panic(errLost)
+}
+
+// follow makes the thread the owner's goroutine is on the carrier's (moveTo)
+// where it is not the one the carrier was on: after a run or an idle park
+// made unlocked (handoffState.unlocked), which the scheduler may have
+// resumed on another thread.
+func (c *Carrier) follow() {
+	if m := getm(); m != c.ho.m {
+		c.moveTo(m)
+	}
 }
 
 // moveTo makes the thread a run ended on (its M m) the carrier's: a task
@@ -512,8 +523,13 @@ type away struct{ start, at int64 }
 // operation of one of them to find its task from its goroutine
 // (awayCaller): the monitor adds, the owner removes, under awayMu.
 type handoffState struct {
-	on          bool
-	watch       bool // the park watch is on (parkWatchOn), fixed at start
+	on    bool
+	watch bool // the park watch is on (parkWatchOn), fixed at start
+	// unlocked: the bound owner unlocks its goroutine around runs and idle
+	// parks, and creates its coroutines unlocked, so that a run or a park
+	// may end on another thread (follow): where it hands off, or parks
+	// idle with a working getm. Fixed at New.
+	unlocked    bool
 	m           uintptr
 	runSeq      atomic.Uint64
 	runStart    atomic.Int64
@@ -533,7 +549,7 @@ func (c *Carrier) stopCoro(co *coro) {
 	// running coroutine, not take them for a foreign caller's.
 	last := c.runCo.Swap(co)
 	defer c.runCo.Store(last)
-	if !c.ho.on || !c.bound() {
+	if !c.ho.unlocked {
 		co.stop()
 		return
 	}

@@ -147,14 +147,15 @@ var lockedOK = sync.OnceValue(func() bool {
 // and did not unlock before its next carrier operation.
 var errLockedThread = errors.New("carrier: a task called runtime.LockOSThread and did not call UnlockOSThread before its next carrier operation: a task runs as a coroutine that its carrier resumes from its own thread, so it cannot keep a thread to itself (use Task.Offload, whose function runs on a goroutine of its own)")
 
-// refuseLocked ends a task of a carrier that hands off whose goroutine is
+// refuseLocked ends a task of a carrier whose runs are unlocked
+// (handoffState.unlocked: it hands off or parks idle) whose goroutine is
 // locked to its thread before it switches back to the carrier: the runtime
 // would throw there ("coro: OS thread locking must match locking at
 // coroutine creation"), ending the process. It unlocks the goroutine (as
 // often as the task locked it) and panics with errLockedThread, which the
 // task's code, a server's handler recovery say, sees as any panic.
 func (t *Task) refuseLocked() {
-	if c := t.home; c == nil || !c.ho.on || !c.bound() || !lockedOK() {
+	if c := t.home; c == nil || !c.ho.unlocked || !lockedOK() {
 		return
 	}
 	g := getg()

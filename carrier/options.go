@@ -177,7 +177,11 @@ type Options struct {
 	// handler, a handed-off task that computes, a driver's own goroutine)
 	// waits for a carrier to go idle, or for the runtime to preempt one
 	// (10 ms); use it where carriers idle often, or with NPlusOne.
-	// Strategies that never block (busy) never park.
+	// Strategies that never block (busy) never park. A bound carrier
+	// parks with its goroutine unlocked (a locked one would cost a
+	// hand-off of the P between two threads at every wake-up) and follows
+	// it to the thread it wakes on; with NPlusOne it parks locked.
+	// spindle serve parks by default in nethttp-carrier mode.
 	ParkIdle bool
 	// Float runs carriers on goroutines that are not locked to OS threads
 	// ("floating" mode). The Go runtime then lets one carrier resume a

@@ -17,8 +17,10 @@ import (
 // Its P goes at once to goroutines and the GC workers, which then run in
 // the carrier's idle time rather than taking the P (and, on a one-CPU
 // server, the CPU) from it in the middle of a burst; a readiness edge
-// readies the goroutine, and the runtime gives its locked thread a P
-// back.
+// readies the goroutine. A bound carrier parks unlocked (Carrier.parkIdle),
+// so the thread that finds it ready runs it, as any goroutine, with no
+// hand-off of the P between threads; with N+1 it parks locked, and the
+// runtime gives its thread a P back.
 //
 // The duplicate is registered in Go's netpoller once, edge-triggered: an
 // epoll instance reports an edge whenever an fd of its set becomes ready
@@ -56,7 +58,11 @@ func newParker(p poller) (*parker, error) {
 // the deadline has passed. Each look first sets the poller's timer for the
 // deadline, and looks again if the timer went off in it: the ring keeps
 // one timeout request, which may be an earlier wait's, and its completion
-// reaped in a look is no event (the look after it re-arms).
+// reaped in a look is no event (the look after it re-arms). The first
+// look cannot be left out, even where the last one drained the poller:
+// RawConn.Read first resets the fd's readiness in the netpoller, so an
+// edge the runtime saw before the call (a wake-up sent since that look)
+// would be lost, and the carrier would sleep on (TestNoLostWakeup).
 func (k *parker) wait(p poller, timeoutNs int64) int {
 	deadline := int64(-1)
 	if timeoutNs > 0 {

@@ -309,7 +309,7 @@ func (co *coro) body(yield func(bool) bool) {
 
 func (c *Carrier) newCoro() *coro {
 	co := &coro{mark: c.g.opts.Float, labels: c.labels}
-	if c.ho.on && c.bound() { // created unlocked, so that any owner may resume it (handoff.go)
+	if c.ho.unlocked { // created unlocked, so that any owner, on any thread, may resume it (handoff.go)
 		runtime.UnlockOSThread()
 		defer runtime.LockOSThread()
 	}

@@ -96,11 +96,11 @@ func TestNoLostWakeup(t *testing.T) {
 }
 
 // TestSleepAndYieldStayOnCarrier: after each park a task runs on its
-// carrier's thread. That thread can change: a carrier that hands off runs
-// its tasks with its thread unlocked, and when a run ends on another
-// thread (the scheduler moved a briefly blocked or preempted goroutine),
-// the carrier moves there (handoff.go); without the hand-off it is the
-// thread the task began on.
+// carrier's thread. That thread can change: a carrier that hands off or
+// parks idle runs its tasks, and parks, with its thread unlocked, and when
+// a run or a park ends on another thread (the scheduler moved a briefly
+// blocked or preempted goroutine, or a parked carrier), the carrier moves
+// there (handoff.go); otherwise it is the thread the task began on.
 func TestSleepAndYieldStayOnCarrier(t *testing.T) {
 	for _, threshold := range []time.Duration{0, -1} {
 		t.Run(fmt.Sprintf("handoff threshold %v", threshold), func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestSleepAndYieldStayOnCarrier(t *testing.T) {
 			inTask(t, g, func(tk *Task) {
 				c, tid := tk.Carrier(), unix.Gettid()
 				onCarrier := func(after string) {
-					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.ho.on && got != tid {
+					if got, want := unix.Gettid(), int(c.tid.Load()); got != want || !c.ho.unlocked && got != tid {
 						t.Errorf("after %s the task runs on thread %d; its carrier's is %d (it began on %d)", after, got, want, tid)
 					}
 					if tk.Carrier() != c {
