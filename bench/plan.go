@@ -14,6 +14,7 @@ import (
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
@@ -325,8 +326,9 @@ type Config struct {
 	// with.
 	Float bool `json:"float,omitempty"`
 	// ParkIdle has the server's idle carriers park in Go's netpoller
-	// (--park-idle, carrier.Options.ParkIdle).
-	ParkIdle bool `json:"park_idle,omitempty"`
+	// (--park-idle, carrier.Options.ParkIdle): on, off, or auto, the
+	// mode's default (server.ParkIdleFor).
+	ParkIdle cliflag.Switch `json:"park_idle,omitempty"`
 	// Poller is the carriers' I/O poller, carrier.PollerEpoll or
 	// carrier.PollerURing (--poller); "": the server's default (epoll).
 	Poller string `json:"poller,omitempty"`
@@ -541,11 +543,14 @@ type Variant struct {
 var Variants = slices.Concat([]Variant{
 	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
 	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
-	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTPCarrier }},
+	// The study's nethttp-carrier waits as carrier does (blocking in its
+	// poller, not serve's default for the mode, which parks), so that the
+	// report's gain split compares one scheduler under two code paths.
+	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeNetHTTPCarrier, cliflag.SwitchOff }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
 	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
-	{Name: "carrier+park", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, true }},
+	{Name: "carrier+park", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, cliflag.SwitchOn }},
 }, waitVariants(), []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true

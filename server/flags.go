@@ -40,8 +40,9 @@ type Flags struct {
 	// carrier.Options.NoParkWatch).
 	ParkWatch bool
 	// ParkIdle has idle carriers park in Go's netpoller, GOMAXPROCS no
-	// larger than the carriers (carrier.Options.ParkIdle).
-	ParkIdle bool
+	// larger than the carriers (carrier.Options.ParkIdle); auto is
+	// ParkIdleFor's choice for the mode.
+	ParkIdle cliflag.Switch
 	// Poller is the carriers' I/O poller (carrier.CheckPoller).
 	Poller string
 	// BacklogPollGap is carrier.Options.BacklogPollGap (0: its default).
@@ -100,6 +101,17 @@ func HandoffFor(mode Mode, threshold time.Duration, blocking bool) time.Duration
 	return -1
 }
 
+// ParkIdleFor says whether mode's idle carriers park (carrier.Options.ParkIdle)
+// given the --park-idle switch: as set, or by default where the handlers
+// are anyone's net/http code (nethttp-carrier), whose goroutines and
+// short waits use the carrier's P while it idles, and whose tail it
+// halved at a fixed rate on a one-CPU server, at 3% more CPU per request
+// (docs/PERFORMANCE.md, "Fourteenth session"). The study's own carrier
+// mode keeps blocking in its poller, the study's design, unless asked.
+func ParkIdleFor(mode Mode, park cliflag.Switch) bool {
+	return park.Resolve(mode == ModeNetHTTPCarrier)
+}
+
 // DefaultFlags are the flags' defaults: those of "spindle serve" alone.
 func DefaultFlags() Flags { return cliflag.Defaults((*Flags).Register) }
 
@@ -116,7 +128,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.BoolVar(&f.ParkWatch, "park-watch", true, "where runs are handed off (nethttp-carrier, or --handoff-threshold) and carriers are not --float: a handler's run that waits the Go way for less than the hand-off threshold (a database driver's round trip on its own connections, a pool's semaphore) gives its carrier up as the wait begins (docs/carrier.md, \"Hand-off\"); watches only the tasks whose last run waited, a goroutine wake-up per watched run")
-	fs.BoolVar(&f.ParkIdle, "park-idle", false, "idle carriers park in Go's netpoller, giving their P to goroutines and the GC while they wait, and GOMAXPROCS is not raised above the carriers (docs/carrier.md, \"Parking when idle\"): a lower tail where carriers idle often; goroutines wait while every carrier is busy")
+	f.ParkIdle = cliflag.SwitchAuto
+	fs.Var(&f.ParkIdle, "park-idle", "idle carriers park in Go's netpoller, giving their P to goroutines and the GC while they wait, and GOMAXPROCS is not raised above the carriers (docs/carrier.md, \"Parking when idle\"): a lower tail where carriers idle often; goroutines wait while every carrier is busy. true, false, or auto (the default): on in nethttp-carrier mode, off in the others")
 	fs.StringVar(&f.Poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring (reads and writes as RECV/SEND) or io_uring_poll (readiness only); an error where the kernel refuses io_uring (spindle probe says why)")
 	cliflag.AtLeast(&f.BacklogPollGap, 1).Var(fs, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets (50µs each) a carrier runs tasks between two polls of I/O; 1: before every drain pass, as the scheduler study's loop")
 	fs.StringVar(&f.StealScope, "ws-scope", "global", "where an idle carrier steals: global or cluster (L3)")

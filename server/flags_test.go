@@ -29,6 +29,10 @@ func TestFlagsRoundTrip(t *testing.T) {
 		{"blocking endpoint", func(f *Flags) {
 			f.Mode, f.BlockingEndpoint = "nethttp-carrier", true
 		}, []string{"--blocking-endpoint", "--mode", "nethttp-carrier"}},
+		{"parking off", func(f *Flags) {
+			f.Mode, f.ParkIdle = "nethttp-carrier", cliflag.SwitchOff
+		}, []string{"--mode", "nethttp-carrier", "--park-idle=false"}},
+		{"parking on", func(f *Flags) { f.ParkIdle = cliflag.SwitchOn }, []string{"--park-idle"}},
 		{"no hand-off", func(f *Flags) {
 			f.HandoffThreshold = -time.Nanosecond
 		}, []string{"--handoff-threshold", "-1ns"}},
@@ -81,5 +85,26 @@ func TestHandoffFor(t *testing.T) {
 		if got := HandoffFor(tc.mode, tc.threshold, tc.blocking); got != tc.want {
 			t.Errorf("HandoffFor(%s, %v, blocking %v) = %v, want %v", tc.mode, tc.threshold, tc.blocking, got, tc.want)
 		}
+	}
+}
+
+func TestParkIdleFor(t *testing.T) {
+	for _, tc := range []struct {
+		mode Mode
+		park cliflag.Switch
+		want bool
+	}{
+		{ModeNetHTTPCarrier, cliflag.SwitchAuto, true}, // the default where handlers are anyone's net/http code
+		{ModeCarrier, cliflag.SwitchAuto, false},
+		{ModeHandoff, cliflag.SwitchAuto, false},
+		{ModeNetHTTPCarrier, cliflag.SwitchOff, false},
+		{ModeCarrier, cliflag.SwitchOn, true},
+	} {
+		if got := ParkIdleFor(tc.mode, tc.park); got != tc.want {
+			t.Errorf("ParkIdleFor(%s, %v) = %v, want %v", tc.mode, tc.park, got, tc.want)
+		}
+	}
+	if f := DefaultFlags(); f.ParkIdle != cliflag.SwitchAuto {
+		t.Errorf("--park-idle defaults to %v, want auto", f.ParkIdle)
 	}
 }

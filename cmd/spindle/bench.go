@@ -54,7 +54,8 @@ type benchArgs struct {
 	loadThreads, mockThreads       int
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
-	ws, float, nplus1, parkIdle    bool
+	ws, float, nplus1              bool
+	parkIdle                       cliflag.Switch
 	topology, wait, poller         string
 	warmup, duration               time.Duration
 	perfStat, perfSched, noPidstat bool
@@ -144,7 +145,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.durationVar(&a.think, "mock-think-time", bench.DefaultThinkTime, "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
-	fs.BoolVar(&a.parkIdle, "park-idle", false, "idle carriers park in Go's netpoller and GOMAXPROCS stays at the carriers (serve --park-idle)")
+	fs.Var(&a.parkIdle, "park-idle", "idle carriers park in Go's netpoller and GOMAXPROCS stays at the carriers: true, false, or auto (the default: serve --park-idle's, on in nethttp-carrier mode)")
 	cliflag.AtLeast(&a.backlogPollGap, 1).Var(fs.FlagSet, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")

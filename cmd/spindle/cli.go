@@ -264,7 +264,7 @@ func flagError(err error) string {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
 		reason := m[4]
-		if m[1] != "" {
+		if m[1] != "" && reason == "parse error" { // a plain boolean's; a cliflag.Switch says what it takes
 			reason = "want true or false (or the flag alone for true)"
 		}
 		return dashes(m[3]) + " " + m[2] + ": " + reason

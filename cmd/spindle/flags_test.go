@@ -140,6 +140,8 @@ func TestFlagErrorMessages(t *testing.T) {
 		{[]string{"bench", "--warmup", "-1s"}, `bench: --warmup "-1s": want a duration of at least 0 such as 10s, 500ms or 2m`},
 		{[]string{"bench", "--mock-cpuset", "-1"}, `bench: --mock-cpuset "-1": want a CPU list such as 0-3,8 or 0-15:2 ("" is not a CPU number)`},
 		{[]string{"serve", "--ws=maybe"}, `serve: --ws "maybe": want true or false (or the flag alone for true)`},
+		{[]string{"serve", "--park-idle=maybe"}, `serve: --park-idle "maybe": want true, false or auto, not "maybe"`},
+		{[]string{"bench", "--park-idle=2"}, `bench: --park-idle "2": want true, false or auto, not "2"`},
 	} {
 		c := commands[tc.args[0]]
 		_, err := c.flags().parse(tc.args[1:], io.Discard)

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -200,3 +201,73 @@ func (f *Strings) Set(s string) error { *f = append(*f, s); return nil }
 
 // Values are the values given, in order.
 func (f *Strings) Values() []string { return *f }
+
+// Switch is a boolean flag whose default is decided elsewhere (auto): a
+// mode's own, say. "--name" alone is on, "--name=false" off,
+// "--name=auto" (the zero value) leaves the choice to Resolve's caller.
+// In a JSON document it is "auto", true or false (a bool, as before it
+// could be auto, is read as on or off).
+type Switch int8
+
+// The values of a Switch.
+const (
+	SwitchAuto Switch = iota
+	SwitchOff
+	SwitchOn
+)
+
+// String is "auto", "false" or "true".
+func (s Switch) String() string {
+	switch s {
+	case SwitchOff:
+		return "false"
+	case SwitchOn:
+		return "true"
+	}
+	return "auto"
+}
+
+// Set parses "auto" or a boolean (strconv.ParseBool's forms).
+func (s *Switch) Set(v string) error {
+	if v == "auto" {
+		*s = SwitchAuto
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want true, false or auto, not %q", v)
+	}
+	*s = SwitchOff
+	if b {
+		*s = SwitchOn
+	}
+	return nil
+}
+
+// IsBoolFlag lets "--name" alone set it on.
+func (s *Switch) IsBoolFlag() bool { return true }
+
+// Resolve is the switch's value, auto where it was not set.
+func (s Switch) Resolve(auto bool) bool {
+	if s == SwitchAuto {
+		return auto
+	}
+	return s == SwitchOn
+}
+
+// MarshalJSON writes auto as "auto", on and off as booleans.
+func (s Switch) MarshalJSON() ([]byte, error) {
+	if s == SwitchAuto {
+		return []byte(`"auto"`), nil
+	}
+	return strconv.AppendBool(nil, s == SwitchOn), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Switch) UnmarshalJSON(b []byte) error {
+	v := string(b)
+	if uq, err := strconv.Unquote(v); err == nil {
+		v = uq
+	}
+	return s.Set(v)
+}

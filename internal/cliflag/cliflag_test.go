@@ -1,6 +1,7 @@
 package cliflag
 
 import (
+	"encoding/json"
 	"flag"
 	"slices"
 	"strings"
@@ -77,4 +78,69 @@ func TestArgsNonComparableValue(t *testing.T) {
 	if len(got) != 0 {
 		t.Errorf("Args = %q, want nothing (the flag is at its default)", got)
 	}
+}
+
+func TestSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    Switch
+		wantErr bool
+	}{
+		{"auto", SwitchAuto, false}, {"true", SwitchOn, false}, {"1", SwitchOn, false},
+		{"false", SwitchOff, false}, {"F", SwitchOff, false}, {"", 0, true}, {"on", 0, true}, {"Auto", 0, true},
+	} {
+		var s Switch
+		err := s.Set(tc.in)
+		if (err != nil) != tc.wantErr || err == nil && s != tc.want {
+			t.Errorf("Set(%q) = %v, %v; want %v, error %v", tc.in, s, err, tc.want, tc.wantErr)
+		}
+	}
+	for _, tc := range []struct {
+		s          Switch
+		auto, want bool
+	}{{SwitchAuto, true, true}, {SwitchAuto, false, false}, {SwitchOn, false, true}, {SwitchOff, true, false}} {
+		if got := tc.s.Resolve(tc.auto); got != tc.want {
+			t.Errorf("%v.Resolve(%v) = %v", tc.s, tc.auto, got)
+		}
+	}
+	// On the command line: the flag alone is on, =false off, the default auto.
+	for _, tc := range []struct {
+		args []string
+		want Switch
+	}{{nil, SwitchAuto}, {[]string{"--park"}, SwitchOn}, {[]string{"--park=false"}, SwitchOff}, {[]string{"--park=auto"}, SwitchAuto}} {
+		var s Switch
+		fs := flag.NewFlagSet("", flag.ContinueOnError)
+		fs.Var(&s, "park", "")
+		if err := fs.Parse(tc.args); err != nil || s != tc.want {
+			t.Errorf("%q: %v, %v; want %v", tc.args, s, err, tc.want)
+		}
+	}
+	// In JSON: auto a string, on and off booleans, either read back.
+	for _, s := range []Switch{SwitchAuto, SwitchOn, SwitchOff} {
+		b, err := json.Marshal(struct{ P Switch }{s})
+		var back struct{ P Switch }
+		if err != nil || json.Unmarshal(b, &back) != nil || back.P != s {
+			t.Errorf("%v: JSON %s (%v) read back as %v", s, b, err, back.P)
+		}
+	}
+	var bad struct{ P Switch }
+	if err := json.Unmarshal([]byte(`{"P": "maybe"}`), &bad); err == nil {
+		t.Error(`"maybe" was read as a Switch`)
+	}
+}
+
+func FuzzSwitch(f *testing.F) {
+	for _, s := range []string{"auto", "true", "false", "1", "", "yes"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var s Switch
+		if s.Set(in) != nil {
+			return
+		}
+		var back Switch
+		if err := back.Set(s.String()); err != nil || back != s {
+			t.Errorf("%q: %v reads back as %v (%v)", in, s, back, err)
+		}
+	})
 }
