@@ -239,19 +239,21 @@ func BenchmarkSQLiteHandler(b *testing.B) {
 	b.Run("nethttp", func(b *testing.B) {
 		benchClients(b, startNetHTTP(b, sqliteHandler(openSQLite(b, path), sqliteLookup)))
 	})
-	b.Run("carrier", func(b *testing.B) {
-		// The carrier's default report of a hand-off (a run preempted past
-		// the threshold on this busy machine) would log, with a stack,
-		// between the benchmark's name and its figures: the hand-offs are
-		// reported as a metric instead.
-		g, err := carrier.New(carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s := &Server{Handler: sqliteHandler(openSQLite(b, path), sqliteLookup), ErrorLog: log.New(io.Discard, "", 0)}
-		benchClients(b, listenOn(b, g, s))
-		b.ReportMetric(float64(g.Snapshot()[0].Handoffs), "handoffs")
-	})
+	for _, side := range []string{"carrier", "parked"} { // parked: Options.ParkIdle, serve's nethttp-carrier default
+		b.Run(side, func(b *testing.B) {
+			// The carrier's default report of a hand-off (a run preempted past
+			// the threshold on this busy machine) would log, with a stack,
+			// between the benchmark's name and its figures: the hand-offs are
+			// reported as a metric instead.
+			g, err := carrier.New(carrier.Options{Carriers: 1, ParkIdle: side == "parked", OnHandoff: func(carrier.Handoff) {}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := &Server{Handler: sqliteHandler(openSQLite(b, path), sqliteLookup), ErrorLog: log.New(io.Discard, "", 0)}
+			benchClients(b, listenOn(b, g, s))
+			b.ReportMetric(float64(g.Snapshot()[0].Handoffs), "handoffs")
+		})
+	}
 }
 
 // benchClients sends b.N requests for rows of newSQLiteDB's table to addr
@@ -447,7 +449,9 @@ func driveStandard(b *testing.B, name, addr string) {
 // run on every P. One carrier serves its requests on one thread, so on
 // this 2-CPU machine "carrier" compares one core's event loop with a
 // server that may use both (docs/PERFORMANCE.md, "Twelfth session").
-// Each carrier side reports its hand-offs and park yields per request.
+// "parked" and "carriers-parked" are those with Options.ParkIdle, as
+// spindle serve runs nethttp-carrier. Each carrier side reports its
+// hand-offs and park yields per request.
 func BenchmarkStandardHandlers(b *testing.B) {
 	backend := startNetHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
 	for _, name := range []string{"timeout", "proxy", "proxy-pooled", "errgroup", "errgroup-pooled", "sleep50", "promhttp", "redis", "pgxpool"} {
@@ -459,7 +463,7 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				driveStandard(b, name, startNetHTTP(b, standardHandler(b, "http://"+backend, name, nil, sqliteClients)))
 			})
 		}
-		sides := []string{"carrier", "carriers", "offload"}
+		sides := []string{"carrier", "carriers", "parked", "carriers-parked", "offload"}
 		switch name {
 		case "redis":
 			sides = append(sides, "polled")
@@ -471,9 +475,10 @@ func BenchmarkStandardHandlers(b *testing.B) {
 				// The park watch on: these handlers wait on drivers and
 				// backends (docs/PERFORMANCE.md, "Twelfth session").
 				o := carrier.Options{Carriers: 1, OnHandoff: func(carrier.Handoff) {}}
-				if side == "carriers" {
+				if side == "carriers" || side == "carriers-parked" {
 					o.Carriers = 0 // one per CPU
 				}
+				o.ParkIdle = strings.HasSuffix(side, "parked") // idle carriers park: spindle serve's nethttp-carrier default
 				g, err := carrier.New(o)
 				if err != nil {
 					b.Fatal(err)

@@ -179,7 +179,10 @@ func serve(api, addr string, carriers int, check func(api, addr, path, want stri
 		go srv.Serve(l)
 		ln, stop = l.Addr(), func() { srv.Close() }
 	default:
-		g, err := carrier.New(carrier.Options{Carriers: carriers})
+		// net/http handlers on carriers: idle carriers give their P to the
+		// handlers' goroutines and the GC (as spindle serve's
+		// nethttp-carrier mode does); spindle's own API blocks in its poller.
+		g, err := carrier.New(carrier.Options{Carriers: carriers, ParkIdle: api == "carrierhttp"})
 		if err != nil {
 			return err
 		}
