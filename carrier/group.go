@@ -47,6 +47,7 @@ type Group struct {
 	monitorDone chan struct{}
 	clock       *unix.Timer // the monitor's sleep
 	alert       alertState  // the monitor's threshold for waits
+	surge       surgeState  // the monitor's spare P for detached runs that compute
 	handing     int         // carriers that hand off
 	// lastHandoffLog and handoffsUnlogged pace the default hand-off
 	// report (reportHandoff); the monitor alone uses them.

@@ -3,6 +3,7 @@ package carrier
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -300,16 +301,22 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 	for {
 		select {
 		case <-stop:
+			g.surge.end()
 			close(g.monitorDone)
 			return
 		default:
 		}
+		due := wait.Now() + delay
 		if delay > 0 {
-			if err := g.clock.Sleep(delay); err != nil {
+			if err := g.monitorSleep(delay); err != nil {
 				time.Sleep(time.Duration(delay)) // not expected: a coarser watch rather than none
 			}
 		}
 		now := wait.Now()
+		if now-due > surgeLate*threshold { // no P for the monitor: a run computes on the only one
+			g.surge.start(g, g.longestRun(), now)
+		}
+		g.surge.look(g, now)
 		lim := a.limit(now, threshold, g.handing)
 		relook, minSleep := monitorPeriods(lim)
 		next := now + lim
@@ -323,7 +330,12 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 					a.count++
 				}
 				held := time.Duration(now - start)
-				go g.monitor(stop, func() { g.reportHandoff(c, co, held) })
+				go g.monitor(stop, func() { // the next monitor, off the hand-off's path
+					if !waiting {
+						g.surge.start(g, c, now)
+					}
+					g.reportHandoff(c, co, held)
+				})
 				c.own(co, start, now)
 				return
 			}
@@ -372,6 +384,104 @@ func (a *alertState) limit(now, threshold int64, carriers int) int64 {
 		return short
 	}
 	return threshold
+}
+
+// surgeState is the monitor's spare P. Carriers that park idle keep
+// GOMAXPROCS at their number (raiseProcs), so that the GC sizes its work
+// for the CPUs they have and does it in their idle time. But a run that
+// computes holds its carrier's P, and the monitor, which needs a P to look,
+// sees it only once the runtime preempts it (10 ms), or when it ends; and a
+// run handed off because it computes goes on as a goroutine that competes
+// with the carrier for its P. On one CPU, a fast endpoint beside 50 ms
+// computations waited behind each (p99 47 ms, against 12 ms with the spare
+// P of a blocking carrier), and beside computations that took the whole
+// CPU for 1.2-2 s. So where no P is spare, GOMAXPROCS gets one more when
+// the monitor wakes more than surgeLate thresholds late (no P to run it)
+// or hands off a computing run, until neither has happened, and no
+// detached run has computed, for surgeHold: the monitor and the carrier
+// then have a P each and the kernel shares the CPU between their threads,
+// as for a blocking carrier. The one monitor alive uses it.
+type surgeState struct {
+	on   bool
+	prev int   // GOMAXPROCS before the surge
+	seen int64 // wait.Now when a detached run last computed
+}
+
+// surgeHold is how long the spare P outlives the last sign of a run that
+// computes: each change of GOMAXPROCS stops the world. surgeLate is the
+// monitor's lateness, in thresholds, that is such a sign: a run's Go time
+// slice (computeFactor), since a monitor that sleeps in the netpoller
+// wakes a few ms late whenever a busy carrier leaves no thread polling (at
+// 2 thresholds, a 5% mix of 20 ms sleeps surged 3 times in 8 s, and its
+// fast endpoint's tail lost the parking carrier's gain).
+const (
+	surgeHold = time.Second
+	surgeLate = computeFactor
+)
+
+// longestRun is the carrier whose current run began first (the one that
+// holds its P longest); the first carrier when none runs.
+func (g *Group) longestRun() *Carrier {
+	best, from := g.carriers[0], int64(math.MaxInt64)
+	for _, c := range g.carriers {
+		if c.ho.runSeq.Load()&1 == 1 {
+			if s := c.ho.runStart.Load(); s < from {
+				best, from = c, s
+			}
+		}
+	}
+	return best
+}
+
+// start adds the spare P, at a sign at now that a run of c computes, where
+// no P is spare (carriers that park, with GOMAXPROCS at their number).
+func (s *surgeState) start(g *Group, c *Carrier, now int64) {
+	s.seen = now
+	if s.on || !g.opts.ParkIdle {
+		return
+	}
+	if cur := runtime.GOMAXPROCS(0); cur <= len(g.carriers) {
+		s.on, s.prev = true, cur
+		runtime.GOMAXPROCS(cur + 1)
+		add(&c.stats.surges, 1)
+	}
+}
+
+// look ends the surge once no detached run has computed for surgeHold.
+func (s *surgeState) look(g *Group, now int64) {
+	if !s.on {
+		return
+	}
+	for _, c := range g.carriers {
+		if c.awayComputing() {
+			s.seen = now
+			return
+		}
+	}
+	if now-s.seen >= int64(surgeHold) {
+		s.end()
+	}
+}
+
+// end gives the spare P back, unless someone changed GOMAXPROCS since.
+func (s *surgeState) end() {
+	if s.on && runtime.GOMAXPROCS(0) == s.prev+1 {
+		runtime.GOMAXPROCS(s.prev)
+	}
+	s.on = false
+}
+
+// awayComputing reports whether a run of c that was handed off is running
+// or runnable (not waiting the Go way).
+func (c *Carrier) awayComputing() bool {
+	c.ho.awayMu.Lock()
+	defer c.ho.awayMu.Unlock()
+	for _, co := range c.ho.away {
+		if g := co.g.Load(); g != 0 && !blockedGoWay(g) {
+			return true
+		}
+	}
+	return false
 }
 
 // monitorPeriods are, for a threshold, how often the monitor looks again
@@ -570,4 +680,19 @@ func (c *Carrier) awayCaller(g uintptr) *Task {
 		}
 	}
 	return nil
+}
+
+// monitorSleep is the monitor's sleep: on a timerfd in Go's netpoller
+// (the thread and P go to other goroutines), or, while the surge gives
+// parking carriers a spare P, in a blocking system call, which wakes its
+// thread by itself: the netpoller's timers are seen by a thread that
+// polls, and while a parking carrier computes on the only busy P none may
+// (the monitor then woke 10-50 ms late, past every computing run it was
+// to hand off). Without the spare P the system call would keep the only
+// P from the carrier while the monitor sleeps.
+func (g *Group) monitorSleep(ns int64) error {
+	if g.surge.on {
+		return unix.BlockingSleep(ns)
+	}
+	return g.clock.Sleep(ns)
 }

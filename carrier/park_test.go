@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -141,5 +142,47 @@ func TestParkIdleTimers(t *testing.T) {
 		}
 		within(t, done, 20*time.Second, "sleeping tasks on parking carriers")
 		g.Close()
+	}
+}
+
+// Parking carriers keep GOMAXPROCS at their number, so a run that computes
+// holds the only P: the monitor gives the process a spare P (the surge)
+// once it sees one, so that it and the carrier each have a P, and takes it
+// back surgeHold after the last computing run, or at Close.
+func TestParkIdleSurge(t *testing.T) {
+	if !mOK() || !statusOK() {
+		t.Skip("getm or gstatus failed its check: no hand-off")
+	}
+	for _, closeEarly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("close during the surge %v", closeEarly), func(t *testing.T) {
+			checkLeaks(t)
+			prev := runtime.GOMAXPROCS(1)
+			defer runtime.GOMAXPROCS(prev)
+			g := newGroup(t, Options{Carriers: 1, ParkIdle: true, HandoffThreshold: DefaultHandoffThreshold, OnHandoff: func(Handoff) {}})
+			if !g.Carrier(0).ho.on {
+				t.Skipf("carriers on %s do not hand off", g.opts.Poller)
+			}
+			inTask(t, g, func(tk *Task) {
+				for end := time.Now().Add(60 * time.Millisecond); time.Now().Before(end); {
+				}
+			})
+			surged := false
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !surged; time.Sleep(time.Millisecond) {
+				surged = runtime.GOMAXPROCS(0) == 2
+			}
+			if s := g.Snapshot()[0]; !surged || s.Surges == 0 {
+				t.Fatalf("after a 60 ms computing run: GOMAXPROCS %d, %d surges, %d hand-offs; want 2 and a surge", runtime.GOMAXPROCS(0), s.Surges, s.Handoffs)
+			}
+			if closeEarly {
+				if err := g.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				time.Sleep(surgeHold + 200*time.Millisecond)
+			}
+			if got := runtime.GOMAXPROCS(0); got != 1 {
+				t.Errorf("GOMAXPROCS %d after the surge, want 1 back", got)
+			}
+		})
 	}
 }

@@ -139,6 +139,7 @@ type stats struct {
 	detached    atomic.Int64
 	detachedFor histRec
 	threadMoves atomic.Uint64
+	surges      atomic.Uint64
 	// Conns (foreign.go), written by the carrier's owner.
 	goConnsDropped atomic.Uint64
 
@@ -184,6 +185,7 @@ type Telemetry struct {
 	Detached       int64             `json:"detached"`         // gauge: tasks handed off and not back yet (blocked or computing now)
 	DetachedFor    Histogram         `json:"detached_for"`     // ns from a hand-off to the task's return to its carrier
 	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
+	Surges         uint64            `json:"surges"`           // hand-offs of computing runs that gave parking carriers a spare P (handoff.go, surgeState)
 	GoConnsDropped uint64            `json:"go_conns_dropped"` // Go conns of foreign callers closed because only the carrier's tasks used their conn for a while (foreign.go): out of Go's netpoller
 
 	// io_uring poller only (zero with epoll).
@@ -270,6 +272,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.Rejoins = op(t.Rejoins, o.Rejoins)
 	d.DetachedFor = t.DetachedFor.combine(o.DetachedFor, op)
 	d.ThreadMoves = op(t.ThreadMoves, o.ThreadMoves)
+	d.Surges = op(t.Surges, o.Surges)
 	d.GoConnsDropped = op(t.GoConnsDropped, o.GoConnsDropped)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
@@ -310,6 +313,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		Detached:       s.detached.Load(),
 		DetachedFor:    s.detachedFor.snapshot(),
 		ThreadMoves:    s.threadMoves.Load(),
+		Surges:         s.surges.Load(),
 		GoConnsDropped: s.goConnsDropped.Load(),
 
 		RingEnters:      s.ringEnters.Load(),

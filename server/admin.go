@@ -231,6 +231,7 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 			{desc("park_yields_total", "Task runs handed off before the threshold because the task parked the Go way while the carrier's park watch was armed."), func(t carrier.Telemetry) float64 { return u(t.ParkYields) }},
 			{desc("rejoins_total", "Handed-off and park-yielded tasks that came back to their carrier."), func(t carrier.Telemetry) float64 { return u(t.Rejoins) }},
 			{desc("thread_moves_total", "Runs that ended on another thread than they began (a short Go-way block): the carrier moved there."), func(t carrier.Telemetry) float64 { return u(t.ThreadMoves) }},
+			{desc("surges_total", "Hand-offs of computing runs that gave parking carriers a spare P (GOMAXPROCS one more until no handed-off run has computed for a second)."), func(t carrier.Telemetry) float64 { return u(t.Surges) }},
 			{desc("go_conns_dropped_total", "Go conns of foreign callers (a duplicate fd in Go's netpoller) closed because only the carrier's tasks used their conn for a while."), func(t carrier.Telemetry) float64 { return u(t.GoConnsDropped) }},
 			{desc("ring_enters_total", "io_uring_enter calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingEnters) }},
 			{desc("ring_submissions_total", "SQEs submitted by those calls (io_uring poller)."), func(t carrier.Telemetry) float64 { return u(t.RingSubmissions) }},

@@ -28,6 +28,11 @@ func Nanosleep(ns int64) error {
 	ts := xunix.NsecToTimespec(min(ns, MaxRawSleep))
 	_, _, errno := xunix.RawSyscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
 		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return sleepErr(errno)
+}
+
+// sleepErr is a clock_nanosleep's outcome: a signal's EINTR is none.
+func sleepErr(errno xunix.Errno) error {
 	if errno == 0 || errno == xunix.EINTR {
 		return nil
 	}
@@ -83,4 +88,19 @@ func Timerfd() (int, error) {
 func TimerfdArm(fd int, ns int64) error {
 	spec := xunix.ItimerSpec{Value: xunix.NsecToTimespec(max(ns, 1))}
 	return wrap("timerfd_settime", xunix.TimerfdSettime(fd, 0, &spec, nil))
+}
+
+// BlockingSleep blocks the calling thread for ns nanoseconds on
+// CLOCK_MONOTONIC (at most MaxRawSleep) through Go's ordinary system-call
+// path: the goroutine's P may go to other goroutines meanwhile, and the
+// thread wakes by itself, needing no other thread to poll for it; on
+// waking it takes its P back, or an idle one, or waits for one.
+func BlockingSleep(ns int64) error {
+	if ns <= 0 {
+		return nil
+	}
+	ts := xunix.NsecToTimespec(min(ns, MaxRawSleep))
+	_, _, errno := xunix.Syscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return sleepErr(errno)
 }
