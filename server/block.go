@@ -29,7 +29,7 @@ const BlockPath = "/block"
 
 // BlockKinds are the kinds /block takes (kind=), in blockKind's order:
 // BlockKinds[k-1] names kind k.
-var BlockKinds = []string{"sleep", "mutex", "singleflight"}
+var BlockKinds = []string{"sleep", "mutex", "singleflight", "compute"}
 
 // BlockTarget is the request target of a /block request of kind blocking
 // for d.
@@ -51,6 +51,10 @@ const (
 	// makes the /fruits backend exchange with its mode's backend client;
 	// the others (followers) wait for it and answer its result.
 	blockSingleflight
+	// blockCompute: computes for d without waiting (a CPU-bound handler,
+	// which holds its thread as no wait does: the hand-off monitor, not
+	// the park watch, must see it).
+	blockCompute
 )
 
 // blockKinds name the kinds as the query spells them (from BlockKinds).
@@ -62,7 +66,7 @@ var blockKinds = func() map[string]blockKind {
 	return m
 }()
 
-// blockKindHelp lists them for errors: "sleep, mutex or singleflight".
+// blockKindHelp lists them for errors: "sleep, mutex, singleflight or compute".
 var blockKindHelp = strings.Join(BlockKinds[:len(BlockKinds)-1], ", ") + " or " + BlockKinds[len(BlockKinds)-1]
 
 // blockSpec is a parsed /block query.
@@ -151,8 +155,16 @@ func (s *Server) block(q string, fetch func() ([]byte, error)) (status int, ctyp
 		s.blockMu.Unlock()
 	case blockSingleflight:
 		return s.singleflight(b.d, fetch)
+	case blockCompute:
+		compute(b.d)
 	}
 	return 200, textPlain, healthBody
+}
+
+// compute keeps its thread busy for d: a loop of clock reads, no wait.
+func compute(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
 }
 
 // unavailableBody answers a singleflight follower whose leader's carrier

@@ -29,14 +29,15 @@ func TestParseBlock(t *testing.T) {
 		{"d=20ms&kind=sleep", blockSpec{blockSleep, 20 * time.Millisecond}, ""},
 		{"kind=sleep", blockSpec{blockSleep, 0}, ""},
 		{"kind=mutex&d=1.5ms", blockSpec{blockMutex, 1500 * time.Microsecond}, ""},
+		{"kind=compute&d=50ms", blockSpec{blockCompute, 50 * time.Millisecond}, ""},
 		{"kind=singleflight", blockSpec{blockSingleflight, 0}, ""},
 		{"kind=singleflight&d=2s", blockSpec{blockSingleflight, maxD}, ""},
 		{"kind=sleep&d=0", blockSpec{blockSleep, 0}, ""},
 		{"kind=sleep&d=%32%30ms", blockSpec{blockSleep, 20 * time.Millisecond}, ""}, // escaped "20ms"
 		{"kind=sleep&", blockSpec{blockSleep, 0}, ""},
-		{"", blockSpec{}, "kind missing: want kind=sleep, mutex or singleflight"},
+		{"", blockSpec{}, "kind missing: want kind=sleep, mutex, singleflight or compute"},
 		{"d=20ms", blockSpec{}, "kind missing"},
-		{"kind=nap", blockSpec{}, `kind "nap": want sleep, mutex or singleflight`},
+		{"kind=nap", blockSpec{}, `kind "nap": want sleep, mutex, singleflight or compute`},
 		{"kind=", blockSpec{}, `kind "": want`},
 		{"kind=Sleep", blockSpec{}, `kind "Sleep"`},
 		{"kind=sleep&d=20", blockSpec{}, `d "20": want a duration with its unit, such as 20ms`},
@@ -135,8 +136,8 @@ func TestBlockEndpoint(t *testing.T) {
 		{"singleflight", "/block?kind=singleflight", 200, wantFruits, 0},
 		{"singleflight, held", "/block?kind=singleflight&d=10ms", 200, wantFruits, 10 * time.Millisecond},
 		{"absolute form", "http://x/block?kind=sleep&d=2ms", 200, "OK", 2 * time.Millisecond},
-		{"no query", "/block", 400, "bad /block query: kind missing: want kind=sleep, mutex or singleflight", 0},
-		{"unknown kind", "/block?kind=nap", 400, `bad /block query: kind "nap": want sleep, mutex or singleflight`, 0},
+		{"no query", "/block", 400, "bad /block query: kind missing: want kind=sleep, mutex, singleflight or compute", 0},
+		{"unknown kind", "/block?kind=nap", 400, `bad /block query: kind "nap": want sleep, mutex, singleflight or compute`, 0},
 		{"d without unit", "/block?kind=sleep&d=20", 400, `bad /block query: d "20": want a duration with its unit, such as 20ms`, 0},
 		{"negative d", "/block?kind=sleep&d=-1ms", 400, `bad /block query: d "-1ms": want 0 to 2s (the backend timeout)`, 0},
 		{"d past the backend timeout", "/block?kind=singleflight&d=3s", 400, `bad /block query: d "3s": want 0 to 2s (the backend timeout)`, 0},
@@ -342,7 +343,7 @@ func TestSparseLog(t *testing.T) {
 // TestBlockKindsListed: BlockKinds name blockKind's kinds in order, and
 // BlockTarget writes a query that parses to the kind and hold it names.
 func TestBlockKindsListed(t *testing.T) {
-	want := map[string]blockKind{"sleep": blockSleep, "mutex": blockMutex, "singleflight": blockSingleflight}
+	want := map[string]blockKind{"sleep": blockSleep, "mutex": blockMutex, "singleflight": blockSingleflight, "compute": blockCompute}
 	if !maps.Equal(blockKinds, want) {
 		t.Errorf("/block takes kinds %v, want %v", blockKinds, want)
 	}

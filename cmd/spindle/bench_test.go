@@ -151,7 +151,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--mock-think-time", "soon"}, "think"},
 		{[]string{"bench", "--mix", "95/fruits"}, `--mix "95/fruits": want WEIGHT:TARGET`},
 		{[]string{"bench", "--mix", "95:/fruits", "--mix", "5:/block?kind=sleep"}, "only with the blocking endpoint (--blocking-endpoint)"},
-		{[]string{"compare", "--blocking", "nap"}, `blocking kind "nap": want sleep, mutex, singleflight`},
+		{[]string{"compare", "--blocking", "nap"}, `blocking kind "nap": want sleep, mutex, singleflight, compute`},
 		{[]string{"compare", "--blocking", "sleep", "--blocking-share", "0"}, `--blocking-share "0": want a whole number from 1 to 50`},
 		{[]string{"bench", "--server-port", "7", "--mock-port", "7"}, "must differ"},
 		{[]string{"bench", "--server-port", busy, "--output-dir", t.TempDir()}, "port busy"},
