@@ -111,13 +111,13 @@ func (c *Carrier) bound() bool { return !c.g.opts.Float }
 // alone what the outer one set); pass it to leave.
 func (t *Task) enter() bool {
 	c := t.home
-	if c == nil {
+	if c == nil || !c.ho.on {
+		if c != nil && c.ho.unlocked { // a parking carrier's task: it runs unlocked too
+			t.refuseLocked()
+		}
 		return false
 	}
 	t.refuseLocked()
-	if !c.ho.on {
-		return false
-	}
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}

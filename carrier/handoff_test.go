@@ -672,33 +672,51 @@ func TestLockOSThreadRefused(t *testing.T) {
 		{"twice, then Sleep", func(tk *Task) { runtime.LockOSThread(); runtime.LockOSThread(); tk.Sleep(time.Millisecond) }, errLockedThread},
 		{"and end", func(tk *Task) { runtime.LockOSThread() }, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
-			g := newGroup(t, Options{Carriers: 1})
-			needHandoff(t, g)
-			if !lockedOK() {
-				t.Skip("glockedm failed its start-up check: such a task makes the runtime throw")
-			}
-			got := make(chan any, 1)
-			g.Go(func(tk *Task) {
-				defer func() { got <- recover() }()
-				tc.task(tk)
-			})
-			select {
-			case p := <-got:
-				if p != tc.want {
-					t.Errorf("recovered %v, want %v", p, tc.want)
+		for _, park := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, parking carrier without hand-off %v", tc.name, park), func(t *testing.T) {
+				checkLeaks(t)
+				o := Options{Carriers: 1}
+				if park { // its runs are unlocked too (handoffState.unlocked)
+					o.ParkIdle, o.HandoffThreshold = true, -1
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the task neither panicked nor ended")
-			}
-			ran := make(chan struct{})
-			g.Go(func(tk *Task) { tk.Yield(); close(ran) })
-			within(t, ran, 5*time.Second, "the carrier after a task that locked its thread")
-			if n := g.Snapshot()[0].Panics; tc.want == nil && n != 1 {
-				t.Errorf("%d panics counted, want the one of the task that ended locked", n)
-			}
-		})
+				g := newGroup(t, o)
+				if park && !g.Carrier(0).ho.unlocked {
+					t.Skip("this carrier parks locked (getm failed its check, or it floats)")
+				}
+				lockedTaskRefused(t, g, tc.task, tc.want, park)
+			})
+		}
+	}
+}
+
+// lockedTaskRefused runs task on g, which hands off or parks unlocked (park),
+// and checks that its own recover sees want, and that the carrier goes on.
+func lockedTaskRefused(t *testing.T, g *Group, task func(*Task), want any, park bool) {
+	t.Helper()
+	if !park {
+		needHandoff(t, g)
+	}
+	if !lockedOK() {
+		t.Skip("glockedm failed its start-up check: such a task makes the runtime throw")
+	}
+	got := make(chan any, 1)
+	g.Go(func(tk *Task) {
+		defer func() { got <- recover() }()
+		task(tk)
+	})
+	select {
+	case p := <-got:
+		if p != want {
+			t.Errorf("recovered %v, want %v", p, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task neither panicked nor ended")
+	}
+	ran := make(chan struct{})
+	g.Go(func(tk *Task) { tk.Yield(); close(ran) })
+	within(t, ran, 5*time.Second, "the carrier after a task that locked its thread")
+	if n := g.Snapshot()[0].Panics; want == nil && n != 1 {
+		t.Errorf("%d panics counted, want the one of the task that ended locked", n)
 	}
 }
 
