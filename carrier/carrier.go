@@ -287,8 +287,8 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 // parkIdle waits as a ParkIdle carrier does (park.go). A bound carrier
 // unlocks its goroutine for the park, as for a task's run: a parked
 // goroutine that is locked stops its thread, so every wake-up would cost a
-// hand-off of the P between two threads (two futex wake-ups and two
-// context switches: 7 µs of CPU per request at 10,000/s); unlocked, the
+// hand-off of the P between two threads (3 futex calls and 3 context
+// switches per request at 10,000/s: 7-8 µs of CPU per request); unlocked, the
 // thread that parked it is the one that finds it ready in the netpoller
 // and runs it, as for any goroutine. Where it wakes on another thread,
 // that thread becomes the carrier's (moveTo), as after a run.

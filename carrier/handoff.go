@@ -316,7 +316,7 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 		if now-due > surgeLate*threshold { // no P for the monitor: a run computes on the only one
 			g.surge.start(g, g.longestRun(), now)
 		}
-		g.surge.look(g, now)
+		g.surge.look(now)
 		lim := a.limit(now, threshold, g.handing)
 		relook, minSleep := monitorPeriods(lim)
 		next := now + lim
@@ -397,14 +397,14 @@ func (a *alertState) limit(now, threshold int64, carriers int) int64 {
 // P of a blocking carrier), and beside computations that took the whole
 // CPU for 1.2-2 s. So where no P is spare, GOMAXPROCS gets one more when
 // the monitor wakes more than surgeLate thresholds late (no P to run it)
-// or hands off a computing run, until neither has happened, and no
-// detached run has computed, for surgeHold: the monitor and the carrier
+// or hands off a computing run, until neither has happened for
+// surgeHold: the monitor and the carrier
 // then have a P each and the kernel shares the CPU between their threads,
 // as for a blocking carrier. The one monitor alive uses it.
 type surgeState struct {
 	on   bool
 	prev int   // GOMAXPROCS before the surge
-	seen int64 // wait.Now when a detached run last computed
+	seen int64 // wait.Now of the last sign of a run that computes
 }
 
 // surgeHold is how long the spare P outlives the last sign of a run that
@@ -447,18 +447,14 @@ func (s *surgeState) start(g *Group, c *Carrier, now int64) {
 	}
 }
 
-// look ends the surge once no detached run has computed for surgeHold.
-func (s *surgeState) look(g *Group, now int64) {
-	if !s.on {
-		return
-	}
-	for _, c := range g.carriers {
-		if c.awayComputing() {
-			s.seen = now
-			return
-		}
-	}
-	if now-s.seen >= int64(surgeHold) {
+// look ends the surge surgeHold after the last sign of a run that
+// computes. A detached run that computes longer is no sign by itself: the
+// park watch's tasks, detached while they wait, also run for a moment
+// before they rejoin, and would keep the P for good; a long computation
+// that outlives the surge takes the only P again, and the monitor's
+// lateness starts a new one.
+func (s *surgeState) look(now int64) {
+	if s.on && now-s.seen >= int64(surgeHold) {
 		s.end()
 	}
 }
@@ -469,19 +465,6 @@ func (s *surgeState) end() {
 		runtime.GOMAXPROCS(s.prev)
 	}
 	s.on = false
-}
-
-// awayComputing reports whether a run of c that was handed off is running
-// or runnable (not waiting the Go way).
-func (c *Carrier) awayComputing() bool {
-	c.ho.awayMu.Lock()
-	defer c.ho.awayMu.Unlock()
-	for _, co := range c.ho.away {
-		if g := co.g.Load(); g != 0 && !blockedGoWay(g) {
-			return true
-		}
-	}
-	return false
 }
 
 // monitorPeriods are, for a threshold, how often the monitor looks again
