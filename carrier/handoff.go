@@ -3,7 +3,6 @@ package carrier
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -306,16 +305,12 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 			return
 		default:
 		}
-		due := wait.Now() + delay
 		if delay > 0 {
 			if err := g.monitorSleep(delay); err != nil {
 				time.Sleep(time.Duration(delay)) // not expected: a coarser watch rather than none
 			}
 		}
 		now := wait.Now()
-		if now-due > surgeLate*threshold { // no P for the monitor: a run computes on the only one
-			g.surge.start(g, g.longestRun(), now)
-		}
 		g.surge.look(now)
 		lim := a.limit(now, threshold, g.handing)
 		relook, minSleep := monitorPeriods(lim)
@@ -396,9 +391,8 @@ func (a *alertState) limit(now, threshold int64, carriers int) int64 {
 // computations waited behind each (p99 47 ms, against 12 ms with the spare
 // P of a blocking carrier), and beside computations that took the whole
 // CPU for 1.2-2 s. So where no P is spare, GOMAXPROCS gets one more when
-// the monitor wakes more than surgeLate thresholds late (no P to run it)
-// or hands off a computing run, until neither has happened for
-// surgeHold: the monitor and the carrier
+// the monitor hands off a computing run (late: when the runtime preempted
+// it, or it ended), until it has not for surgeHold: the monitor and the carrier
 // then have a P each and the kernel shares the CPU between their threads,
 // as for a blocking carrier. The one monitor alive uses it.
 type surgeState struct {
@@ -407,31 +401,14 @@ type surgeState struct {
 	seen int64 // wait.Now of the last sign of a run that computes
 }
 
-// surgeHold is how long the spare P outlives the last sign of a run that
-// computes: each change of GOMAXPROCS stops the world. surgeLate is the
-// monitor's lateness, in thresholds, that is such a sign: a run's Go time
-// slice (computeFactor), since a monitor that sleeps in the netpoller
-// wakes a few ms late whenever a busy carrier leaves no thread polling (at
-// 2 thresholds, a 5% mix of 20 ms sleeps surged 3 times in 8 s, and its
-// fast endpoint's tail lost the parking carrier's gain).
-const (
-	surgeHold = time.Second
-	surgeLate = computeFactor
-)
-
-// longestRun is the carrier whose current run began first (the one that
-// holds its P longest); the first carrier when none runs.
-func (g *Group) longestRun() *Carrier {
-	best, from := g.carriers[0], int64(math.MaxInt64)
-	for _, c := range g.carriers {
-		if c.ho.runSeq.Load()&1 == 1 {
-			if s := c.ho.runStart.Load(); s < from {
-				best, from = c, s
-			}
-		}
-	}
-	return best
-}
+// surgeHold is how long the spare P outlives the last hand-off of a
+// computing run: each change of GOMAXPROCS stops the world. The monitor's
+// own lateness is no sign: at saturation a busy carrier leaves no thread
+// to poll for its timer, so it wakes 10 ms late all the time, and a surge
+// from that (with the monitor then waking every 1 ms on a thread of its
+// own, on the carrier's one CPU) cut nethttp-carrier's max from 24.9K to
+// 15K req/s.
+const surgeHold = time.Second
 
 // start adds the spare P, at a sign at now that a run of c computes, where
 // no P is spare (carriers that park, with GOMAXPROCS at their number).
