@@ -299,7 +299,7 @@ func (c *Carrier) pollIO(timeoutNs int64) int {
 // work on its reserved CPU; with NPlusOne the carrier parks locked, and
 // pays the hand-off.
 func (c *Carrier) parkIdle(timeoutNs int64) int {
-	if !c.ho.unlocked || !c.parksUnlocked() {
+	if !c.ho.parkUnlocked {
 		return c.park.wait(c.poll, timeoutNs)
 	}
 	runtime.UnlockOSThread()
@@ -307,14 +307,6 @@ func (c *Carrier) parkIdle(timeoutNs int64) int {
 	runtime.LockOSThread()
 	c.follow()
 	return n
-}
-
-// parksUnlocked says whether c parks idle with its goroutine unlocked
-// (parkIdle): it is bound, parks idle, has no N+1 reserve to keep other
-// work off its CPU, and getm works, which following its goroutine to
-// another thread needs.
-func (c *Carrier) parksUnlocked() bool {
-	return c.bound() && c.park != nil && !c.g.opts.NPlusOne && mOK()
 }
 
 // wakeTask makes a parked task runnable: into the LIFO slot (I/O wake-ups:

@@ -173,7 +173,10 @@ func (g *Group) newCarrier(i int, p placement) (*Carrier, error) {
 			return nil, fmt.Errorf("carrier %d: %w", i, err)
 		}
 	}
-	c.ho.unlocked = c.bound() && (c.ho.on || c.parksUnlocked())
+	// A bound carrier parks unlocked (parkIdle) unless N+1 keeps other work
+	// off its CPU, and where getm works, which following it needs.
+	c.ho.parkUnlocked = c.bound() && c.park != nil && !g.opts.NPlusOne && mOK()
+	c.ho.unlocked = c.bound() && (c.ho.on || c.ho.parkUnlocked)
 	c.connEng = connEngineFor(c.poll)
 	return c, nil
 }

@@ -598,16 +598,18 @@ type handoffState struct {
 	// unlocked: the bound owner unlocks its goroutine around runs and idle
 	// parks, and creates its coroutines unlocked, so that a run or a park
 	// may end on another thread (follow): where it hands off, or parks
-	// idle with a working getm. Fixed at New.
-	unlocked    bool
-	m           uintptr
-	runSeq      atomic.Uint64
-	runStart    atomic.Int64
-	detachedAt  map[*coro]away
-	awayMu      sync.Mutex
-	away        []*coro
-	park        chan struct{} // the park watch's (handoff_park.go), owner-only; nil: none started
-	parkPending atomic.Bool   // a watcher was readied and has not run yet
+	// idle with a working getm. Fixed at New. parkUnlocked: its idle parks
+	// are unlocked (Carrier.parkIdle; not with N+1).
+	unlocked     bool
+	parkUnlocked bool
+	m            uintptr
+	runSeq       atomic.Uint64
+	runStart     atomic.Int64
+	detachedAt   map[*coro]away
+	awayMu       sync.Mutex
+	away         []*coro
+	park         chan struct{} // the park watch's (handoff_park.go), owner-only; nil: none started
+	parkPending  atomic.Bool   // a watcher was readied and has not run yet
 }
 
 // stopCoro stops an idle or parked coroutine (its task unwinds with

@@ -21,23 +21,7 @@ const MaxRawSleep = 50_000_000 // 50ms
 // slept so went unflipped for up to 615ms. The price is that a
 // stop-the-world waits for the sleep to end, hence the bound; the spectrum
 // turns the collector off while it measures.
-func Nanosleep(ns int64) error {
-	if ns <= 0 {
-		return nil
-	}
-	ts := xunix.NsecToTimespec(min(ns, MaxRawSleep))
-	_, _, errno := xunix.RawSyscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
-		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-	return sleepErr(errno)
-}
-
-// sleepErr is a clock_nanosleep's outcome: a signal's EINTR is none.
-func sleepErr(errno xunix.Errno) error {
-	if errno == 0 || errno == xunix.EINTR {
-		return nil
-	}
-	return wrap("clock_nanosleep", errno)
-}
+func Nanosleep(ns int64) error { return clockNanosleep(ns, true) }
 
 // Timer is a CLOCK_MONOTONIC timerfd read through Go's network poller: a
 // goroutine waiting on it is parked (its P serves other goroutines) and is
@@ -95,12 +79,25 @@ func TimerfdArm(fd int, ns int64) error {
 // path: the goroutine's P may go to other goroutines meanwhile, and the
 // thread wakes by itself, needing no other thread to poll for it; on
 // waking it takes its P back, or an idle one, or waits for one.
-func BlockingSleep(ns int64) error {
+func BlockingSleep(ns int64) error { return clockNanosleep(ns, false) }
+
+// clockNanosleep sleeps ns (at most MaxRawSleep) on CLOCK_MONOTONIC, by a
+// raw system call (raw: the P kept) or through Go's system-call path.
+func clockNanosleep(ns int64, raw bool) error {
 	if ns <= 0 {
 		return nil
 	}
 	ts := xunix.NsecToTimespec(min(ns, MaxRawSleep))
-	_, _, errno := xunix.Syscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
-		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-	return sleepErr(errno)
+	var errno xunix.Errno
+	if raw {
+		_, _, errno = xunix.RawSyscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	} else {
+		_, _, errno = xunix.Syscall6(xunix.SYS_CLOCK_NANOSLEEP, uintptr(xunix.CLOCK_MONOTONIC), 0,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	}
+	if errno == 0 || errno == xunix.EINTR {
+		return nil
+	}
+	return wrap("clock_nanosleep", errno)
 }
