@@ -301,6 +301,7 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 		select {
 		case <-stop:
 			g.surge.end()
+			g.surge.stopSysmonTimer()
 			close(g.monitorDone)
 			return
 		default:
@@ -337,6 +338,7 @@ func (g *Group) monitor(stop <-chan struct{}, report func()) {
 			next = min(next, due)
 		}
 		delay = max(next-now, minSleep)
+		g.surge.boundSysmon(g)
 	}
 }
 
@@ -399,6 +401,43 @@ type surgeState struct {
 	on   bool
 	prev int   // GOMAXPROCS before the surge
 	seen int64 // wait.Now of the last sign of a run that computes
+	// sysmon is the Go timer boundSysmon keeps pending; nil until its
+	// first call, and where carriers do not park.
+	sysmon *time.Timer
+}
+
+// sysmonBound is how far ahead boundSysmon keeps a Go timer pending.
+const sysmonBound = 5 * time.Millisecond
+
+// boundSysmon keeps a Go timer pending at most sysmonBound ahead while
+// carriers park, so that Go's sysmon sleeps no longer than that. Sysmon
+// is what preempts a run past 10 ms, and the only way the monitor gets a
+// P while a parking carrier computes on the only one (before the surge).
+// But while every P is idle sysmon sleeps deeply, until the next Go timer
+// or a system call made through the runtime (entersyscall): a carrier's
+// system calls are raw, and the monitor's timerfd is no Go timer, so a
+// parked carrier that woke and computed went unpreempted, and unseen, to
+// the end of its run, whatever its length (two 50 ms computations in
+// three, docs/PERFORMANCE.md, "Fifteenth session"). The monitor resets the
+// timer at every look (a timer moved later wakes no thread); it fires, as
+// a no-op, only when the monitor was kept from a look that long. Waking
+// sysmon at each wake-up of a parked carrier instead (one system call
+// through the runtime) cost 9% more CPU per request at 10,000/s.
+func (s *surgeState) boundSysmon(g *Group) {
+	switch {
+	case !g.opts.ParkIdle || g.opts.NPlusOne:
+	case s.sysmon == nil:
+		s.sysmon = time.AfterFunc(sysmonBound, func() {})
+	default:
+		s.sysmon.Reset(sysmonBound)
+	}
+}
+
+// stopSysmonTimer stops boundSysmon's timer, at the monitor's end.
+func (s *surgeState) stopSysmonTimer() {
+	if s.sysmon != nil {
+		s.sysmon.Stop()
+	}
 }
 
 // surgeHold is how long the spare P outlives the last hand-off of a

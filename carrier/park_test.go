@@ -3,6 +3,8 @@ package carrier
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -184,5 +186,64 @@ func TestParkIdleSurge(t *testing.T) {
 				t.Errorf("GOMAXPROCS %d after the surge, want 1 back", got)
 			}
 		})
+	}
+}
+
+// TestParkIdleComputeSeen has a parking carrier, alone on the only P,
+// compute for 150 ms as a request comes after an idle second and a half:
+// the run must be handed off within 60 ms (13-19 ms measured on a
+// server). While every P is idle Go's sysmon sleeps until the next Go timer
+// or a system call made through the runtime, and neither comes: the
+// carrier's system calls are raw, and the byte comes from another process
+// (bash), so that this one makes no system call as it comes, as a server's
+// keep-alive client does. Without the timer the monitor keeps pending
+// (surgeState.boundSysmon) nothing preempted the run, the monitor had no P
+// to look with, and the run was never handed off.
+func TestParkIdleComputeSeen(t *testing.T) {
+	if !mOK() || !statusOK() {
+		t.Skip("getm or gstatus failed its check: no hand-off")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash, the test's client")
+	}
+	checkLeaks(t)
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	var held atomic.Int64
+	g := newGroup(t, Options{Carriers: 1, ParkIdle: true, HandoffThreshold: DefaultHandoffThreshold,
+		OnHandoff: func(h Handoff) { held.CompareAndSwap(0, int64(h.Held)) }})
+	if !g.Carrier(0).ho.on {
+		t.Skipf("carriers on %s do not hand off", g.opts.Poller)
+	}
+	const rounds = 2
+	computed := make(chan struct{}, rounds)
+	l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
+		buf := make([]byte, 1)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			spin(150 * time.Millisecond)
+			computed <- struct{}{}
+		}
+	}, ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().(*net.TCPAddr)
+	// Each byte comes 1.5 s after the last: past the surge of the last
+	// round's hand-off (surgeHold), whose end wakes sysmon.
+	client := exec.Command(bash, "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/%d; for i in 1 2; do sleep 1.5; printf x >&3; done; sleep 2", addr.IP, addr.Port))
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Wait()
+	defer client.Process.Kill()
+	for round := range rounds {
+		within(t, computed, 10*time.Second, "the computing run")
+		if h := time.Duration(held.Swap(0)); h == 0 || h > 60*time.Millisecond {
+			t.Fatalf("round %d: a 150 ms computing run after an idle 1.5 s handed off after %v (0: never); want within 60 ms", round, h)
+		}
 	}
 }
