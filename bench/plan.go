@@ -648,13 +648,18 @@ type CompareOptions struct {
 	// this kind, for BlockingHold) and the rest to /fruits.
 	Blocking      string
 	BlockingShare int
-	// App, Target and DBPool are Config's: with the tfb app only the
-	// variants of server.TFBModes run, against the database the caller
-	// starts (StartDB).
+	// App, Target and DBPool are Config's: with the tfb app the variants
+	// of TFBVariants run (those of Only, of server.TFBModes, where given),
+	// against the database the caller starts (StartDB).
 	App    string
 	Target string
 	DBPool int
 }
+
+// TFBVariants are the variants a tfb plan runs unless Only names others
+// (of server.TFBModes): the one net/http handler under net/http's server
+// and on carriers, and the carrier mode's native answers.
+var TFBVariants = []string{"nethttp", "nethttp-carrier", "carrier"}
 
 // The blocking mix of "spindle compare --blocking": the 5% of
 // requests blocking 20 ms the Go way.
@@ -742,7 +747,7 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 	}
 	var configs []Config
 	for _, v := range Variants {
-		if len(want) > 0 && !want[v.Name] {
+		if len(want) > 0 && !want[v.Name] || len(want) == 0 && o.App == string(server.AppTFB) && !slices.Contains(TFBVariants, v.Name) {
 			continue
 		}
 		if v.fits != nil && !v.fits(l) {

@@ -472,9 +472,9 @@ func TestVariantsNameFindings(t *testing.T) {
 	}
 }
 
-// TestComparePlanTFB: the tfb app's plan runs the variants of its modes
-// only, each valid, sending to the target given (or /db), and refuses a
-// variant of another mode asked for by name.
+// TestComparePlanTFB: the tfb app's plan runs TFBVariants, each valid,
+// sending to the target given (or /db), another variant of its modes
+// asked for by name, and refuses a variant of another mode.
 func TestComparePlanTFB(t *testing.T) {
 	cpus := mustList(t, "0-3")
 	for _, tc := range []struct{ target, want string }{{"", "/db"}, {"/fortunes", "/fortunes"}} {
@@ -489,15 +489,18 @@ func TestComparePlanTFB(t *testing.T) {
 				t.Errorf("%s: %v, tfb %v, target %s; want valid, tfb, %s", c.Name, err, c.TFB(), c.loadPath(), tc.want)
 			}
 		}
-		if !slices.Equal(names, []string{ModeNetHTTP, ModeNetHTTPCarrier}) {
-			t.Errorf("configurations %v; want nethttp, nethttp-carrier", names)
+		if !slices.Equal(names, TFBVariants) {
+			t.Errorf("configurations %v; want %v", names, TFBVariants)
 		}
 		if !strings.Contains(p.Description, "App tfb") || !strings.Contains(p.Description, "requests to "+tc.want) {
 			t.Errorf("description does not say the app: %s", p.Description)
 		}
 	}
-	if _, err := ComparePlan(CompareOptions{CPUs: cpus, App: "tfb", Only: []string{"carrier"}}); err == nil || !strings.Contains(err.Error(), "runs in modes") {
-		t.Errorf("tfb with --only carrier: %v; want refused", err)
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus, App: "tfb", Only: []string{"handoff"}}); err == nil || !strings.Contains(err.Error(), "runs in modes") {
+		t.Errorf("tfb with --only handoff: %v; want refused", err)
+	}
+	if p, err := ComparePlan(CompareOptions{CPUs: cpus, App: "tfb", Only: []string{"carrier+park"}}); err != nil || len(p.Phases[0].Configs) != 1 {
+		t.Errorf("tfb with --only carrier+park: %v; want that one configuration", err)
 	}
 	c := Config{Name: "x", Mode: ModeNetHTTP, Threads: 1, Connections: 1, LoadThreads: 1, MockThreads: 1, Duration: time.Second,
 		Topology: DefaultTopology, Wait: DefaultWait}
@@ -506,7 +509,7 @@ func TestComparePlanTFB(t *testing.T) {
 	}
 	for _, bad := range []func(*Config){
 		func(c *Config) { c.App = "shop" },
-		func(c *Config) { c.App, c.Mode = "tfb", ModeCarrier },
+		func(c *Config) { c.App, c.Mode = "tfb", ModeHandoff },
 		func(c *Config) { c.DBPool = 3 },
 		func(c *Config) { c.App, c.DBPool = "tfb", -1 },
 		func(c *Config) { c.Target = "db" },

@@ -95,6 +95,9 @@ type Options struct {
 	// however large the body (a server whose handlers ignore bodies bounds
 	// its memory per connection so).
 	DiscardBody bool
+	// Server, when not empty, is the Server header of every response
+	// ServeConn writes (TechEmpower's rules want one).
+	Server string
 }
 
 const (

@@ -251,6 +251,8 @@ type ResponseHead struct {
 	KeepAlive10 bool
 	// OmitBody writes Content-Length but no body (the answer to HEAD).
 	OmitBody bool
+	// Server is the Server header's value; empty: none.
+	Server string
 }
 
 // Writer writes responses. It caches the Date value, so it is owned by one
@@ -270,6 +272,10 @@ func (w *Writer) AppendResponse(dst []byte, h ResponseHead, body []byte) []byte 
 	dst = strconv.AppendInt(dst, int64(h.Status), 10)
 	dst = append(dst, ' ')
 	dst = append(dst, StatusText(h.Status)...)
+	if h.Server != "" {
+		dst = append(dst, "\r\nServer: "...)
+		dst = append(dst, h.Server...)
+	}
 	dst = append(dst, "\r\nDate: "...)
 	dst = append(dst, w.dateNow()...)
 	if h.ContentType != "" {

@@ -98,7 +98,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			if !errors.As(err, &e) {
 				return endError(wd.flush(c, out, o.WriteTimeout))
 			}
-			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true},
+			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true, Server: o.Server},
 				[]byte(StatusText(e.Status)))
 			if obs != nil {
 				obs(e.Status)
@@ -123,6 +123,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			Close:       !keep,
 			KeepAlive10: keep && req.Minor == 0,
 			OmitBody:    string(req.Method) == "HEAD",
+			Server:      o.Server,
 		}, rep.Body)
 		if obs != nil {
 			obs(rep.Status)

@@ -25,9 +25,11 @@ var Apps = []App{AppFruits, AppTFB}
 
 // TFBModes are the modes that serve AppTFB: the one net/http handler under
 // net/http's server and on carriers (each carrier with its pool of
-// connections it polls). The handoff and carrier modes are the study's own
-// /fruits code paths, which have no TechEmpower counterpart.
-var TFBModes = []Mode{ModeNetHTTP, ModeNetHTTPCarrier}
+// connections it polls), and package tfb's answers from spindle's own
+// HTTP/1 handler on carriers (carrier mode, as fasthttp's TechEmpower entry
+// uses fasthttp's own API). The handoff mode is the study's own /fruits
+// code path only.
+var TFBModes = []Mode{ModeNetHTTP, ModeNetHTTPCarrier, ModeCarrier}
 
 // ParseApp parses an app flag value (one of Apps); "" is AppFruits.
 func ParseApp(s string) (App, error) {

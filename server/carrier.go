@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/tfb"
 )
 
 // The carrier-hosted modes with spindle's own code path (see the package
@@ -45,8 +47,15 @@ func (s *Server) startCarriers() error {
 		return err
 	}
 	handler := s.serveCarrier
-	if s.o.Mode == ModeHandoff {
+	switch {
+	case s.o.Mode == ModeHandoff:
 		handler = s.serveHandoff
+	case s.o.App == AppTFB:
+		poolFor, err := s.tfbPools(g)
+		if err != nil {
+			return fmt.Errorf("app %s: %w", s.o.App, err)
+		}
+		s.tfb, handler = tfb.NewAnswers(poolFor), s.serveTFB
 	}
 	s.cl, err = g.Listen(s.o.Addr, handler, carrier.ListenOptions{ReusePort: s.o.ReusePort})
 	if err != nil {

@@ -141,10 +141,10 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.AdminHost, "admin-host", cliflag.DefaultHost, "address the admin port listens on (\"\": every address)")
 	f.Conn.Register(fs)
 	cliflag.Any(&f.HandoffThreshold).Var(fs, "handoff-threshold", 0, "how long a handler's run may hold its carrier (blocked the Go way or computing) before the carrier hands itself to another thread and goes on without it (docs/carrier.md, \"Hand-off\"); negative, e.g. -1ns: no hand-off (such a handler then stalls its carrier); 0: 1ms in nethttp-carrier mode and with --blocking-endpoint, none in carrier and handoff modes, whose handlers never block the Go way")
-	fs.StringVar(&f.App, "app", string(AppFruits), "application: fruits (/fruits through the mock backend, the scheduler study's) or tfb (TechEmpower's /json, /plaintext, /db, /queries, /fortunes, /updates on the PostgreSQL at --db; modes nethttp and nethttp-carrier)")
+	fs.StringVar(&f.App, "app", string(AppFruits), "application: fruits (/fruits through the mock backend, the scheduler study's) or tfb (TechEmpower's /json, /plaintext, /db, /queries, /fortunes, /updates on the PostgreSQL at --db; modes nethttp, nethttp-carrier and carrier)")
 	fs.StringVar(&f.DB, "db", "", "with --app tfb: the PostgreSQL database, a `URL` such as postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable, with the tables World and Fortune (the server makes those missing)")
-	cliflag.Within(&f.DBPool, 1, maxPoolSize).Var(fs, "db-pool", tfb.DefaultPoolSize, "with --app tfb: the most connections to --db in one pool: the server's in nethttp mode, each carrier's in nethttp-carrier mode (a pool per carrier)")
-	fs.StringVar(&f.DBConns, "db-conns", DBConnsCarrier, "with --app tfb in nethttp-carrier mode: carrier (a pool per carrier, its connections polled by that carrier: handlers park on them) or go (one pool of ordinary connections, as nethttp's: handlers wait for the database the Go way and are handed off)")
+	cliflag.Within(&f.DBPool, 1, maxPoolSize).Var(fs, "db-pool", tfb.DefaultPoolSize, "with --app tfb: the most connections to --db in one pool: the server's in nethttp mode, each carrier's in nethttp-carrier and carrier modes (a pool per carrier)")
+	fs.StringVar(&f.DBConns, "db-conns", DBConnsCarrier, "with --app tfb in nethttp-carrier and carrier modes: carrier (a pool per carrier, its connections polled by that carrier: handlers park on them) or go (one pool of ordinary connections, as nethttp's: handlers wait for the database the Go way and are handed off)")
 	fs.BoolVar(&f.BlockingEndpoint, "blocking-endpoint", false, "also serve GET /block?kind=sleep|mutex|singleflight&d=DURATION: a handler that blocks the Go way, to measure how the mode isolates the other requests from it (docs/server.md)")
 }
 

@@ -54,6 +54,7 @@ import (
 	"github.com/spindle-lab/spindle/http1"
 	"github.com/spindle-lab/spindle/internal/memrelease"
 	"github.com/spindle-lab/spindle/mock"
+	"github.com/spindle-lab/spindle/tfb"
 )
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
@@ -116,7 +117,7 @@ type Options struct {
 	// server's, in nethttp-carrier mode each carrier's (a pool per
 	// carrier); 0: tfb.DefaultPoolSize.
 	DBPool int
-	// DBGoConns, in nethttp-carrier mode, gives AppTFB one pool of
+	// DBGoConns, in nethttp-carrier and carrier modes, gives AppTFB one pool of
 	// ordinary net.Conns, as nethttp's, instead of a pool per carrier
 	// dialled on it: the handlers then wait for PostgreSQL the Go way (and
 	// are handed off) where they park on their carrier otherwise. It shows
@@ -143,6 +144,8 @@ type Server struct {
 	// closeDB closes AppTFB's database pools (dbPools); nil without.
 	closeDB func()
 	dbPools []*pgxpool.Pool
+	// tfb is AppTFB's answers in carrier mode (serveTFB).
+	tfb     *tfb.Answers
 	admin   *http.Server
 	adminLn net.Listener
 	m       *metrics

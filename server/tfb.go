@@ -1,18 +1,21 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/http1"
 	"github.com/spindle-lab/spindle/tfb"
 )
 
@@ -45,17 +48,17 @@ func CheckDB(dsn string, size int) error {
 // max_connections is 100, and one pool per carrier multiplies it.
 const maxPoolSize = 1 << 16
 
-// tfbHandler is the handler of AppTFB: package tfb's, on one pool (g nil:
-// nethttp; or Options.DBGoConns) or one pool per carrier of g, each
-// dialling its connections on its carrier (nethttp-carrier), checked to answer (a ping each), the
-// tables made where missing (tfb.Setup); with
-// /health answered by the server and every answer counted as the study's
-// are. closeDB closes the pools.
-func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
+// tfbPools opens AppTFB's pools and returns the function that picks a
+// request's pool from its context: one pool (g nil: nethttp; or
+// Options.DBGoConns) or one pool per carrier of g, each dialling its
+// connections on its carrier (nethttp-carrier and carrier), checked to
+// answer (a ping each), the tables made where missing (tfb.Setup).
+// closeDB closes the pools.
+func (s *Server) tfbPools(g *carrier.Group) (func(context.Context) *pgxpool.Pool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dbPingTimeout)
 	defer cancel()
 	size := int32(s.o.DBPool)
-	var h http.Handler
+	var poolFor func(context.Context) *pgxpool.Pool
 	var pools []*pgxpool.Pool
 	if g == nil || s.o.DBGoConns {
 		cfg, err := tfb.PoolConfig(s.o.DB, size)
@@ -66,13 +69,13 @@ func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, pools = tfb.New(pool), []*pgxpool.Pool{pool}
+		poolFor, pools = func(context.Context) *pgxpool.Pool { return pool }, []*pgxpool.Pool{pool}
 	} else {
 		per, err := tfb.NewCarrierPools(context.Background(), g, s.o.DB, size)
 		if err != nil {
 			return nil, err
 		}
-		h, pools = tfb.NewPools(per.Get), per.All()
+		poolFor, pools = per.Get, per.All()
 	}
 	s.dbPools = pools
 	s.closeDB = func() {
@@ -91,6 +94,18 @@ func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
 	if err := tfb.Setup(setupCtx, pools[0]); err != nil { // the tables, where missing
 		return nil, err
 	}
+	return poolFor, nil
+}
+
+// tfbHandler is the handler of AppTFB in the net/http modes: package
+// tfb's on tfbPools', with /health answered by the server and every
+// answer counted as the study's are.
+func (s *Server) tfbHandler(g *carrier.Group) (http.Handler, error) {
+	poolFor, err := s.tfbPools(g)
+	if err != nil {
+		return nil, err
+	}
+	h := tfb.NewPools(poolFor)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.netHTTPRequestOK(w, r) {
 			return
@@ -122,3 +137,33 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serveTFB answers one client connection of AppTFB in carrier mode,
+// entirely on its carrier: package tfb's answers (Answers) from spindle's
+// own HTTP/1 handler, the database's conns of the carrier's own pool polled
+// by the carrier, which parks the connection's task while a query waits.
+// Every answer has the Server header the rules want; /health is the
+// server's.
+func (s *Server) serveTFB(t *carrier.Task, c *carrier.Conn) {
+	if !s.admit() {
+		c.Close()
+		return
+	}
+	defer s.connClosed()
+	ctx := carrier.ContextWithTask(context.Background(), t) // picks the carrier's pool
+	o := s.o.HTTP
+	o.Server = tfb.ServerName
+	var last int64 // as serveCarrier's
+	http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
+		start := max(t.Now(), last)
+		path, query, _ := strings.Cut(string(req.Target), "?")
+		if path == "/health" {
+			rep.ContentType, rep.Body = textPlain, healthBody
+		} else {
+			a := s.tfb.Answer(ctx, string(req.Method), path, query)
+			rep.Status, rep.ContentType, rep.Body = a.Status, a.ContentType, a.Body
+		}
+		last = wait.Now()
+		s.m.handledIn(t, cmp.Or(rep.Status, http.StatusOK), time.Duration(last-start))
+	}, s.m.request)
+}

@@ -33,8 +33,10 @@ func TestTFBApp(t *testing.T) {
 	var variants []variant
 	for _, mode := range TFBModes {
 		pools := 1
-		if mode == ModeNetHTTPCarrier {
+		if mode != ModeNetHTTP {
 			pools = 2 // one per carrier
+		}
+		if mode == ModeNetHTTPCarrier {
 			variants = append(variants, variant{mode, true, 1})
 		}
 		variants = append(variants, variant{mode, false, pools})
@@ -112,14 +114,14 @@ func TestTFBOptionsRejected(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"carrier mode", Options{Mode: ModeCarrier, DB: good}, "app tfb runs in modes nethttp, nethttp-carrier (not carrier)"},
-		{"handoff mode", Options{Mode: ModeHandoff, DB: good}, "runs in modes"},
+		{"handoff mode", Options{Mode: ModeHandoff, DB: good}, "app tfb runs in modes nethttp, nethttp-carrier, carrier (not handoff)"},
 		{"no database", Options{Mode: ModeNetHTTP}, "needs a database"},
 		{"bad URL", Options{Mode: ModeNetHTTP, DB: "postgres://x@[::1/db"}, "cannot parse"},
 		{"bad pool", Options{Mode: ModeNetHTTP, DB: good, DBPool: -1}, "pool size -1"},
 		{"blocking", Options{Mode: ModeNetHTTP, DB: good, BlockingEndpoint: true}, "does not serve /block"},
 		{"refused nethttp", Options{Mode: ModeNetHTTP, DB: good}, "database at 127.0.0.1:1"},
 		{"refused nethttp-carrier", Options{Mode: ModeNetHTTPCarrier, DB: good, Threads: 1}, "database at 127.0.0.1:1"},
+		{"refused carrier", Options{Mode: ModeCarrier, DB: good, Threads: 1}, "database at 127.0.0.1:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.App, tc.o.Addr = AppTFB, "127.0.0.1:0"

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrierhttp"
+	"github.com/spindle-lab/spindle/http1"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 	"github.com/spindle-lab/spindle/internal/testsvc"
 )
@@ -146,6 +148,43 @@ func servePolled(tb testing.TB, dsn string, n int, poolSize int32) (string, *car
 	ph := NewPools(pools.Get)
 	h.Store(&ph)
 	return base, g
+}
+
+// serveNative serves Answers from spindle's own HTTP/1 handler on a fresh
+// group of n carriers, each with a pool of poolSize conns it polls, as
+// spindle serve's carrier mode does (server.serveTFB, which adds the
+// server's /health and metrics).
+func serveNative(tb testing.TB, dsn string, n int, poolSize int32) string {
+	tb.Helper()
+	g, err := carrier.New(carrier.Options{Carriers: n, OnHandoff: func(carrier.Handoff) {}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { g.Close() }) // after the pools' close, registered later
+	pools, err := NewCarrierPools(context.Background(), g, dsn, poolSize)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		for _, p := range pools.All() {
+			p.Close()
+		}
+	})
+	a := NewAnswers(pools.Get)
+	o := http1.Options{Server: ServerName}.WithDefaults()
+	l, err := g.Listen("127.0.0.1:0", func(t *carrier.Task, c *carrier.Conn) {
+		ctx := carrier.ContextWithTask(context.Background(), t)
+		http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
+			path, query, _ := strings.Cut(string(req.Target), "?")
+			ans := a.Answer(ctx, string(req.Method), path, query)
+			rep.Status, rep.ContentType, rep.Body = ans.Status, ans.ContentType, ans.Body
+		}, nil)
+	}, carrier.ListenOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	return "http://" + l.Addr().String()
 }
 
 // newClient is an HTTP client keeping up to conns connections alive,

@@ -1,8 +1,10 @@
 // Package tfb serves the TechEmpower Framework Benchmarks' six test types
 // (https://www.techempower.com/benchmarks/, "Test types" in the project's
-// wiki) as one ordinary net/http handler on a pgxpool.Pool, so that the same
-// code can be measured under net/http's server and on carriers
-// (carrierhttp.Server): /json, /plaintext, /db, /queries?queries=N,
+// wiki) on a pgxpool.Pool, computed once (Answers) and served either as
+// one ordinary net/http handler (New, NewPools), so that the same code can
+// be measured under net/http's server and on carriers
+// (carrierhttp.Server), or from spindle's own HTTP/1 handler on carriers
+// (spindle serve's carrier mode): /json, /plaintext, /db, /queries?queries=N,
 // /fortunes and /updates?queries=N, on PostgreSQL tables World (10,000
 // rows) and Fortune (the 12 standard fortunes) that Setup makes.
 //
@@ -41,6 +43,7 @@ import (
 	"html/template"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 
@@ -67,6 +70,9 @@ const (
 	contentJSON = "application/json"
 	contentText = "text/plain"
 	contentHTML = "text/html; charset=utf-8"
+	// contentError is the content type of 404, 405 and 500 answers (as
+	// net/http's http.Error sets it).
+	contentError = "text/plain; charset=utf-8"
 )
 
 // The statements, in lower case as PostgreSQL folds the unquoted names
@@ -79,6 +85,9 @@ const (
 
 // helloWorld is the message of /json and the body of /plaintext.
 const helloWorld = "Hello, World!"
+
+// plaintextBody is /plaintext's answer, shared: servers only read it.
+var plaintextBody = []byte(helloWorld)
 
 // additionalFortune is the row /fortunes adds to the table's at request
 // time, with id 0.
@@ -106,14 +115,75 @@ type message struct {
 // but for a mistake in it, which TestFortunes would show.
 var fortunesTemplate = template.Must(template.New("fortunes").Parse(`<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>{{range .}}<tr><td>{{.ID}}</td><td>{{.Message}}</td></tr>{{end}}</table></body></html>`))
 
-// handler answers the test types from the pool poolFor gives a request's
-// context.
-type handler struct {
+// An Answer is what a request gets: a status, a content type and a body.
+type Answer struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Answers computes the six test types' answers, for any server: NewPools
+// wraps them in a net/http handler, and spindle serve's carrier mode calls
+// Answer from spindle's own HTTP/1 handler (package http1), whose answers
+// carry Server, Date, Content-Type and Content-Length as well. It reads
+// and writes the tables through the pool poolFor gives a request's
+// context. It is safe for concurrent use.
+type Answers struct {
 	poolFor func(context.Context) *pgxpool.Pool
 }
 
-// New returns the handler of the six test types, reading and writing the
-// tables Setup made through pool. It is safe for concurrent use.
+// NewAnswers returns the answers on the pools poolFor picks.
+func NewAnswers(poolFor func(context.Context) *pgxpool.Pool) *Answers {
+	return &Answers{poolFor: poolFor}
+}
+
+// Paths are the six test types' paths.
+var Paths = []string{"/json", "/plaintext", "/db", "/queries", "/fortunes", "/updates"}
+
+// Answer answers a request of method for path with the query string
+// rawQuery (the target's part after '?'): 404 for a path that is none of
+// Paths, 405 for a method other than GET or HEAD, 500 with the error's
+// text when the database fails.
+func (a *Answers) Answer(ctx context.Context, method, path, rawQuery string) Answer {
+	i := slices.Index(Paths, path)
+	if i < 0 {
+		return Answer{http.StatusNotFound, contentError, []byte("404 page not found\n")}
+	}
+	path = Paths[i] // the table's string: path itself stays the caller's (no copy escapes to the heap)
+	if method != http.MethodGet && method != http.MethodHead {
+		return Answer{http.StatusMethodNotAllowed, contentError, []byte("405 method not allowed\n")}
+	}
+	var v any
+	var err error
+	switch path {
+	case "/json":
+		v = message{Message: helloWorld}
+	case "/plaintext":
+		return Answer{http.StatusOK, contentText, plaintextBody}
+	case "/db":
+		var wd World
+		err = a.poolFor(ctx).QueryRow(ctx, selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber)
+		v = wd
+	case "/queries":
+		v, err = a.readWorlds(ctx, queriesOf(rawQuery))
+	case "/fortunes":
+		return a.fortunes(ctx)
+	case "/updates":
+		v, err = a.updates(ctx, queriesOf(rawQuery))
+	}
+	if err != nil {
+		return failed(fmt.Errorf("tfb: %s: %w", path, err))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return failed(fmt.Errorf("tfb: %s: encode %T: %w", path, v, err))
+	}
+	return Answer{http.StatusOK, contentJSON, b}
+}
+
+// New returns the six test types as a net/http handler, reading and
+// writing the tables Setup made through pool. It is safe for concurrent
+// use.
 func New(pool *pgxpool.Pool) http.Handler {
 	return NewPools(func(context.Context) *pgxpool.Pool { return pool })
 }
@@ -123,83 +193,63 @@ func New(pool *pgxpool.Pool) http.Handler {
 // carrier polls (carrier.PerCarrier's Get, each pool dialling with its
 // carrier's DialContext) keeps each request's queries on its own carrier.
 func NewPools(poolFor func(context.Context) *pgxpool.Pool) http.Handler {
-	h := &handler{poolFor: poolFor}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /json", h.json)
-	mux.HandleFunc("GET /plaintext", h.plaintext)
-	mux.HandleFunc("GET /db", h.db)
-	mux.HandleFunc("GET /queries", h.queries)
-	mux.HandleFunc("GET /fortunes", h.fortunes)
-	mux.HandleFunc("GET /updates", h.updates)
+	a := NewAnswers(poolFor)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Server", ServerName)
-		mux.ServeHTTP(w, r)
+		ans := a.Answer(r.Context(), r.Method, r.URL.Path, r.URL.RawQuery)
+		hd := w.Header()
+		hd.Set("Server", ServerName)
+		hd.Set("Content-Type", ans.ContentType)
+		hd.Set("Content-Length", strconv.Itoa(len(ans.Body)))
+		if ans.Status == http.StatusMethodNotAllowed {
+			hd.Set("Allow", "GET, HEAD")
+		}
+		w.WriteHeader(ans.Status)
+		w.Write(ans.Body)
 	})
 }
 
-func (h *handler) json(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, message{Message: helloWorld})
+// queriesOf is the number of rows the queries parameter of rawQuery asks
+// for (parseQueries; MinQueries when it has none or does not parse).
+func queriesOf(rawQuery string) int {
+	q, _ := url.ParseQuery(rawQuery) // what parsed before an error is kept
+	return parseQueries(q.Get("queries"))
 }
 
-func (h *handler) plaintext(w http.ResponseWriter, r *http.Request) {
-	write(w, contentText, []byte(helloWorld))
-}
-
-func (h *handler) db(w http.ResponseWriter, r *http.Request) {
-	var wd World
-	if err := h.poolFor(r.Context()).QueryRow(r.Context(), selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber); err != nil {
-		fail(w, fmt.Errorf("tfb: /db: %w", err))
-		return
-	}
-	writeJSON(w, wd)
-}
-
-func (h *handler) queries(w http.ResponseWriter, r *http.Request) {
-	worlds, err := h.readWorlds(r.Context(), parseQueries(r.URL.Query().Get("queries")))
+// fortunes answers /fortunes.
+func (a *Answers) fortunes(ctx context.Context) Answer {
+	fortunes, err := a.readFortunes(ctx)
 	if err != nil {
-		fail(w, fmt.Errorf("tfb: /queries: %w", err))
-		return
-	}
-	writeJSON(w, worlds)
-}
-
-func (h *handler) fortunes(w http.ResponseWriter, r *http.Request) {
-	fortunes, err := h.readFortunes(r.Context())
-	if err != nil {
-		fail(w, fmt.Errorf("tfb: /fortunes: %w", err))
-		return
+		return failed(fmt.Errorf("tfb: /fortunes: %w", err))
 	}
 	fortunes = append(fortunes, Fortune{ID: 0, Message: additionalFortune})
 	slices.SortFunc(fortunes, func(a, b Fortune) int { return cmp.Compare(a.Message, b.Message) })
 	var b bytes.Buffer
 	if err := fortunesTemplate.Execute(&b, fortunes); err != nil {
-		fail(w, fmt.Errorf("tfb: /fortunes: render: %w", err))
-		return
+		return failed(fmt.Errorf("tfb: /fortunes: render: %w", err))
 	}
-	write(w, contentHTML, b.Bytes())
+	return Answer{http.StatusOK, contentHTML, b.Bytes()}
 }
 
-func (h *handler) updates(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	worlds, err := h.readWorlds(ctx, parseQueries(r.URL.Query().Get("queries")))
+// updates reads n rows as /queries does, gives each a new random number
+// and writes them back.
+func (a *Answers) updates(ctx context.Context, n int) ([]World, error) {
+	worlds, err := a.readWorlds(ctx, n)
 	if err != nil {
-		fail(w, fmt.Errorf("tfb: /updates: %w", err))
-		return
+		return nil, err
 	}
 	for i := range worlds {
 		worlds[i].RandomNumber = randomID()
 	}
-	if err := h.writeWorlds(ctx, worlds); err != nil {
-		fail(w, fmt.Errorf("tfb: /updates: %w", err))
-		return
+	if err := a.writeWorlds(ctx, worlds); err != nil {
+		return nil, err
 	}
-	writeJSON(w, worlds)
+	return worlds, nil
 }
 
 // readWorlds reads n rows of random ids, one query each, on one
 // connection of the pool.
-func (h *handler) readWorlds(ctx context.Context, n int) ([]World, error) {
-	conn, err := h.poolFor(ctx).Acquire(ctx)
+func (a *Answers) readWorlds(ctx context.Context, n int) ([]World, error) {
+	conn, err := a.poolFor(ctx).Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquire a connection: %w", err)
 	}
@@ -220,7 +270,7 @@ func (h *handler) readWorlds(ctx context.Context, n int) ([]World, error) {
 // than once in worlds is written once, with the number of its last
 // occurrence, which all its occurrences then answer: the answer shows
 // what the table holds.
-func (h *handler) writeWorlds(ctx context.Context, worlds []World) error {
+func (a *Answers) writeWorlds(ctx context.Context, worlds []World) error {
 	order := make([]int, len(worlds)) // indices of worlds by id, stably
 	for i := range order {
 		order[i] = i
@@ -239,15 +289,15 @@ func (h *handler) writeWorlds(ctx context.Context, worlds []World) error {
 		batch.Queue(updateWorld, last.ID, last.RandomNumber)
 		i = j
 	}
-	if err := h.poolFor(ctx).SendBatch(ctx, &batch).Close(); err != nil {
+	if err := a.poolFor(ctx).SendBatch(ctx, &batch).Close(); err != nil {
 		return fmt.Errorf("update %d worlds: %w", batch.Len(), err)
 	}
 	return nil
 }
 
 // readFortunes reads every row of Fortune.
-func (h *handler) readFortunes(ctx context.Context) ([]Fortune, error) {
-	rows, err := h.poolFor(ctx).Query(ctx, selectFortunes)
+func (a *Answers) readFortunes(ctx context.Context) ([]Fortune, error) {
+	rows, err := a.poolFor(ctx).Query(ctx, selectFortunes)
 	if err != nil {
 		return nil, fmt.Errorf("query fortunes: %w", err)
 	}
@@ -297,25 +347,7 @@ func parseQueries(s string) int {
 // uniform in 1..WorldRows.
 func randomID() int32 { return rand.Int32N(WorldRows) + 1 }
 
-// writeJSON answers v serialized (application/json).
-func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fail(w, fmt.Errorf("tfb: encode %T: %w", v, err))
-		return
-	}
-	write(w, contentJSON, b)
-}
-
-// write answers body with its Content-Type and Content-Length.
-func write(w http.ResponseWriter, contentType string, body []byte) {
-	hd := w.Header()
-	hd.Set("Content-Type", contentType)
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	w.Write(body)
-}
-
-// fail answers 500 with err's text.
-func fail(w http.ResponseWriter, err error) {
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+// failed answers 500 with err's text, as http.Error does.
+func failed(err error) Answer {
+	return Answer{http.StatusInternalServerError, contentError, []byte(err.Error() + "\n")}
 }

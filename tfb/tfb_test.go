@@ -110,18 +110,22 @@ func verifyCases() []verifyCase {
 
 // TestVerify runs the verifier's table against net/http's server and
 // carrierhttp's on one and two carriers, with the pool's own conns and
-// with a pool per carrier of carrier conns ("polled"), and checks that the
-// Date is not cached.
+// with a pool per carrier of carrier conns ("polled"), and against
+// Answers from spindle's own HTTP/1 handler on carriers ("native", as
+// spindle serve's carrier mode), and checks that the Date is not cached.
 func TestVerify(t *testing.T) {
 	pool := testsvc.PgxPool(t, checkLeaks(t), 4)
 	h := New(pool)
 	dsn := testDSN(t)
-	for _, s := range append(sides, side{"polled1", 1}, side{"polled2", 2}) {
+	for _, s := range append(sides, side{"polled1", 1}, side{"polled2", 2}, side{"native1", 1}, side{"native2", 2}) {
 		t.Run(s.name, func(t *testing.T) {
 			var base string
-			if strings.HasPrefix(s.name, "polled") { // pgx over carrier conns, a pool per carrier
+			switch {
+			case strings.HasPrefix(s.name, "polled"): // pgx over carrier conns, a pool per carrier
 				base, _ = servePolled(t, dsn, s.carriers, 2)
-			} else {
+			case strings.HasPrefix(s.name, "native"): // the same, from spindle's own HTTP/1 handler
+				base = serveNative(t, dsn, s.carriers, 2)
+			default:
 				base, _ = s.serve(t, h)
 			}
 			c := newClient(t, 1, requestTimeout)
@@ -516,4 +520,36 @@ func getOK(c *http.Client, url string, first byte) error {
 		return fmt.Errorf("GET %s: Content-Length %d, body of %d bytes", url, resp.ContentLength, len(body))
 	}
 	return nil
+}
+
+// TestAnswerRoutes: the answers that need no database, for every method
+// and a few paths that are no test type.
+func TestAnswerRoutes(t *testing.T) {
+	a := NewAnswers(func(context.Context) *pgxpool.Pool {
+		t.Error("a database was asked for")
+		return nil
+	})
+	for _, tc := range []struct {
+		method, path, query string
+		status              int
+		contentType, body   string
+	}{
+		{"GET", "/plaintext", "", 200, contentText, helloWorld},
+		{"HEAD", "/plaintext", "", 200, contentText, helloWorld},
+		{"GET", "/json", "queries=3", 200, contentJSON, `{"message":"Hello, World!"}`},
+		{"POST", "/json", "", 405, contentError, "405 method not allowed\n"},
+		{"DELETE", "/db", "", 405, contentError, "405 method not allowed\n"},
+		{"GET", "/", "", 404, contentError, "404 page not found\n"},
+		{"GET", "/json/", "", 404, contentError, "404 page not found\n"},
+		{"GET", "/JSON", "", 404, contentError, "404 page not found\n"},
+		{"POST", "/nope", "", 404, contentError, "404 page not found\n"},
+	} {
+		t.Run(tc.method+tc.path, func(t *testing.T) {
+			got := a.Answer(context.Background(), tc.method, tc.path, tc.query)
+			if got.Status != tc.status || got.ContentType != tc.contentType || string(got.Body) != tc.body {
+				t.Errorf("Answer(%s %s?%s) = %d %q %q; want %d %q %q", tc.method, tc.path, tc.query,
+					got.Status, got.ContentType, got.Body, tc.status, tc.contentType, tc.body)
+			}
+		})
+	}
 }

@@ -79,7 +79,7 @@ type appFlags struct {
 
 func (p *appFlags) register(fs *flagSet) {
 	fs.StringVar(&p.app, "app", string(server.AppFruits), "the server's application: fruits (the scheduler study's /fruits through the mock) or tfb (TechEmpower's test types\n"+
-		"on a PostgreSQL the runner starts in a temporary directory on the mock's CPUs and stops at the end; modes nethttp and nethttp-carrier)")
+		"on a PostgreSQL the runner starts in a temporary directory on the mock's CPUs and stops at the end; modes nethttp, nethttp-carrier and carrier)")
 	fs.StringVar(&p.target, "target", "", "the request `PATH` the load generator sends (default: /fruits, with --app tfb /db; --mix for several)")
 	cliflag.Within(&p.dbPool, 0, 1<<16).Var(fs.FlagSet, "db-pool", 0, fmt.Sprintf("with --app tfb: the server's connections per pool, one pool per carrier in nethttp-carrier mode (0: serve's default, %d)", tfb.DefaultPoolSize))
 }

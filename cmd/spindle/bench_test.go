@@ -176,15 +176,14 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"report", t.TempDir()}, "no summary.json"},
 		{[]string{"report", "--spread", "../../report/testdata/compare"}, "two result directories"},
 		{[]string{"report", "--spread", "../../report/testdata/compare", t.TempDir()}, "no summary.json"},
-		{[]string{"bench", "--app", "tfb", "--mode", "carrier"}, "--app tfb runs in modes nethttp, nethttp-carrier (not carrier)"},
-		{[]string{"bench", "--app", "tfb", "--mode", "handoff"}, "--app tfb runs in modes"},
+		{[]string{"bench", "--app", "tfb", "--mode", "handoff"}, "--app tfb runs in modes nethttp, nethttp-carrier, carrier (not handoff)"},
 		{[]string{"bench", "--app", "shop"}, `--app: unknown app "shop" (want fruits, tfb)`},
 		{[]string{"bench", "--db-pool", "4"}, "--db-pool is for --app tfb"},
 		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--db-pool", "-1"}, `--db-pool "-1": want a whole number from 0 to 65536`},
 		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--target", "db"}, `target "db": want a path that starts with /, such as /db`},
 		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--target", "/db", "--mix", "1:/json"}, "the mix has the targets"},
 		{[]string{"bench", "--app", "tfb", "--mode", "nethttp", "--blocking-endpoint"}, "--app tfb does not serve /block"},
-		{[]string{"compare", "--app", "tfb", "--only", "carrier"}, "carrier: app tfb runs in modes nethttp, nethttp-carrier"},
+		{[]string{"compare", "--app", "tfb", "--only", "handoff"}, "handoff: app tfb runs in modes nethttp, nethttp-carrier, carrier"},
 		{[]string{"compare", "--app", "tfb", "--blocking", "sleep"}, "--app tfb does not serve /block"},
 	}
 	for _, tt := range tests {
@@ -432,7 +431,7 @@ func TestCompareSweepEndToEnd(t *testing.T) {
 // not installed, as the command's error says.
 func TestBenchTFBEndToEnd(t *testing.T) {
 	exe := spindleBinary(t)
-	for _, mode := range []string{"nethttp", "nethttp-carrier"} {
+	for _, mode := range []string{"nethttp", "nethttp-carrier", "carrier"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "res")
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -60,7 +60,6 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"mock", "--max-conns", "-5"},
 		{"mock", "--read-timeout", "0s"},
 		{"mock", "--fail-rate", "1.5"},
-		{"serve", "--app", "tfb", "--mode", "carrier", "--db", "postgres://u@127.0.0.1/db"},
 		{"serve", "--app", "tfb", "--mode", "handoff", "--db", "postgres://u@127.0.0.1/db"},
 		{"serve", "--app", "tfb", "--mode", "nethttp"},
 		{"serve", "--app", "tfb", "--mode", "nethttp", "--db", "postgres://u@[::1/db"},
@@ -245,7 +244,8 @@ func TestAppMode(t *testing.T) {
 	}{
 		{[]string{"--app", "tfb"}, "nethttp-carrier"},
 		{[]string{"--app", "tfb", "--mode", "nethttp"}, "nethttp"},
-		{[]string{"--app", "tfb", "--mode", "carrier"}, "carrier"}, // refused later, by checkApp
+		{[]string{"--app", "tfb", "--mode", "carrier"}, "carrier"},
+		{[]string{"--app", "tfb", "--mode", "handoff"}, "handoff"}, // refused later, by checkApp
 		{[]string{"--app", "fruits"}, "carrier"},
 		{nil, "carrier"},
 	}
