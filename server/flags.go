@@ -85,17 +85,19 @@ const (
 	DBConnsGo      = "go"      // one pool of ordinary net.Conns
 )
 
-// HandoffFor is the carriers' hand-off threshold for mode given the
-// --handoff-threshold flag (threshold) and --blocking-endpoint: a
+// HandoffFor is the carriers' hand-off threshold for mode and app given
+// the --handoff-threshold flag (threshold) and --blocking-endpoint: a
 // threshold set is kept; 0 is carrier.DefaultHandoffThreshold where
 // handlers may block the Go way (nethttp-carrier, whose net/http code is
-// anyone's, and any mode serving /block) and no hand-off where they never
-// do (carrier and handoff: their handlers park on carrier conns or
-// offload), since a hand-off there can only be a run preempted past the
-// threshold, which costs a thread and a few system calls and adds noise to
-// the study's figures.
-func HandoffFor(mode Mode, threshold time.Duration, blocking bool) time.Duration {
-	if threshold != 0 || blocking || mode == ModeNetHTTPCarrier {
+// anyone's; the tfb app, whose requests wait for a conn of their pool the
+// Go way when all are busy, which without a hand-off hangs the carrier for
+// good; any mode serving /block) and no hand-off where they never do (the
+// fruits app in carrier and handoff modes: its handlers park on carrier
+// conns or offload), since a hand-off there can only be a run preempted
+// past the threshold, which costs a thread and a few system calls and adds
+// noise to the study's figures.
+func HandoffFor(mode Mode, app App, threshold time.Duration, blocking bool) time.Duration {
+	if threshold != 0 || blocking || mode == ModeNetHTTPCarrier || app == AppTFB {
 		return threshold
 	}
 	return -1

@@ -66,24 +66,28 @@ func FuzzFlagsRoundTrip(f *testing.F) {
 	})
 }
 
-// TestHandoffFor: the modes whose handlers never block the Go way do not
-// hand off unless asked; nethttp-carrier and the blocking endpoint do.
+// TestHandoffFor: the fruits app's modes whose handlers never block the
+// Go way do not hand off unless asked; nethttp-carrier, the tfb app (its
+// pool's waits) and the blocking endpoint do.
 func TestHandoffFor(t *testing.T) {
 	for _, tc := range []struct {
 		mode      Mode
+		app       App
 		threshold time.Duration
 		blocking  bool
 		want      time.Duration
 	}{
-		{ModeNetHTTPCarrier, 0, false, 0}, // the carrier package's default, 1 ms
-		{ModeCarrier, 0, false, -1},
-		{ModeHandoff, 0, false, -1},
-		{ModeCarrier, 0, true, 0},
-		{ModeCarrier, 5 * time.Millisecond, false, 5 * time.Millisecond},
-		{ModeNetHTTPCarrier, -1, false, -1},
+		{ModeNetHTTPCarrier, AppFruits, 0, false, 0}, // the carrier package's default, 1 ms
+		{ModeCarrier, AppFruits, 0, false, -1},
+		{ModeHandoff, AppFruits, 0, false, -1},
+		{ModeCarrier, AppFruits, 0, true, 0},
+		{ModeCarrier, AppFruits, 5 * time.Millisecond, false, 5 * time.Millisecond},
+		{ModeNetHTTPCarrier, AppFruits, -1, false, -1},
+		{ModeCarrier, AppTFB, 0, false, 0},
+		{ModeCarrier, AppTFB, -1, false, -1},
 	} {
-		if got := HandoffFor(tc.mode, tc.threshold, tc.blocking); got != tc.want {
-			t.Errorf("HandoffFor(%s, %v, blocking %v) = %v, want %v", tc.mode, tc.threshold, tc.blocking, got, tc.want)
+		if got := HandoffFor(tc.mode, tc.app, tc.threshold, tc.blocking); got != tc.want {
+			t.Errorf("HandoffFor(%s, %s, %v, blocking %v) = %v, want %v", tc.mode, tc.app, tc.threshold, tc.blocking, got, tc.want)
 		}
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/internal/leakcheck"
 	"github.com/spindle-lab/spindle/internal/testsvc"
 	"github.com/spindle-lab/spindle/tfb"
@@ -48,7 +50,10 @@ func TestTFBApp(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			leakcheck.Register(t, 5*time.Second)
-			s, err := Start(context.Background(), Options{Mode: v.mode, Addr: "127.0.0.1:0", Threads: 2,
+			// The carriers' hand-off as spindle serve sets it: a request
+			// waiting for a conn of its pool waits the Go way.
+			co := carrier.Options{HandoffThreshold: HandoffFor(v.mode, AppTFB, 0, false), OnHandoff: func(carrier.Handoff) {}}
+			s, err := Start(context.Background(), Options{Mode: v.mode, Addr: "127.0.0.1:0", Threads: 2, Carrier: co,
 				App: AppTFB, DB: dsn, DBPool: 4, AdminAddr: "127.0.0.1:0", DBGoConns: v.goConns})
 			if err != nil {
 				t.Fatal(err)
@@ -88,13 +93,32 @@ func TestTFBApp(t *testing.T) {
 					}
 				}
 			}
+			// More requests at once than the pools have conns: the rest
+			// wait for one (in carrier mode this hung serve's carriers
+			// while it did not hand off).
+			var wg sync.WaitGroup
+			for range 24 {
+				wg.Go(func() {
+					resp, err := c.Get(base + "/db")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						t.Errorf("concurrent /db: %s", resp.Status)
+					}
+				})
+			}
+			wg.Wait()
 			resp, err := c.Get("http://" + s.AdminAddr().String() + "/metrics")
 			if err != nil {
 				t.Fatal(err)
 			}
 			metrics, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			for _, want := range []string{`spindle_server_requests_total{code="200"} 5`, `spindle_server_requests_total{code="404"} 1`} {
+			for _, want := range []string{`spindle_server_requests_total{code="200"} 29`, `spindle_server_requests_total{code="404"} 1`} {
 				if !strings.Contains(string(metrics), want) {
 					t.Errorf("/metrics lacks %s:\n%s", want, metrics)
 				}

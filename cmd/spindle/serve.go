@@ -111,7 +111,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
-			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, a.HandoffThreshold, a.BlockingEndpoint),
+			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, app, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
