@@ -100,10 +100,10 @@ func TestHandoffLeaderFollowers(t *testing.T) {
 			// after its Yield can be handed off on a busy host and rejoins
 			// as its task ends.
 			s := g.Snapshot()[0]
-			for end := time.Now().Add(5 * time.Second); s.Rejoins != s.Handoffs+s.ParkYields && time.Now().Before(end); s = g.Snapshot()[0] {
+			for end := time.Now().Add(5 * time.Second); s.Rejoins != s.GaveUp() && time.Now().Before(end); s = g.Snapshot()[0] {
 				time.Sleep(time.Millisecond)
 			}
-			if wentOn(s) == 0 || s.Rejoins != s.Handoffs+s.ParkYields {
+			if s.GaveUp() == 0 || s.Rejoins != s.GaveUp() {
 				t.Errorf("handoffs %d, park yields %d, rejoins %d: want some hand-offs or park yields, all back", s.Handoffs, s.ParkYields, s.Rejoins)
 			}
 			t.Logf("handoffs %d, rejoins %d, thread moves %d", s.Handoffs, s.Rejoins, s.ThreadMoves)
@@ -252,7 +252,7 @@ func TestHandoffCloseWhileBlocked(t *testing.T) {
 			})
 			<-blocked
 			deadline := time.Now().Add(5 * time.Second)
-			for tc.handedOff && wentOn(g.Snapshot()[0]) == 0 && time.Now().Before(deadline) {
+			for tc.handedOff && g.Snapshot()[0].GaveUp() == 0 && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
 			}
 			closed := make(chan struct{})
@@ -603,10 +603,10 @@ func TestHandoffCarrierState(t *testing.T) {
 			})
 			<-blocked
 			deadline := time.Now().Add(5 * time.Second)
-			for wentOn(g.Snapshot()[0]) == 0 && time.Now().Before(deadline) {
+			for g.Snapshot()[0].GaveUp() == 0 && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Microsecond)
 			}
-			if wentOn(g.Snapshot()[0]) == 0 {
+			if g.Snapshot()[0].GaveUp() == 0 {
 				t.Fatal("the carrier was not handed off (nor its run taken by the park watch)")
 			}
 			after()
@@ -810,10 +810,3 @@ func TestAlertLimit(t *testing.T) {
 		})
 	}
 }
-
-// wentOn counts the runs a carrier went on without: taken by the monitor
-// past the threshold (hand-offs) or by the park watch as they began to wait
-// (park yields; a watcher readied for an earlier task's run may take a
-// fresh task's first wait). Both make a new owner; the ownership tests
-// hold for either.
-func wentOn(s Telemetry) uint64 { return s.Handoffs + s.ParkYields }

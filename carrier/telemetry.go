@@ -282,6 +282,12 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	return d
 }
 
+// GaveUp is how many of the carrier's runs gave their carrier up: taken by
+// the monitor past the threshold (Handoffs) or by the park watch as they
+// began to wait (ParkYields). Both make a new owner of the carrier, and
+// each such task comes back (Rejoins) once its wait ends.
+func (t Telemetry) GaveUp() uint64 { return t.Handoffs + t.ParkYields }
+
 func (s *stats) snapshot(id, cpu int) Telemetry {
 	t := Telemetry{
 		Carrier:        id,

@@ -225,7 +225,7 @@ func handsOff(g *carrier.Group) bool {
 	}
 	time.Sleep(5 * time.Millisecond)
 	first, last := g.Snapshot()[0], g.Snapshot()[len(g.Snapshot())-1]
-	return first.Handoffs+first.ParkYields+last.Handoffs+last.ParkYields > 0
+	return first.GaveUp()+last.GaveUp() > 0
 }
 
 // serveAll sends the corpus handler's eight concurrent requests to base and

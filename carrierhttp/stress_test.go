@@ -143,7 +143,7 @@ func settled(g *carrier.Group, bound time.Duration) (handoffs, rejoins uint64, d
 	for end := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
 		handoffs, rejoins, detached = 0, 0, 0
 		for _, c := range g.Snapshot() {
-			handoffs, rejoins, detached = handoffs+c.Handoffs+c.ParkYields, rejoins+c.Rejoins, detached+c.Detached
+			handoffs, rejoins, detached = handoffs+c.GaveUp(), rejoins+c.Rejoins, detached+c.Detached
 		}
 		if (detached == 0 && rejoins == handoffs) || time.Now().After(end) {
 			return

@@ -111,7 +111,7 @@ func handoffs(s *Server) uint64 {
 	}
 	var n uint64
 	for _, c := range s.group.Snapshot() {
-		n += c.Handoffs + c.ParkYields
+		n += c.GaveUp()
 	}
 	return n
 }
