@@ -44,7 +44,7 @@ func GetThreadUsage() (ThreadUsage, error) {
 	}
 	return ThreadUsage{
 		UserNs: ru.Utime.Nano(), SysNs: ru.Stime.Nano(),
-		Voluntary: ru.Nvcsw, Involuntary: ru.Nivcsw,
+		Voluntary: int64(ru.Nvcsw), Involuntary: int64(ru.Nivcsw), // int32 on 32-bit Linux
 	}, nil
 }
 
