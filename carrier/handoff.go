@@ -110,13 +110,15 @@ func (c *Carrier) bound() bool { return !c.g.opts.Float }
 // alone what the outer one set); pass it to leave.
 func (t *Task) enter() bool {
 	c := t.home
-	if c == nil || !c.ho.on {
-		if c != nil && c.ho.unlocked { // a parking carrier's task: it runs unlocked too
-			t.refuseLocked()
-		}
+	if c == nil {
 		return false
 	}
-	t.refuseLocked()
+	if c.ho.on || c.ho.unlocked { // a parking carrier's task runs unlocked too
+		t.refuseLocked()
+	}
+	if !c.ho.on {
+		return false
+	}
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true
 	}
@@ -393,8 +395,8 @@ func (a *alertState) limit(now, threshold int64, carriers int) int64 {
 // computations waited behind each (p99 47 ms, against 12 ms with the spare
 // P of a blocking carrier), and beside computations that took the whole
 // CPU for 1.2-2 s. So where no P is spare, GOMAXPROCS gets one more when
-// the monitor hands off a computing run (late: when the runtime preempted
-// it, or it ended), until it has not for surgeHold: the monitor and the carrier
+// the monitor hands off a computing run (late: once sysmon preempted it,
+// which boundSysmon keeps possible), until it has not for surgeHold: the monitor and the carrier
 // then have a P each and the kernel shares the CPU between their threads,
 // as for a blocking carrier. The one monitor alive uses it.
 type surgeState struct {
@@ -466,9 +468,10 @@ func (s *surgeState) start(g *Group, c *Carrier, now int64) {
 // look ends the surge surgeHold after the last sign of a run that
 // computes. A detached run that computes longer is no sign by itself: the
 // park watch's tasks, detached while they wait, also run for a moment
-// before they rejoin, and would keep the P for good; a long computation
-// that outlives the surge takes the only P again, and the monitor's
-// lateness starts a new one.
+// before they rejoin, and would keep the P for good. A detached
+// computation that outlives the surge then competes with the carrier for
+// the only P as one goroutine among many, as before the surge; the next
+// computing run handed off starts a new one.
 func (s *surgeState) look(now int64) {
 	if s.on && now-s.seen >= int64(surgeHold) {
 		s.end()
