@@ -137,21 +137,25 @@ func NewAnswers(poolFor func(context.Context) *pgxpool.Pool) *Answers {
 	return &Answers{poolFor: poolFor}
 }
 
-// Paths are the six test types' paths.
-var Paths = []string{"/json", "/plaintext", "/db", "/queries", "/fortunes", "/updates"}
+// paths are the six test types' paths.
+var paths = []string{"/json", "/plaintext", "/db", "/queries", "/fortunes", "/updates"}
+
+// The bodies of 404 and 405 answers, shared as plaintextBody is.
+var (
+	notFoundBody         = []byte("404 page not found\n")
+	methodNotAllowedBody = []byte("405 method not allowed\n")
+)
 
 // Answer answers a request of method for path with the query string
 // rawQuery (the target's part after '?'): 404 for a path that is none of
-// Paths, 405 for a method other than GET or HEAD, 500 with the error's
+// the six, 405 for a method other than GET or HEAD, 500 with the error's
 // text when the database fails.
 func (a *Answers) Answer(ctx context.Context, method, path, rawQuery string) Answer {
-	i := slices.Index(Paths, path)
-	if i < 0 {
-		return Answer{http.StatusNotFound, contentError, []byte("404 page not found\n")}
+	if !slices.Contains(paths, path) {
+		return Answer{http.StatusNotFound, contentError, notFoundBody}
 	}
-	path = Paths[i] // the table's string: path itself stays the caller's (no copy escapes to the heap)
 	if method != http.MethodGet && method != http.MethodHead {
-		return Answer{http.StatusMethodNotAllowed, contentError, []byte("405 method not allowed\n")}
+		return Answer{http.StatusMethodNotAllowed, contentError, methodNotAllowedBody}
 	}
 	var v any
 	var err error
