@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
@@ -76,16 +78,24 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	b := &nativeBackend{s: s, t: t}
 	defer b.drop()
 	fetch := b.get
-	// A request's start is the carrier's clock reading when the task
-	// resumed with its bytes (no clock read), or the end of the previous
-	// request when the same run goes on with a pipelined one.
-	var last int64
-	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
-		start := max(t.Now(), last)
+	s.serveTimed(t, c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, blockQuery(r, req.Target), fetch)
+	})
+}
+
+// serveTimed serves c's requests with h (http1.ServeConn with o), each
+// answer counted by status and timed into the request-duration histogram.
+// A request's start is the carrier's clock reading when the task resumed
+// with its bytes (no clock read), or the end of the previous request when
+// the same run goes on with a pipelined one.
+func (s *Server) serveTimed(t *carrier.Task, c *carrier.Conn, o http1.Options, h http1.Handler) {
+	var last int64
+	http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
+		start := max(t.Now(), last)
+		h(req, rep)
 		last = wait.Now()
-		s.m.handledIn(t, rep.Status, time.Duration(last-start))
+		s.m.handledIn(t, cmp.Or(rep.Status, http.StatusOK), time.Duration(last-start))
 	}, s.m.request)
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -153,17 +152,13 @@ func (s *Server) serveTFB(t *carrier.Task, c *carrier.Conn) {
 	ctx := carrier.ContextWithTask(context.Background(), t) // picks the carrier's pool
 	o := s.o.HTTP
 	o.Server = tfb.ServerName
-	var last int64 // as serveCarrier's
-	http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
-		start := max(t.Now(), last)
+	s.serveTimed(t, c, o, func(req *http1.Request, rep *http1.Reply) {
 		path, query, _ := strings.Cut(string(req.Target), "?")
 		if path == "/health" {
 			rep.ContentType, rep.Body = textPlain, healthBody
-		} else {
-			a := s.tfb.Answer(ctx, string(req.Method), path, query)
-			rep.Status, rep.ContentType, rep.Body = a.Status, a.ContentType, a.Body
+			return
 		}
-		last = wait.Now()
-		s.m.handledIn(t, cmp.Or(rep.Status, http.StatusOK), time.Duration(last-start))
-	}, s.m.request)
+		a := s.tfb.Answer(ctx, string(req.Method), path, query)
+		rep.Status, rep.ContentType, rep.Body = a.Status, a.ContentType, a.Body
+	})
 }
