@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -18,6 +19,7 @@ type cpuSnap struct {
 	at   time.Time
 	busy float64
 	own  map[int]float64
+	stat observe.StatTimes
 }
 
 // readCPU reads /proc/stat and the CPU time of pids (the children and this
@@ -35,7 +37,7 @@ func readCPU(procRoot string, pids []int) (cpuSnap, error) {
 	if err != nil {
 		return cpuSnap{}, err
 	}
-	s := cpuSnap{at: time.Now(), busy: st.All.Busy, own: map[int]float64{}}
+	s := cpuSnap{at: time.Now(), busy: st.All.Busy, own: map[int]float64{}, stat: st}
 	for _, pid := range pids {
 		p, err := fs.Proc(pid)
 		if err != nil {
@@ -111,4 +113,25 @@ func Machine() (cpu.Set, *cpu.Topology, error) {
 		topo = nil
 	}
 	return all, topo, nil
+}
+
+// backendBusy records how busy the backend's CPUs (the mock's, which the
+// tfb app's database shares) were between two readings, where the backend
+// runs on this machine on CPUs of its own set; otherwise it says why there
+// is no figure.
+func (r *runner) backendBusy(h *Hosts, a, b cpuSnap) {
+	var err error
+	switch {
+	case h.mockReached():
+		err = errors.New("the backend runs on another host")
+	case len(r.cfg.MockCPUs) == 0:
+		err = errors.New("the backend has no CPU set of its own")
+	default:
+		var f float64
+		if f, err = observe.BusyShare(a.stat, b.stat, r.cfg.MockCPUs); err == nil {
+			r.sum.BackendBusy = &f
+			return
+		}
+	}
+	r.na["backend-busy"] = err.Error()
 }

@@ -336,8 +336,10 @@ func (r *runner) run(ctx context.Context) error {
 		if o := otherCPUs(cpu0, cpu1); !math.IsNaN(o) {
 			r.sum.OtherCPUs = &o
 		}
+		r.backendBusy(h, cpu0, cpu1)
 	} else {
 		r.na["other-cpus"] = errors.Join(cpuErr, err).Error()
+		r.na["backend-busy"] = r.na["other-cpus"]
 	}
 	var after []carrier.Telemetry
 	if carrierErr == nil {

@@ -368,14 +368,14 @@ func TestOtherCPUs(t *testing.T) {
 		want float64
 	}{
 		// 3 s of busy CPU in 2 s, 1 s of it ours: 1 CPU of other load.
-		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6}}, 1},
+		{cpuSnap{at: t0, busy: 10, own: map[int]float64{1: 5}}, cpuSnap{at: t0.Add(2 * time.Second), busy: 13, own: map[int]float64{1: 6}}, 1},
 		// Ours exceeds the machine's by a tick's rounding: 0, not negative.
-		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(time.Second), 10.99, map[int]float64{1: 6}}, 0},
+		{cpuSnap{at: t0, busy: 10, own: map[int]float64{1: 5}}, cpuSnap{at: t0.Add(time.Second), busy: 10.99, own: map[int]float64{1: 6}}, 0},
 		// A process of ours that exited in between (pid 2, 30 s of CPU
 		// over its life) does not count its lifetime as other load.
-		{cpuSnap{t0, 10, map[int]float64{1: 5, 2: 30}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6}}, 1},
+		{cpuSnap{at: t0, busy: 10, own: map[int]float64{1: 5, 2: 30}}, cpuSnap{at: t0.Add(2 * time.Second), busy: 13, own: map[int]float64{1: 6}}, 1},
 		// One that started in between used all of its CPU time in the window.
-		{cpuSnap{t0, 10, map[int]float64{1: 5}}, cpuSnap{t0.Add(2 * time.Second), 13, map[int]float64{1: 6, 3: 0.5}}, 0.75},
+		{cpuSnap{at: t0, busy: 10, own: map[int]float64{1: 5}}, cpuSnap{at: t0.Add(2 * time.Second), busy: 13, own: map[int]float64{1: 6, 3: 0.5}}, 0.75},
 	}
 	for _, tt := range tests {
 		if got := otherCPUs(tt.a, tt.b); math.Abs(got-tt.want) > 1e-9 {
@@ -659,5 +659,42 @@ func TestRunPlanSweepFake(t *testing.T) {
 	want := []string{"max/r1@0", "max/r2@0", "fixed/r1@2333", "rate-123/r1@123", "fixed/r2@2333", "rate-123/r2@123"}
 	if !slices.Equal(got, want) {
 		t.Errorf("runs %v, want %v", got, want)
+	}
+}
+
+func TestBackendBusy(t *testing.T) {
+	st := func(busy0, idle0, busy1, idle1 float64) cpuSnap {
+		return cpuSnap{stat: observe.StatTimes{PerCPU: map[int]observe.CPUTimes{
+			0: {Total: busy0 + idle0, Busy: busy0},
+			1: {Total: busy1 + idle1, Busy: busy1},
+		}}}
+	}
+	// In the window cpu0 ran 9 of 10 s, cpu1 1 of 10.
+	a, b := st(1, 1, 1, 1), st(10, 2, 2, 10)
+	tests := []struct {
+		name   string
+		hosts  Hosts
+		mock   cpu.Set
+		want   float64
+		wantNA string
+	}{
+		{"the backend's CPU", Hosts{}, cpu.Set{0}, 0.9, ""},
+		{"two CPUs", Hosts{}, cpu.Set{0, 1}, 0.5, ""},
+		{"no CPU set", Hosts{}, nil, 0, "no CPU set of its own"},
+		{"a mock elsewhere", Hosts{MockAddr: "198.18.0.2"}, cpu.Set{0}, 0, "another host"},
+		{"a CPU /proc/stat lacks", Hosts{}, cpu.Set{0, 5}, 0, "no cpu5 line"},
+	}
+	for _, tt := range tests {
+		r := &runner{cfg: Config{MockCPUs: tt.mock}, na: map[string]string{}}
+		r.backendBusy(&tt.hosts, a, b)
+		got, na := r.sum.BackendBusy, r.na["backend-busy"]
+		switch {
+		case tt.wantNA != "":
+			if got != nil || !strings.Contains(na, tt.wantNA) {
+				t.Errorf("%s: figure %v, n/a %q; want no figure and %q", tt.name, got, na, tt.wantNA)
+			}
+		case got == nil || math.Abs(*got-tt.want) > 1e-9 || na != "":
+			t.Errorf("%s: figure %v, n/a %q; want %v", tt.name, got, na, tt.want)
+		}
 	}
 }

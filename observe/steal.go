@@ -59,6 +59,28 @@ func ReadStatTimes(procRoot string) (StatTimes, error) {
 // readings, over the given CPUs (nil: all), in percent; the error says why
 // there is no figure.
 func StealPercent(a, b StatTimes, cpus []int) (float64, error) {
+	d, err := Between(a, b, cpus)
+	if err != nil {
+		return 0, err
+	}
+	return 100 * d.Steal / d.Total, nil
+}
+
+// BusyShare is the share of time the given CPUs (nil: all) ran something
+// between two readings, 0 to 1 (steal counts as busy: the CPU wanted to
+// run); the error says why there is no figure.
+func BusyShare(a, b StatTimes, cpus []int) (float64, error) {
+	d, err := Between(a, b, cpus)
+	if err != nil {
+		return 0, err
+	}
+	return d.Busy / d.Total, nil
+}
+
+// Between sums the counters of the given CPUs (nil: all) from reading a to
+// reading b; an error where a CPU has no line in either reading or no tick
+// passed between them.
+func Between(a, b StatTimes, cpus []int) (CPUTimes, error) {
 	da, db := a.All, b.All
 	if cpus != nil {
 		da, db = CPUTimes{}, CPUTimes{}
@@ -66,16 +88,19 @@ func StealPercent(a, b StatTimes, cpus []int) (float64, error) {
 			x, ok1 := a.PerCPU[c]
 			y, ok2 := b.PerCPU[c]
 			if !ok1 || !ok2 {
-				return 0, fmt.Errorf("no cpu%d line in /proc/stat", c)
+				return CPUTimes{}, fmt.Errorf("no cpu%d line in /proc/stat", c)
 			}
-			da.Total, da.Steal = da.Total+x.Total, da.Steal+x.Steal
-			db.Total, db.Steal = db.Total+y.Total, db.Steal+y.Steal
+			da, db = da.plus(x), db.plus(y)
 		}
 	}
 	if db.Total <= da.Total {
-		return 0, errors.New("no clock ticks between the readings (window shorter than 10ms)")
+		return CPUTimes{}, errors.New("no clock ticks between the readings (window shorter than 10ms)")
 	}
-	return 100 * (db.Steal - da.Steal) / (db.Total - da.Total), nil
+	return CPUTimes{Total: db.Total - da.Total, Busy: db.Busy - da.Busy, Steal: db.Steal - da.Steal}, nil
+}
+
+func (t CPUTimes) plus(u CPUTimes) CPUTimes {
+	return CPUTimes{Total: t.Total + u.Total, Busy: t.Busy + u.Busy, Steal: t.Steal + u.Steal}
 }
 
 // StealText renders StealPercent's result as "x.y%" or "n/a (reason)".

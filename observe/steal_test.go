@@ -54,6 +54,46 @@ func TestStealPercent(t *testing.T) {
 	}
 }
 
+func TestBusyShare(t *testing.T) {
+	// cpu0 runs 80 of 100 ticks (10 of them stolen) and waits 10 for I/O, cpu1 runs 10.
+	const a = "cpu  0 0 0 200 0 0 0 0 0 0\ncpu0 0 0 0 100 0 0 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0 0 0\n"
+	const b = "cpu  80 0 0 300 10 0 0 10 0 0\ncpu0 70 0 0 110 10 0 0 10 0 0\ncpu1 10 0 0 190 0 0 0 0 0 0\n"
+	sa, err := ReadStatTimes(statRoot(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ReadStatTimes(statRoot(t, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		cpus    []int
+		want    float64
+		wantErr string
+	}{
+		{"cpu0: steal is busy, iowait is not", []int{0}, 0.8, ""},
+		{"cpu1", []int{1}, 0.1, ""},
+		{"both", []int{0, 1}, 0.45, ""},
+		{"all", nil, 0.45, ""},
+		{"missing CPU", []int{0, 7}, 0, "no cpu7 line"},
+	}
+	for _, tt := range tests {
+		got, err := BusyShare(sa, sb, tt.cpus)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: %v, %v; want an error with %q", tt.name, got, err, tt.wantErr)
+			}
+		case err != nil || math.Abs(got-tt.want) > 1e-9:
+			t.Errorf("%s: %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+	if _, err := BusyShare(sa, sa, nil); err == nil {
+		t.Error("the same reading twice: want an error")
+	}
+}
+
 func TestReadStatTimesBad(t *testing.T) {
 	for _, bad := range []string{"cpu 1 2 x 4\n", "cpux 1 2 3 4\n"} {
 		if st, err := ReadStatTimes(statRoot(t, bad)); err == nil {

@@ -60,6 +60,8 @@ type Group struct {
 	IPC                   Stat
 	// OtherCPUs is the machine's CPU time spent on anything but the runs.
 	OtherCPUs Stat
+	// BackendBusy is the share of time the backend's CPUs were busy.
+	BackendBusy Stat
 	// CPUPerRequest is the server's CPU time per request, µs (CPUs over
 	// throughput, CPUs from CPUSource); SyscallsPerRequest its system
 	// calls per request (perf stat's system calls/s over throughput).
@@ -237,6 +239,15 @@ func (g *Group) fill(ss []Summary) error {
 		}
 		return *s.OtherCPUs
 	})
+	g.BackendBusy = col(func(s Summary) float64 {
+		if s.BackendBusy == nil {
+			return nan
+		}
+		return *s.BackendBusy
+	})
+	if _, ok := g.NA["backend-busy"]; !ok && g.BackendBusy.N == 0 && len(ss) > 0 {
+		g.NA["backend-busy"] = "not recorded by this run: a summary from before the figure"
+	}
 	g.AllThreads = col(func(s Summary) float64 {
 		return threadFig(s, func(t *ThreadFigures) float64 { return float64(t.Threads) })
 	})

@@ -234,6 +234,9 @@ func Stalls(s Summary) string {
 		prec = 1
 	}
 	msg := fmt.Sprintf("stalls seen: p99.9 %s is %.*fx p99 %s (over %gx)", us(p999), prec, ratio, us(p99), StallFactor)
+	if b := s.BackendBusy; b != nil && *b >= MaxBackendBusy {
+		msg += fmt.Sprintf("; the backend's CPUs were %.0f%% busy (from %.0f%%, it queues): the stalls may be the backend's", 100**b, 100*MaxBackendBusy)
+	}
 	if h := s.HostSteal; h != nil && h.NA == "" && h.Bursts > 0 {
 		who := "the host"
 		if s.Hosts != "" {
@@ -272,6 +275,15 @@ type LeftOut struct {
 	Result
 	Why string
 }
+
+// MaxBackendBusy is the share of time the backend's CPUs (the mock's, or
+// the tfb app's database's) may be busy before a run's stalls are said to
+// be possibly theirs (Stalls): from 90% a fixed-rate backend queues. On the
+// 2-CPU development machine at 16,000 /db requests a second, the database
+// and load generator's CPU was 0.89-0.91 busy against the carrier mode, with
+// stalls of 50-230 ms in a run of three, 0.82-0.86 against net/http, with
+// none (docs/PERFORMANCE.md, sixteenth session).
+const MaxBackendBusy = 0.9
 
 // NearSaturation is the load factor above which a configuration at the
 // fixed rate is flagged: above 85% of its own max throughput, queueing

@@ -202,6 +202,28 @@ func TestStallsSeen(t *testing.T) {
 			t.Errorf("%s: Stalls = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// The backend's CPUs: named from MaxBackendBusy on, before the host's
+	// steal; not below it, nor when the run lacks the figure; no stall,
+	// no words however busy the backend was.
+	busy := func(f float64) *float64 { return &f }
+	for _, tc := range []struct {
+		name    string
+		latency *latency.Summary
+		backend *float64
+		steal   *load.HostSteal
+		want    string
+	}{
+		{"a busy backend", stalled, busy(0.912), nil, stallText + "; the backend's CPUs were 91% busy (from 90%, it queues): the stalls may be the backend's"},
+		{"and a steal burst", stalled, busy(0.95), burst, stallText + "; the backend's CPUs were 95% busy (from 90%, it queues): the stalls may be the backend's; the host lost 60 ms"},
+		{"just under", stalled, busy(0.8949), nil, stallText},
+		{"no figure", stalled, nil, nil, stallText},
+		{"no stall", summaryOf(t, tail(2000, 3000)...), busy(0.99), nil, ""},
+	} {
+		got := Stalls(Summary{Complete: true, Latency: tc.latency, BackendBusy: tc.backend, HostSteal: tc.steal})
+		if !strings.HasPrefix(got, tc.want) || (tc.want == stallText && got != stallText) || (tc.want == "" && got != "") {
+			t.Errorf("%s: Stalls = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 	// A warning, not a check: the run passes and counts.
 	s := Summary{Complete: true, Rate: 1000, Throughput: 1000, Requests: 3000, Latency: summaryOf(t, tail(1760, 66600)...)}
 	if Stalls(s) == "" || Check(s) != "" {

@@ -160,20 +160,23 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 			}
 			b.WriteString("\n")
 		}
-		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC | other load (CPUs) |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| configuration | server CPUs | runs | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors | CPUs utilized | context switches/s | IPC | other load (CPUs) | backend CPUs busy |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range gs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				g.Name, g.ServerCPUs, runs(g), g.Throughput.Format(0, "no run"),
 				g.P50.Format(2, "no latency"), g.P90.Format(2, "no latency"), g.P99.Format(2, "no latency"),
 				g.P999.Format(2, "no latency"), g.Errors.Format(0, "no run"),
 				g.CPUs.Format(2, g.naReason("perf-stat")), g.ContextSwitches.Format(0, g.naReason("perf-stat")),
-				g.IPC.Format(2, g.naReason("ipc")), g.OtherCPUs.Format(2, g.naReason("other-cpus")))
+				g.IPC.Format(2, g.naReason("ipc")), g.OtherCPUs.Format(2, g.naReason("other-cpus")),
+				g.BackendBusy.Format(2, g.naReason("backend-busy")))
 		}
 		writeMix(&b, gs)
 		fmt.Fprintf(&b, "\nCPUs utilized and context switches of the server process, from %s. "+
 			"Other load is the CPU time the machine spent on anything but the run's processes (other "+
-			"tenants, the kernel, steal) in the observers' window: where it is high, figures are noisy.\n\n", sources(gs))
+			"tenants, the kernel, steal) in the observers' window: where it is high, figures are noisy. "+
+			"Backend CPUs busy is the share of time the mock's CPUs (the tfb app's database's) ran anything in that window: "+
+			"near 1 the backend, not the server, is what limits, and its stalls show in the server's tail.\n\n", sources(gs))
 
 		b.WriteString("Per request (the server process's figure per second over the run's req/s):\n\n")
 		b.WriteString("| configuration | server CPU µs/request | system calls/request |\n|---|---|---|\n")

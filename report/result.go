@@ -88,6 +88,12 @@ type Summary struct {
 	// but the run's processes in the observers' window (other tenants,
 	// the kernel, steal): a noise gauge. Absent when unknown.
 	OtherCPUs *float64 `json:"other_cpus,omitempty"`
+	// BackendBusy is the share of time, 0 to 1, the backend's CPUs (the
+	// mock's, or the tfb app's database's) ran anything in the observers'
+	// window, from /proc/stat: near 1 the backend, not the server, may be
+	// what limits and what stalls (Stalls). Absent when unknown (a backend
+	// on another host, or an older summary.json).
+	BackendBusy *float64 `json:"backend_busy,omitempty"`
 	// HostSteal is the time the load generator's host lost to its
 	// hypervisor in the window, read every 100 ms (load.Result.HostSteal;
 	// with several load hosts, the worst one's); nil from an older
