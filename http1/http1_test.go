@@ -152,12 +152,16 @@ func TestAppendResponse(t *testing.T) {
 		t.Fatalf("parse own output %q: %d, %v", out, n, err)
 	}
 	if r.Status != 404 || string(r.Reason) != "Not Found" || string(r.Body) != "nope" || r.KeepAlive ||
-		string(r.Get("content-type")) != "text/plain" || len(r.Get("Date")) != len(dateFormat) || r.Get("Server") != nil {
+		string(r.Get("content-type")) != "text/plain" || len(r.Get("Date")) != len(dateFormat) || r.Get("Server") != nil || r.Get("Allow") != nil {
 		t.Fatalf("unexpected response %q", out)
 	}
 	named := w.AppendResponse(nil, ResponseHead{Status: 200, Server: "spindle"}, []byte("ok"))
 	if n, err := ParseResponse(named, &r, false, Options{}); err != nil || n != len(named) || string(r.Get("Server")) != "spindle" {
 		t.Fatalf("response with a Server %q: %d, %v, Server %q", named, n, err, r.Get("Server"))
+	}
+	refused := w.AppendResponse(nil, ResponseHead{Status: 405, Allow: "GET, HEAD"}, nil)
+	if n, err := ParseResponse(refused, &r, false, Options{}); err != nil || n != len(refused) || string(r.Get("Allow")) != "GET, HEAD" {
+		t.Fatalf("405 with an Allow %q: %d, %v, Allow %q", refused, n, err, r.Get("Allow"))
 	}
 	head := w.AppendResponse(nil, ResponseHead{Status: 200, KeepAlive10: true, OmitBody: true}, []byte("body"))
 	if !bytes.HasSuffix(head, []byte("Content-Length: 4\r\nConnection: keep-alive\r\n\r\n")) {

@@ -253,6 +253,8 @@ type ResponseHead struct {
 	OmitBody bool
 	// Server is the Server header's value; empty: none.
 	Server string
+	// Allow is the Allow header's value; empty: none.
+	Allow string
 }
 
 // Writer writes responses. It caches the Date value, so it is owned by one
@@ -281,6 +283,10 @@ func (w *Writer) AppendResponse(dst []byte, h ResponseHead, body []byte) []byte 
 	if h.ContentType != "" {
 		dst = append(dst, "\r\nContent-Type: "...)
 		dst = append(dst, h.ContentType...)
+	}
+	if h.Allow != "" {
+		dst = append(dst, "\r\nAllow: "...)
+		dst = append(dst, h.Allow...)
 	}
 	dst = append(dst, "\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)

@@ -43,6 +43,9 @@ type Reply struct {
 	// Body is the response body. It may point into a buffer the handler
 	// owns; it must stay unchanged until the handler is called again.
 	Body []byte
+	// Allow is the Allow header's value (the methods the target serves,
+	// which a 405 answer must list); empty: none.
+	Allow string
 	// Close closes the connection after this response.
 	Close bool
 	// Abort closes the connection without answering this request (earlier
@@ -124,6 +127,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			KeepAlive10: keep && req.Minor == 0,
 			OmitBody:    string(req.Method) == "HEAD",
 			Server:      o.Server,
+			Allow:       rep.Allow,
 		}, rep.Body)
 		if obs != nil {
 			obs(rep.Status)

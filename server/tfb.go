@@ -158,7 +158,6 @@ func (s *Server) serveTFB(t *carrier.Task, c *carrier.Conn) {
 			rep.ContentType, rep.Body = textPlain, healthBody
 			return
 		}
-		a := s.tfb.Answer(ctx, string(req.Method), path, query)
-		rep.Status, rep.ContentType, rep.Body = a.Status, a.ContentType, a.Body
+		s.tfb.Answer(ctx, string(req.Method), path, query).Fill(rep)
 	})
 }

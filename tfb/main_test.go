@@ -176,8 +176,7 @@ func serveNative(tb testing.TB, dsn string, n int, poolSize int32) string {
 		ctx := carrier.ContextWithTask(context.Background(), t)
 		http1.ServeConn(c, o, func(req *http1.Request, rep *http1.Reply) {
 			path, query, _ := strings.Cut(string(req.Target), "?")
-			ans := a.Answer(ctx, string(req.Method), path, query)
-			rep.Status, rep.ContentType, rep.Body = ans.Status, ans.ContentType, ans.Body
+			a.Answer(ctx, string(req.Method), path, query).Fill(rep)
 		}, nil)
 	}, carrier.ListenOptions{})
 	if err != nil {

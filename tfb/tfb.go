@@ -49,6 +49,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // ServerName is the Server header of every answer.
@@ -120,6 +122,13 @@ type Answer struct {
 	Status      int
 	ContentType string
 	Body        []byte
+	Allow       string // the Allow header: a 405's methods; empty: none
+}
+
+// Fill makes rep the answer, for spindle's own HTTP/1 handler (package
+// http1), which adds the Server header the rules want from its Options.
+func (a Answer) Fill(rep *http1.Reply) {
+	rep.Status, rep.ContentType, rep.Body, rep.Allow = a.Status, a.ContentType, a.Body, a.Allow
 }
 
 // Answers computes the six test types' answers, for any server: NewPools
@@ -146,16 +155,19 @@ var (
 	methodNotAllowedBody = []byte("405 method not allowed\n")
 )
 
+// allowed is the methods every test type serves, a 405's Allow header.
+const allowed = "GET, HEAD"
+
 // Answer answers a request of method for path with the query string
 // rawQuery (the target's part after '?'): 404 for a path that is none of
 // the six, 405 for a method other than GET or HEAD, 500 with the error's
 // text when the database fails.
 func (a *Answers) Answer(ctx context.Context, method, path, rawQuery string) Answer {
 	if !slices.Contains(paths, path) {
-		return Answer{http.StatusNotFound, contentError, notFoundBody}
+		return Answer{Status: http.StatusNotFound, ContentType: contentError, Body: notFoundBody}
 	}
 	if method != http.MethodGet && method != http.MethodHead {
-		return Answer{http.StatusMethodNotAllowed, contentError, methodNotAllowedBody}
+		return Answer{Status: http.StatusMethodNotAllowed, ContentType: contentError, Body: methodNotAllowedBody, Allow: allowed}
 	}
 	var v any
 	var err error
@@ -163,7 +175,7 @@ func (a *Answers) Answer(ctx context.Context, method, path, rawQuery string) Ans
 	case "/json":
 		v = message{Message: helloWorld}
 	case "/plaintext":
-		return Answer{http.StatusOK, contentText, plaintextBody}
+		return Answer{Status: http.StatusOK, ContentType: contentText, Body: plaintextBody}
 	case "/db":
 		var wd World
 		err = a.poolFor(ctx).QueryRow(ctx, selectWorld, randomID()).Scan(&wd.ID, &wd.RandomNumber)
@@ -182,7 +194,7 @@ func (a *Answers) Answer(ctx context.Context, method, path, rawQuery string) Ans
 	if err != nil {
 		return failed(fmt.Errorf("tfb: %s: encode %T: %w", path, v, err))
 	}
-	return Answer{http.StatusOK, contentJSON, b}
+	return Answer{Status: http.StatusOK, ContentType: contentJSON, Body: b}
 }
 
 // New returns the six test types as a net/http handler, reading and
@@ -204,8 +216,8 @@ func NewPools(poolFor func(context.Context) *pgxpool.Pool) http.Handler {
 		hd.Set("Server", ServerName)
 		hd.Set("Content-Type", ans.ContentType)
 		hd.Set("Content-Length", strconv.Itoa(len(ans.Body)))
-		if ans.Status == http.StatusMethodNotAllowed {
-			hd.Set("Allow", "GET, HEAD")
+		if ans.Allow != "" {
+			hd.Set("Allow", ans.Allow)
 		}
 		w.WriteHeader(ans.Status)
 		w.Write(ans.Body)
@@ -231,7 +243,7 @@ func (a *Answers) fortunes(ctx context.Context) Answer {
 	if err := fortunesTemplate.Execute(&b, fortunes); err != nil {
 		return failed(fmt.Errorf("tfb: /fortunes: render: %w", err))
 	}
-	return Answer{http.StatusOK, contentHTML, b.Bytes()}
+	return Answer{Status: http.StatusOK, ContentType: contentHTML, Body: b.Bytes()}
 }
 
 // updates reads n rows as /queries does, gives each a new random number
@@ -353,5 +365,5 @@ func randomID() int32 { return rand.Int32N(WorldRows) + 1 }
 
 // failed answers 500 with err's text, as http.Error does.
 func failed(err error) Answer {
-	return Answer{http.StatusInternalServerError, contentError, []byte(err.Error() + "\n")}
+	return Answer{Status: http.StatusInternalServerError, ContentType: contentError, Body: []byte(err.Error() + "\n")}
 }

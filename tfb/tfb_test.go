@@ -135,6 +135,21 @@ func TestVerify(t *testing.T) {
 					vc.check(t, pool, func() []byte { return fetch(t, c, base+vc.path, status, vc.contentType) })
 				})
 			}
+			t.Run("method", func(t *testing.T) {
+				// A 405 lists the methods the target serves (RFC 9110
+				// 15.5.6), and carries the headers every answer has.
+				resp, err := c.Post(base+"/db", "text/plain", strings.NewReader("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allowed ||
+					resp.Header.Get("Server") != ServerName || resp.Header.Get("Date") == "" {
+					t.Errorf("POST /db: %d, Allow %q, Server %q, Date %q; want 405, %q, %q and a date", resp.StatusCode,
+						resp.Header.Get("Allow"), resp.Header.Get("Server"), resp.Header.Get("Date"), allowed, ServerName)
+				}
+			})
 			t.Run("date", func(t *testing.T) {
 				// The Date is rendered once a second: two answers more
 				// than a second apart differ, as TechEmpower's verifier
@@ -533,22 +548,23 @@ func TestAnswerRoutes(t *testing.T) {
 		method, path, query string
 		status              int
 		contentType, body   string
+		allow               string
 	}{
-		{"GET", "/plaintext", "", 200, contentText, helloWorld},
-		{"HEAD", "/plaintext", "", 200, contentText, helloWorld},
-		{"GET", "/json", "queries=3", 200, contentJSON, `{"message":"Hello, World!"}`},
-		{"POST", "/json", "", 405, contentError, "405 method not allowed\n"},
-		{"DELETE", "/db", "", 405, contentError, "405 method not allowed\n"},
-		{"GET", "/", "", 404, contentError, "404 page not found\n"},
-		{"GET", "/json/", "", 404, contentError, "404 page not found\n"},
-		{"GET", "/JSON", "", 404, contentError, "404 page not found\n"},
-		{"POST", "/nope", "", 404, contentError, "404 page not found\n"},
+		{"GET", "/plaintext", "", 200, contentText, helloWorld, ""},
+		{"HEAD", "/plaintext", "", 200, contentText, helloWorld, ""},
+		{"GET", "/json", "queries=3", 200, contentJSON, `{"message":"Hello, World!"}`, ""},
+		{"POST", "/json", "", 405, contentError, "405 method not allowed\n", "GET, HEAD"},
+		{"DELETE", "/db", "", 405, contentError, "405 method not allowed\n", "GET, HEAD"},
+		{"GET", "/", "", 404, contentError, "404 page not found\n", ""},
+		{"GET", "/json/", "", 404, contentError, "404 page not found\n", ""},
+		{"GET", "/JSON", "", 404, contentError, "404 page not found\n", ""},
+		{"POST", "/nope", "", 404, contentError, "404 page not found\n", ""},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			got := a.Answer(context.Background(), tc.method, tc.path, tc.query)
-			if got.Status != tc.status || got.ContentType != tc.contentType || string(got.Body) != tc.body {
-				t.Errorf("Answer(%s %s?%s) = %d %q %q; want %d %q %q", tc.method, tc.path, tc.query,
-					got.Status, got.ContentType, got.Body, tc.status, tc.contentType, tc.body)
+			if got.Status != tc.status || got.ContentType != tc.contentType || string(got.Body) != tc.body || got.Allow != tc.allow {
+				t.Errorf("Answer(%s %s?%s) = %d %q %q Allow %q; want %d %q %q Allow %q", tc.method, tc.path, tc.query,
+					got.Status, got.ContentType, got.Body, got.Allow, tc.status, tc.contentType, tc.body, tc.allow)
 			}
 		})
 	}
