@@ -53,8 +53,11 @@ type ProbeReport struct {
 	BlockWakeCrossUs float64 `json:"block_wake_cross_cpu_us"`
 	BlockWakeCPUs    [2]int  `json:"block_wake_cpus"`
 	BlockWakeCrossNA string  `json:"block_wake_cross_cpu_na,omitempty"`
-	PauseNs          float64 `json:"pause_ns"`
-	PauseNA          string  `json:"pause_na,omitempty"`
+	// Idle is how the kernel idles a CPU (cpuidle, a KVM guest's
+	// halt-polling): what sets B where the sleeper's CPU goes idle.
+	Idle    observe.Idle `json:"cpuidle"`
+	PauseNs float64      `json:"pause_ns"`
+	PauseNA string       `json:"pause_na,omitempty"`
 	// StealBoot is the share of CPU time stolen since boot, StealNow during
 	// the calibrations, as "x.y%" or "n/a (reason)".
 	StealBoot string `json:"steal_since_boot"`
@@ -132,6 +135,7 @@ func Probe(o ProbeOptions) (*ProbeReport, Meters, error) {
 	if b, err := wait.MeasureBlockWake(wait.DefaultMeasureRounds); err == nil {
 		r.BlockWakeHotUs = float64(b) / 1e3
 	}
+	r.Idle = observe.ReadIdle(o.SysRoot)
 	r.BlockWakeCrossNA = observe.NA("one allowed CPU")
 	if len(allowed) > 1 {
 		x, y := allowed[0], allowed[len(allowed)-1]

@@ -140,6 +140,7 @@ func writeProbe(w io.Writer, r *spectrum.ProbeReport) error {
 		fmt.Fprintf(w, "                B = %.1fµs between pinned threads on CPUs %d and %d (futex, after %v idle)\n",
 			r.BlockWakeCrossUs, r.BlockWakeCPUs[0], r.BlockWakeCPUs[1], wait.DefaultMeasureIdle)
 	}
+	fmt.Fprintf(w, "idle:           %s\n", r.Idle)
 	if r.PauseNA != "" {
 		fmt.Fprintf(w, "PAUSE:          %s\n", r.PauseNA)
 	} else {

@@ -44,7 +44,7 @@ func TestProbeText(t *testing.T) {
 	if err := run(context.Background(), []string{"probe", "--calibrate", "5ms"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"capabilities:", "WAITPKG", "topology:", "power sources:", "frequency sources:", "block-and-wake:", "PAUSE:", "steal:"} {
+	for _, want := range []string{"capabilities:", "WAITPKG", "topology:", "power sources:", "frequency sources:", "block-and-wake:", "idle:", "PAUSE:", "steal:"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("probe output lacks %q:\n%s", want, out.String())
 		}
