@@ -609,6 +609,24 @@ type Plan struct {
 	// Ran says, once RunPlan has run the plan, what each phase ran: its
 	// extra rounds and valid runs per configuration (RoundsNote).
 	Ran []Rounds `json:"ran,omitempty"`
+	// Idle is how the server's machine idles a CPU (observe.Idle's
+	// String): on a virtual machine what a wake-up of an idle carrier
+	// costs, which moves every figure at a fixed rate. "" where the
+	// server runs on another host.
+	Idle string `json:"idle,omitempty"`
+}
+
+// Preamble is the plan's paragraphs for a report: its description, what
+// the rounds ran (RoundsNote) and how the machine idles.
+func (p Plan) Preamble() string {
+	parts := []string{p.Description}
+	if note := p.RoundsNote(); note != "" {
+		parts = append(parts, note)
+	}
+	if p.Idle != "" {
+		parts = append(parts, "Idle CPUs (spindle probe's \"idle\"): "+p.Idle+".")
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // CompareOptions selects a compare plan.

@@ -539,3 +539,26 @@ func TestComparePlanConnections(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanPreamble(t *testing.T) {
+	ran := []Rounds{{Phase: "max", Planned: 2, Extra: 1, Valid: map[string]int{"nethttp": 2}}}
+	const idle = "driver haltpoll, governor haltpoll; guest halt-polling off (guest_halt_poll_ns 0)"
+	tests := []struct {
+		name string
+		plan Plan
+		want []string // the paragraphs, in order
+	}{
+		{"description only", Plan{Description: "Layout: x."}, []string{"Layout: x."}},
+		{"rounds run", Plan{Description: "Layout: x.", Ran: ran}, []string{"Layout: x.", Plan{Ran: ran}.RoundsNote()}},
+		{"idle CPUs", Plan{Description: "Layout: x.", Idle: idle}, []string{"Layout: x.", "Idle CPUs (spindle probe's \"idle\"): " + idle + "."}},
+		{"both", Plan{Description: "Layout: x.", Ran: ran, Idle: idle}, []string{"Layout: x.", Plan{Ran: ran}.RoundsNote(), "Idle CPUs (spindle probe's \"idle\"): " + idle + "."}},
+	}
+	for _, tt := range tests {
+		if got := strings.Split(tt.plan.Preamble(), "\n\n"); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Preamble paragraphs %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if (Plan{Ran: ran}).RoundsNote() == "" {
+		t.Fatal("the rounds note the test relies on is empty")
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/internal/syncbuf"
 	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/report"
 )
 
@@ -269,10 +270,15 @@ func TestCompareEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Findings", "## Max throughput", "## Fixed rate", "latency-fixed.png"} {
+	idle := observe.ReadIdle("").String() // how this machine idles, which the report records
+	for _, want := range []string{"## Findings", "## Max throughput", "## Fixed rate", "latency-fixed.png",
+		"Idle CPUs (spindle probe's \"idle\"): " + idle + "."} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
+	}
+	if !strings.Contains(string(out), "idle CPUs: "+idle+"\n") {
+		t.Errorf("compare's output lacks the idle CPUs line:\n%s", out)
 	}
 	// On a busy machine the run checks may leave every run out: a plot is
 	// then not drawn, and the report must say so.

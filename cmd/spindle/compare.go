@@ -13,6 +13,7 @@ import (
 
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/internal/cliflag"
+	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
 )
@@ -211,6 +212,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	if hosts.Remote() {
 		fmt.Fprintf(stdout, "hosts: %s\n", hosts.Layout())
+	} else {
+		plan.Idle = observe.ReadIdle("").String()
+		fmt.Fprintf(stdout, "idle CPUs: %s\n", plan.Idle)
 	}
 	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
 		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
@@ -247,7 +251,7 @@ func compareRun(ctx context.Context, a *compareArgs, plan bench.Plan, dir string
 	if len(results) > 0 {
 		preamble := planDescription([]string{dir}) // with the rounds run
 		if preamble == "" {
-			preamble = plan.Description
+			preamble = plan.Preamble()
 		}
 		rep, err := report.Write(dir, results, report.Options{Title: "spindle compare", Preamble: preamble, SLOP99: a.slo})
 		if err != nil {

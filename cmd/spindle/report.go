@@ -147,10 +147,7 @@ func planDescription(dirs []string) string {
 	for _, d := range dirs {
 		var p bench.Plan
 		if err := latency.ReadJSONFile(filepath.Join(d, bench.PlanFile), &p); err == nil {
-			if note := p.RoundsNote(); note != "" {
-				return p.Description + "\n\n" + note
-			}
-			return p.Description
+			return p.Preamble()
 		}
 	}
 	return ""
