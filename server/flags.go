@@ -30,6 +30,10 @@ type Flags struct {
 	Threads int
 	// Wait is the carriers' idle strategy (wait.Names).
 	Wait string
+	// WaitB is the adaptive strategy's B, kept fixed
+	// (carrier/wait.Options.BlockWake with FixedB); 0: measured at start,
+	// then learned from the carriers' own wake-ups.
+	WaitB time.Duration
 	// Steal turns on work stealing; StealScope is where ("global",
 	// "cluster").
 	Steal      bool
@@ -127,6 +131,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.Positive(&f.BackendTimeout).Var(fs, "backend-timeout", DefaultBackendTimeout, "bound on one backend exchange (then 504)")
 	cliflag.AtLeast(&f.Threads, 0).Var(fs, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&f.Wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
+	cliflag.AtLeast(&f.WaitB, 0).Var(fs, "wait-b", 0, "with --wait adaptive: B, the cost of one block-and-wake the strategy weighs spinning against, kept fixed; larger spins longer before blocking, which pays where a wake-up costs more than the carrier sees (a virtual machine whose idle vCPUs halt: its peers' IPIs; docs/wait.md). 0: measured at start, then learned from the carriers' wake-ups")
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.BoolVar(&f.ParkWatch, "park-watch", true, "where runs are handed off (nethttp-carrier, or --handoff-threshold) and carriers are not --float: a handler's run that waits the Go way for less than the hand-off threshold (a database driver's round trip on its own connections, a pool's semaphore) gives its carrier up as the wait begins (docs/carrier.md, \"Hand-off\"); watches only the tasks whose last run waited, a goroutine wake-up per watched run")

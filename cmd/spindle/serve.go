@@ -85,6 +85,13 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	} else if err != nil {
 		return o, badInput("--wait %s: %v", a.Wait, err)
 	}
+	var waitOpts wait.Options
+	if a.WaitB > 0 {
+		if s, _ := wait.Lookup(a.Wait); !s.Adaptive {
+			return o, badInput("--wait-b sets the adaptive strategy's B: it needs --wait adaptive, not %s", a.Wait)
+		}
+		waitOpts = wait.Options{BlockWake: a.WaitB, FixedB: true}
+	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
 		return o, err
 	}
@@ -110,7 +117,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBPool:           a.DBPool,
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
+			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: waitOpts, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, app, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}

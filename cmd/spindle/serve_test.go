@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
+	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 func TestServeMockFlagsRejected(t *testing.T) {
@@ -33,6 +34,10 @@ func TestServeMockFlagsRejected(t *testing.T) {
 		{"serve", "--topology", "everywhere"},
 		{"serve", "--ws-scope", "planet"},
 		{"serve", "--wait", "doze"},
+		{"serve", "--wait-b", "200us"}, // the default strategy, block, has no B
+		{"serve", "--wait", "busy", "--wait-b", "1ms"},
+		{"serve", "--wait", "adaptive", "--wait-b", "-1us"},
+		{"serve", "--wait", "adaptive", "--wait-b", "soon"},
 		{"serve", "--port", "70000"},
 		{"serve", "--admin-port", "-2"},
 		{"serve", "--host", "localhost"},
@@ -149,6 +154,29 @@ func TestServeAdminHost(t *testing.T) {
 		o, err := serveOptions(a)
 		if err != nil || o.AdminAddr != tt.want {
 			t.Errorf("%q: admin address %q, %v; want %q", tt.args, o.AdminAddr, err, tt.want)
+		}
+	}
+}
+
+// TestServeWaitB: --wait-b fixes the adaptive strategy's B; without it
+// the strategy measures and learns B (zero options).
+func TestServeWaitB(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want wait.Options
+	}{
+		{[]string{"--wait", "adaptive", "--wait-b", "200us"}, wait.Options{BlockWake: 200 * time.Microsecond, FixedB: true}},
+		{[]string{"--wait", "adaptive"}, wait.Options{}},
+		{[]string{"--wait", "adaptive", "--wait-b", "0"}, wait.Options{}},
+		{[]string{"--wait", "busy"}, wait.Options{}},
+	} {
+		fs, a := serveFlags()
+		if _, err := fs.parse(tt.args, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		o, err := serveOptions(a)
+		if err != nil || o.Carrier.WaitOptions != tt.want {
+			t.Errorf("%q: wait options %+v, %v; want %+v", tt.args, o.Carrier.WaitOptions, err, tt.want)
 		}
 	}
 }
