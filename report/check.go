@@ -235,7 +235,7 @@ func Stalls(s Summary) string {
 	}
 	msg := fmt.Sprintf("stalls seen: p99.9 %s is %.*fx p99 %s (over %gx)", us(p999), prec, ratio, us(p99), StallFactor)
 	if b := s.BackendBusy; b != nil && *b >= MaxBackendBusy {
-		msg += fmt.Sprintf("; the backend's CPUs were %.0f%% busy (from %.0f%%, it queues): the stalls may be the backend's", 100**b, 100*MaxBackendBusy)
+		msg += fmt.Sprintf("; the backend's CPUs were %.0f%% busy (%.0f%% or more: it queues), so the stalls may be the backend's", 100**b, 100*MaxBackendBusy)
 	}
 	if h := s.HostSteal; h != nil && h.NA == "" && h.Bursts > 0 {
 		who := "the host"
@@ -279,10 +279,11 @@ type LeftOut struct {
 // MaxBackendBusy is the share of time the backend's CPUs (the mock's, or
 // the tfb app's database's) may be busy before a run's stalls are said to
 // be possibly theirs (Stalls): from 90% a fixed-rate backend queues. On the
-// 2-CPU development machine at 16,000 /db requests a second, the database
-// and load generator's CPU was 0.89-0.91 busy against the carrier mode, with
-// stalls of 50-230 ms in a run of three, 0.82-0.86 against net/http, with
-// none (docs/PERFORMANCE.md, sixteenth session).
+// 2-CPU development machine at 16,000 /db requests a second, the CPU the
+// database shared with the load generator was 0.89-0.91 busy against the
+// carrier mode, two of whose six runs stalled (uncorrected maxima 54-60
+// ms), and 0.82-0.86 against net/http, whose runs peaked at 6.4-20.7 ms
+// (docs/PERFORMANCE.md, sixteenth session).
 const MaxBackendBusy = 0.9
 
 // NearSaturation is the load factor above which a configuration at the

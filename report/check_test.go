@@ -213,8 +213,8 @@ func TestStallsSeen(t *testing.T) {
 		steal   *load.HostSteal
 		want    string
 	}{
-		{"a busy backend", stalled, busy(0.912), nil, stallText + "; the backend's CPUs were 91% busy (from 90%, it queues): the stalls may be the backend's"},
-		{"and a steal burst", stalled, busy(0.95), burst, stallText + "; the backend's CPUs were 95% busy (from 90%, it queues): the stalls may be the backend's; the host lost 60 ms"},
+		{"a busy backend", stalled, busy(0.912), nil, stallText + "; the backend's CPUs were 91% busy (90% or more: it queues), so the stalls may be the backend's"},
+		{"and a steal burst", stalled, busy(0.95), burst, stallText + "; the backend's CPUs were 95% busy (90% or more: it queues), so the stalls may be the backend's; the host lost 60 ms"},
 		{"just under", stalled, busy(0.8949), nil, stallText},
 		{"no figure", stalled, nil, nil, stallText},
 		{"no stall", summaryOf(t, tail(2000, 3000)...), busy(0.99), nil, ""},
