@@ -30,7 +30,7 @@ func ServerArgs(c Config, h *Hosts) []string {
 	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
 	f.Backend = hostURL(h.backendAddr(), c.MockPort, "/fruits")
 	f.Steal, f.NPlusOne, f.Float, f.BlockingEndpoint = c.WorkStealing, c.NPlus1, c.Float, c.BlockingEndpoint
-	f.ParkIdle = c.ParkIdle
+	f.ParkIdle, f.WaitB = c.ParkIdle, c.WaitB
 	if !c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
 		f.CPUs = c.ServerCPUs
 	}

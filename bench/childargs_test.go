@@ -167,3 +167,23 @@ func TestPlacedArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestServerWaitArgs: the server child gets the idle strategy and, where
+// set, its fixed B, as serve reads them back.
+func TestServerWaitArgs(t *testing.T) {
+	for _, tc := range []struct {
+		wait  string
+		waitB time.Duration
+	}{
+		{"block", 0},
+		{"adaptive", 0},
+		{"adaptive", 200 * time.Microsecond},
+	} {
+		c := Config{Mode: ModeCarrier, Threads: 1, Wait: tc.wait, WaitB: tc.waitB, Topology: "off", ServerPort: 18081}
+		s := ServerArgs(c, nil)
+		sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:])
+		if sf.Wait != tc.wait || sf.WaitB != tc.waitB {
+			t.Errorf("%s, B %v: the server reads --wait %s, --wait-b %v (%q)", tc.wait, tc.waitB, sf.Wait, sf.WaitB, s)
+		}
+	}
+}

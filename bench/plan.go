@@ -339,6 +339,9 @@ type Config struct {
 	Topology string `json:"topology"`
 	// Wait is the carriers' idle strategy (block, busy, pause, adaptive...).
 	Wait string `json:"wait"`
+	// WaitB is the adaptive strategy's B kept fixed (serve --wait-b); 0:
+	// measured at start, then learned.
+	WaitB time.Duration `json:"wait_b_ns,omitempty"`
 	// NPlus1 leaves one server CPU to everything that is not a carrier.
 	NPlus1 bool `json:"nplus1"`
 	// Mix, when not empty, is the load generator's request mix (load
@@ -393,6 +396,9 @@ func (c Config) Validate(strict bool) error {
 		return fmt.Errorf("wait %q: want one of %s", c.Wait, strings.Join(wait.Names(), ", "))
 	} else if err != nil {
 		return fmt.Errorf("wait %s: %w", c.Wait, err)
+	}
+	if err := wait.CheckB(c.Wait, c.WaitB); err != nil {
+		return fmt.Errorf("wait_b: %w", err)
 	}
 	switch {
 	case c.Threads < 1:

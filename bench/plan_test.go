@@ -322,6 +322,11 @@ func TestValidate(t *testing.T) {
 	if err := good.Validate(true); err == nil {
 		t.Error("--strict accepted load and mock both on CPU 0")
 	}
+	adaptive := good
+	adaptive.Wait, adaptive.WaitB = "adaptive", 200*time.Microsecond
+	if err := adaptive.Validate(false); err != nil {
+		t.Errorf("adaptive with a fixed B refused: %v", err)
+	}
 	bad := []func(c *Config){
 		func(c *Config) { c.Mode = "fjp" },
 		func(c *Config) { c.Threads = 0 },
@@ -332,6 +337,8 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Float, c.Topology = true, "cpu" },
 		func(c *Config) { c.Float, c.NPlus1 = true, true },
 		func(c *Config) { c.Wait = "spinny" },
+		func(c *Config) { c.WaitB = time.Millisecond },                      // block weighs nothing against B
+		func(c *Config) { c.Wait, c.WaitB = "adaptive", -time.Microsecond }, // negative
 		func(c *Config) { c.Profile = "heap" },
 		func(c *Config) { c.Mix = load.Mix{{Weight: 0, Target: "/fruits"}} },
 		func(c *Config) {

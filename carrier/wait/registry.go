@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Spec is everything spindle needs to know about one strategy. Each strategy
@@ -64,6 +65,19 @@ func Lookup(name string) (Spec, bool) {
 		return Spec{}, false
 	}
 	return registry[i], true
+}
+
+// CheckB checks a fixed B (Options.BlockWake with FixedB) for strategy
+// name: 0 (none: measured, then learned) or a positive duration for an
+// adaptive strategy, the only kind that weighs spinning against B.
+func CheckB(name string, b time.Duration) error {
+	switch s, _ := Lookup(name); {
+	case b < 0:
+		return fmt.Errorf("B %v: want 0 (measured, then learned) or more", b)
+	case b > 0 && !s.Adaptive:
+		return fmt.Errorf("B sets the adaptive strategy's block-and-wake cost: it needs an adaptive strategy, not %s", name)
+	}
+	return nil
 }
 
 // Specs returns every registered strategy, in Order.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRegistry(t *testing.T) {
@@ -76,5 +77,27 @@ func TestRegistryTraits(t *testing.T) {
 	}
 	if !strings.HasPrefix(Help(), "block, busy, pause") {
 		t.Errorf("Help() = %q: the built-ins' order changed", Help())
+	}
+}
+
+func TestCheckB(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		b       time.Duration
+		wantErr string
+	}{
+		{"adaptive", 200 * time.Microsecond, ""},
+		{"adaptive", 0, ""},
+		{"block", 0, ""},
+		{"busy", 0, ""},
+		{"block", time.Millisecond, "needs an adaptive strategy, not block"},
+		{"busy", time.Nanosecond, "needs an adaptive strategy, not busy"},
+		{"adaptive", -time.Microsecond, "want 0"},
+		{"no-such", time.Millisecond, "needs an adaptive strategy"},
+	} {
+		err := CheckB(tc.name, tc.b)
+		if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("CheckB(%s, %v) = %v, want an error with %q", tc.name, tc.b, err, tc.wantErr)
+		}
 	}
 }

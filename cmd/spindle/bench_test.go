@@ -162,6 +162,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"compare", "--connections", "-1"}, `--connections "-1": want a whole number of at least 0`},
 		{[]string{"compare", "--only", "nethttp,carrier", "--reference", "handoff"}, `reference "handoff" is not among the configurations that run (nethttp, carrier)`},
 		{[]string{"bench", "--wait", "spinny"}, "wait \"spinny\""},
+		{[]string{"bench", "--wait-b", "1ms"}, "needs an adaptive strategy, not block"},
+		{[]string{"bench", "--wait", "adaptive", "--wait-b", "-1ms"}, "--wait-b \"-1ms\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"bench", "--output-dir", used}, "not empty"},
 		{[]string{"bench", "--json", "/no/such/dir/summary.json"}, "does not exist"},

@@ -85,11 +85,11 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	} else if err != nil {
 		return o, badInput("--wait %s: %v", a.Wait, err)
 	}
+	if err := wait.CheckB(a.Wait, a.WaitB); err != nil {
+		return o, badInput("--wait-b: %v", err)
+	}
 	var waitOpts wait.Options
 	if a.WaitB > 0 {
-		if s, _ := wait.Lookup(a.Wait); !s.Adaptive {
-			return o, badInput("--wait-b sets the adaptive strategy's B: it needs --wait adaptive, not %s", a.Wait)
-		}
 		waitOpts = wait.Options{BlockWake: a.WaitB, FixedB: true}
 	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
