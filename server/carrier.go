@@ -59,7 +59,7 @@ func (s *Server) startCarriers() error {
 		}
 		s.tfb, handler = tfb.NewAnswers(poolFor), s.serveTFB
 	}
-	s.cl, err = g.Listen(s.o.Addr, handler, carrier.ListenOptions{ReusePort: s.o.ReusePort})
+	s.cl, err = g.Listen(s.o.Addr, s.admitted(handler), carrier.ListenOptions{ReusePort: s.o.ReusePort})
 	if err != nil {
 		return err
 	}
@@ -67,14 +67,23 @@ func (s *Server) startCarriers() error {
 	return nil
 }
 
+// admitted wraps a carrier mode's connection handler with the admission
+// check: a connection beyond MaxConns is closed at once, and an admitted
+// one is counted closed when h returns.
+func (s *Server) admitted(h func(*carrier.Task, *carrier.Conn)) func(*carrier.Task, *carrier.Conn) {
+	return func(t *carrier.Task, c *carrier.Conn) {
+		if !s.admit() {
+			c.Close()
+			return
+		}
+		defer s.connClosed()
+		h(t, c)
+	}
+}
+
 // serveCarrier answers one client connection entirely on its carrier: the
 // backend socket is dialed and polled by the same carrier.
 func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
-	if !s.admit() {
-		c.Close()
-		return
-	}
-	defer s.connClosed()
 	b := &nativeBackend{s: s, t: t}
 	defer b.drop()
 	fetch := b.get
@@ -103,11 +112,6 @@ func (s *Server) serveTimed(t *carrier.Task, c *carrier.Conn, o http1.Options, h
 // the client socket, each request's handler runs on a plain goroutine with
 // a blocking net/http backend client.
 func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
-	if !s.admit() {
-		c.Close()
-		return
-	}
-	defer s.connClosed()
 	b := s.newNetBackend()
 	defer b.close()
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {

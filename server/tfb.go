@@ -144,11 +144,6 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // Every answer has the Server header the rules want; /health is the
 // server's.
 func (s *Server) serveTFB(t *carrier.Task, c *carrier.Conn) {
-	if !s.admit() {
-		c.Close()
-		return
-	}
-	defer s.connClosed()
 	ctx := carrier.ContextWithTask(context.Background(), t) // picks the carrier's pool
 	o := s.o.HTTP
 	o.Server = tfb.ServerName

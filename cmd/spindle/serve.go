@@ -88,10 +88,6 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	if err := wait.CheckB(a.Wait, a.WaitB); err != nil {
 		return o, badInput("--wait-b: %v", err)
 	}
-	var waitOpts wait.Options
-	if a.WaitB > 0 {
-		waitOpts = wait.Options{BlockWake: a.WaitB, FixedB: true}
-	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
 		return o, err
 	}
@@ -117,7 +113,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBPool:           a.DBPool,
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: waitOpts, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
+			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: wait.Options{BlockWake: a.WaitB, FixedB: a.WaitB > 0}, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, app, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}
