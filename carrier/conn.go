@@ -27,6 +27,10 @@ type pollDesc struct {
 	conn  bool  // counted in OpenConns
 	rwait *Task // task parked until readable (or its read done)
 	wwait *Task // task parked until writable (or its write done)
+	// rl and wl let one task of the home carrier at a time read, and
+	// write, as a net.Conn's Reads and Writes take turns: the others wait
+	// in their queues.
+	rl, wl taskLock
 	// unpolled says the poller no longer reports pd: only foreign callers
 	// used it since (foreign.go, unpollRequest), until a task parks on it.
 	unpolled bool
@@ -62,7 +66,9 @@ type pollDesc struct {
 	// taskParks the tasks parked on pd once foreignUsed; rearmReq a request
 	// to move their timers, pending; goUse the operations on gc (begun and
 	// in flight, goConnBegin), and goSeen and goQuiet, the carrier's, the
-	// begun count it last saw and the tasks' parks since (goParked).
+	// begun count it last saw and the tasks' parks since (goParked);
+	// wHome and wForeign the writers in flight, a home task's Write and a
+	// foreign caller's on the Go conn (beginHomeWrite).
 	home        atomic.Pointer[Carrier]
 	foreignUsed atomic.Bool
 	gc          atomic.Pointer[net.Conn]
@@ -72,6 +78,8 @@ type pollDesc struct {
 	goUse       atomic.Uint64
 	goSeen      uint32
 	goQuiet     int
+	wHome       atomic.Int32
+	wForeign    atomic.Int32
 }
 
 // register adds pd to c's fd table and poller, with c's engine for its
@@ -232,11 +240,12 @@ func (c *Carrier) caller() *Task {
 // any goroutine. Called by a task of its home carrier, Read and Write look
 // blocking but park the task, not the thread; any other caller (a plain
 // goroutine, a task of another carrier) is served by Go's netpoller on a
-// duplicate of the fd, or has the carrier do the operation (io_uring;
-// foreign.go). Like a net.Conn it takes one reader and one writer at a
-// time, and deadlines and Close from any goroutine. With floating carriers
-// a conn moves with the task that holds it (the one that dialled or
-// accepted it), until a foreign caller first uses it.
+// duplicate of the fd, or, for a write behind bytes the io_uring poller
+// has yet to send, has the carrier do it (foreign.go). Like a net.Conn it
+// takes readers and writers at the same moment, which take turns (each
+// Write goes out whole), and deadlines and Close from any goroutine. With
+// floating carriers a conn moves with the task that holds it (the one
+// that dialled or accepted it), until a foreign caller first uses it.
 type Conn struct {
 	pd            pollDesc
 	owner         *Task
@@ -264,6 +273,8 @@ func (cn *Conn) Read(p []byte) (int, error) {
 		return cn.foreignRead(p)
 	}
 	defer t.leave(t.enter())
+	cn.pd.rl.lock(t)
+	defer cn.pd.rl.unlock(t)
 	return cn.pd.eng.read(cn, t, p)
 }
 
@@ -279,6 +290,12 @@ func (cn *Conn) Write(p []byte) (int, error) {
 		return cn.foreignWrite(p)
 	}
 	defer t.leave(t.enter())
+	cn.pd.wl.lock(t)
+	defer cn.pd.wl.unlock(t)
+	if err := cn.pd.beginHomeWrite(t); err != nil {
+		return 0, err
+	}
+	defer cn.pd.wHome.Add(-1)
 	return cn.pd.eng.write(cn, t, p)
 }
 
@@ -420,6 +437,42 @@ func (cn *Conn) SetReadDeadline(t time.Time) error {
 func (cn *Conn) SetWriteDeadline(t time.Time) error {
 	cn.setDeadline(&cn.wdl, &cn.pd.wwait, t)
 	return nil
+}
+
+// taskLock lets one task of a conn's home carrier at a time in (a Read,
+// or a Write); the others park in its queue, first come first in. Only
+// the home carrier's tasks touch it. A close does not empty the queue:
+// each task let in finds the conn closed and lets the next one in.
+type taskLock struct {
+	holder *Task
+	q      []*Task
+}
+
+// lock parks t until the lock is free, and takes it.
+func (l *taskLock) lock(t *Task) {
+	for l.holder != nil {
+		l.q = append(l.q, t)
+		t.block()
+	}
+	l.holder = t
+}
+
+// unlock frees the lock, which t holds, and wakes the first task waiting
+// for it.
+func (l *taskLock) unlock(t *Task) {
+	l.holder = nil
+	if len(l.q) == 0 {
+		return
+	}
+	next := l.q[0]
+	l.q = l.q[:copy(l.q, l.q[1:])]
+	t.home.wakeTask(next, false)
+}
+
+// otherThan reports whether a task other than t holds the lock or waits
+// for it: t may then not take the conn to another carrier (movable).
+func (l *taskLock) otherThan(t *Task) bool {
+	return len(l.q) > 0 || (l.holder != nil && l.holder != t)
 }
 
 // rearm moves the timer of a task parked on pd to a new deadline (0: none).

@@ -158,6 +158,9 @@ func (c *Carrier) movable(t *Task) bool {
 		if cn.pd.eng.busy(&cn.pd) { // the kernel has a read or write of it, or will (PollerURing)
 			return false
 		}
+		if cn.pd.rl.otherThan(t) || cn.pd.wl.otherThan(t) { // other tasks read or write it, or wait to
+			return false
+		}
 		if cn.pd.foreignUsed.Load() { // foreign callers use it: it stays where they find it
 			return false
 		}

@@ -29,10 +29,15 @@ import (
 //     socket, which stays open until both are closed: the conn's close
 //     closes the duplicate too.
 //   - With the ring engine (io_uring), whose conns the kernel reads and
-//     writes through the carrier's single-issuer ring (and whose writes are
-//     write-behind, which a direct write would overtake), it hands the
-//     operation to the home carrier as a task (carrierPath; SubmitLocal)
-//     and waits for its result.
+//     writes through the carrier's single-issuer ring, and whose writes are
+//     write-behind (ringPath): a read is the Go conn's, as above (a RECV of
+//     a home task at the same moment is a second reader, as on any
+//     net.Conn read from two goroutines); a write is the Go conn's too
+//     while the conn's write-behind buffer is empty and no home task is in
+//     Write, and otherwise, so as not to overtake the bytes buffered, it is
+//     handed to the home carrier as a task (carrierPath; SubmitLocal),
+//     which appends it to the buffer. Close and CloseWrite, which send what
+//     the buffer holds first, are always handed to the carrier.
 //
 // The engine chooses the path (engine.foreign); Conn's methods do not ask
 // which engine they have.
@@ -172,11 +177,11 @@ func (pd *pollDesc) repoll() error {
 }
 
 // goConn returns the Go net.Conn on a duplicate of cn's fd that foreign
-// callers of the readiness engine use, made at the first call (or the
-// first since the carrier dropped it: goParked) with cn's current
-// deadlines; the making takes the conn off the home carrier's poller
-// until a task parks on it (unpollRequest). Only an operation on the Go
-// conn calls it (goConnBegin).
+// callers use, made at the first call (or the first since the carrier
+// dropped it: goParked) with cn's current deadlines; with the readiness
+// engine the making takes the conn off the home carrier's poller until a
+// task parks on it (unpollRequest). Only an operation on the Go conn
+// calls it (goConnBegin).
 func (cn *Conn) goConn() (net.Conn, error) {
 	pd := &cn.pd
 	if c := pd.gc.Load(); c != nil {
@@ -208,7 +213,9 @@ func (cn *Conn) goConn() (net.Conn, error) {
 		nc.Close()
 		return nc, nil
 	}
-	cn.unpollRequest()
+	if pd.g.connEng.polled() {
+		cn.unpollRequest()
+	}
 	return nc, nil
 }
 
@@ -395,7 +402,14 @@ type goConnPath struct{}
 
 func (goConnPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Read) }
 
-func (goConnPath) write(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Write) }
+// write waits for a home task's Write under way (awaitDirectWrite).
+func (goConnPath) write(cn *Conn, p []byte) (int, error) {
+	if err := cn.awaitDirectWrite(); err != nil {
+		return 0, err
+	}
+	defer cn.pd.wForeign.Add(-1)
+	return goConnIO(cn, p, net.Conn.Write)
+}
 
 // goConnIO runs op (the Go conn's Read or Write) of p on cn's Go conn.
 func goConnIO(cn *Conn, p []byte, op func(net.Conn, []byte) (int, error)) (int, error) {
@@ -432,8 +446,20 @@ func (goConnPath) closeWrite(cn *Conn) error {
 	return plainErr(nc.(*net.TCPConn).CloseWrite()) // a shutdown of the socket both descriptors name
 }
 
-// rawPoll waits in Go's netpoller, through the Go conn's raw conn.
+// rawPoll waits in Go's netpoller, through the Go conn's raw conn; a
+// write waits for a home task's Write under way (awaitDirectWrite) first.
 func (goConnPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
+	if write {
+		if err := cn.awaitDirectWrite(); err != nil {
+			return err
+		}
+		defer cn.pd.wForeign.Add(-1)
+	}
+	return goRawPoll(cn, write, f)
+}
+
+// goRawPoll is rawPoll on the Go conn's raw conn.
+func goRawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 	if _, err := cn.foreignUse(); err != nil {
 		return err
 	}
@@ -452,9 +478,122 @@ func (goConnPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 	return plainErr(raw.Read(f))
 }
 
-// carrierPath is the foreign path of the ring engine: each operation runs
-// as a task of the home carrier (onCarrier), where the conn's own
-// operations park it as usual.
+// Writers. A home task's Write and a foreign caller's on the Go conn, at
+// the same moment, must not interleave their bytes (net.Conn's Writes
+// do not), and a foreign caller's must not overtake the bytes that the
+// ring engine's write-behind holds. So each counts itself in before it
+// looks at the other (wHome, wForeign: of two at once, at least one sees
+// the other), and:
+//   - a home task that sees a foreign writer waits for it to end
+//     (beginHomeWrite), yielding, then sleeping in steps;
+//   - a foreign writer that sees a home task's Write, or buffered bytes,
+//     counts itself out again and waits the Go way for the home writer to
+//     end (readiness: awaitDirectWrite), or has the carrier append its
+//     bytes to the buffer (ring: ringPath.write).
+//
+// Such waits are rare: a conn that a task and a goroutine write at the
+// same moment, with a full socket buffer (a websocket's write pump beside
+// its task's pong), or a goroutine's write just after a task's.
+
+// A home task's Write that meets a foreign caller's yields
+// homeWriteYields times, then sleeps homeWriteNap at a time (the other
+// write waits for room in a full socket buffer); a foreign caller's that
+// meets a home task's sleeps foreignWriteNap at a time after as many
+// runtime.Gosched calls.
+const (
+	homeWriteYields = 16
+	homeWriteNap    = 50 * time.Microsecond
+	foreignWriteNap = 20 * time.Microsecond
+)
+
+// beginHomeWrite counts home task t's Write in (wHome), then waits for a
+// foreign caller's write under way to end. The caller counts it out
+// (wHome.Add(-1)) after the Write, unless this failed.
+func (pd *pollDesc) beginHomeWrite(t *Task) error {
+	pd.wHome.Add(1)
+	for i := 0; pd.wForeign.Load() != 0; i++ {
+		if pd.ended() {
+			pd.wHome.Add(-1)
+			return net.ErrClosed
+		}
+		if i < homeWriteYields {
+			t.Yield()
+		} else {
+			t.Sleep(homeWriteNap)
+		}
+	}
+	return nil
+}
+
+// directWrite counts a foreign caller's write in (wForeign) and reports
+// true if it may go now: no home task in Write, nothing buffered. On
+// false it has counted it out again.
+func (cn *Conn) directWrite() bool {
+	pd := &cn.pd
+	pd.wForeign.Add(1)
+	if pd.wHome.Load() == 0 && pd.wb.held.Load() == 0 {
+		return true
+	}
+	pd.wForeign.Add(-1)
+	return false
+}
+
+// awaitDirectWrite waits the Go way until a foreign caller's write may go
+// (directWrite), counted in; it ends with the conn's close or its write
+// deadline. The caller counts it out (wForeign.Add(-1)) after the write.
+func (cn *Conn) awaitDirectWrite() error {
+	for i := 0; !cn.directWrite(); i++ {
+		if cn.pd.foreignClosed() {
+			return net.ErrClosed
+		}
+		if d := cn.wdl.Load(); d != 0 && wait.Now() >= d {
+			return os.ErrDeadlineExceeded
+		}
+		if i < homeWriteYields {
+			runtime.Gosched()
+		} else {
+			time.Sleep(foreignWriteNap)
+		}
+	}
+	return nil
+}
+
+// ringPath is the foreign path of the ring engine: reads on the Go conn
+// (goConnPath's), writes on it while nothing of the home carrier's is to
+// be sent before them, and the rest as tasks of the home carrier
+// (carrierPath).
+type ringPath struct{ carrierPath }
+
+func (ringPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Read) }
+
+// write is the Go conn's Write while the write-behind buffer is empty and
+// no home task is in Write (directWrite), else a task's Write on the
+// carrier, which appends p to the buffer after the bytes there.
+func (ringPath) write(cn *Conn, p []byte) (int, error) {
+	if !cn.directWrite() {
+		return carrierPath{}.write(cn, p)
+	}
+	defer cn.pd.wForeign.Add(-1)
+	return goConnIO(cn, p, net.Conn.Write)
+}
+
+// rawPoll waits in Go's netpoller for a read, and for a write that may go
+// directly (write); a write behind buffered bytes gets f's one call on
+// the carrier (carrierPath.rawPoll), after them.
+func (ringPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
+	if write {
+		if !cn.directWrite() {
+			return carrierPath{}.rawPoll(cn, write, f)
+		}
+		defer cn.pd.wForeign.Add(-1)
+	}
+	return goRawPoll(cn, write, f)
+}
+
+// carrierPath runs each operation as a task of the home carrier
+// (onCarrier), where the conn's own operations park it as usual: the ring
+// engine's foreign path for what must follow the carrier's buffered
+// writes (ringPath).
 type carrierPath struct{}
 
 func (carrierPath) read(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Read) }
@@ -489,10 +628,17 @@ func (carrierPath) closeWrite(cn *Conn) (err error) {
 	return err
 }
 
-// rawPoll calls f once: the conn has no readiness poll to wait for
-// (rawConn.wait).
-func (carrierPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
-	return rawConn{cn}.wait(nil, write, f)
+// rawPoll calls f once, on the carrier after what it has to send: the
+// conn has no readiness poll to wait for (rawConn.wait).
+func (carrierPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) (err error) {
+	if e := cn.onCarrier(func(t *Task) {
+		if err = cn.flushWrites("write"); err == nil {
+			err = rawConn{cn}.wait(nil, write, f)
+		}
+	}); e != nil {
+		return e
+	}
+	return err
 }
 
 // setDeadline stores a deadline (dl: rdl or wdl; slot the tasks parked in
@@ -576,8 +722,10 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 // with a non-blocking recv). Control and the functions given to Read and
 // Write run with the fd held open. Read and Write call f again after the
 // next readiness edge each time it returns false (a foreign caller's wait
-// is Go's netpoller's, on the conn's duplicate); with the io_uring poller,
-// whose conns have no readiness poll, they call it once and fail with
+// is Go's netpoller's, on the conn's duplicate). With the io_uring
+// poller, whose conns have no readiness poll, a task's Read and Write, and
+// a foreign caller's Write while the conn has buffered bytes to send, call
+// f once (that Write on the carrier, once they are sent) and fail with
 // errors.ErrUnsupported if it returns false.
 func (cn *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{cn}, nil }
 

@@ -563,6 +563,16 @@ func FuzzForeignOps(f *testing.F) {
 	})
 }
 
+// skipWithoutGoConn skips a test of the Go conn where g's foreign
+// callers have none.
+func skipWithoutGoConn(t *testing.T, g *Group) {
+	switch g.connEng.foreign().(type) {
+	case goConnPath, ringPath:
+	default:
+		t.Skip("this poller's foreign callers have no Go conn")
+	}
+}
+
 // goConnFd returns the fd of cn's Go conn (its duplicate, in Go's
 // netpoller), or -1 when it has none.
 func goConnFd(t *testing.T, cn *Conn) int {
@@ -619,9 +629,7 @@ func TestGoConnDropped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
 			g := newGroup(t, Options{Carriers: 1})
-			if _, ok := g.connEng.foreign().(goConnPath); !ok {
-				t.Skip("this poller's foreign callers have no Go conn")
-			}
+			skipWithoutGoConn(t, g)
 			cn, peer := dialPeer(t, g)
 			go echoSlow(peer)
 			roundTrip := func(what string) error {
@@ -692,9 +700,7 @@ func TestGoConnDropped(t *testing.T) {
 func TestGoConnDropRace(t *testing.T) {
 	checkLeaks(t)
 	g := newGroup(t, Options{Carriers: 1})
-	if _, ok := g.connEng.foreign().(goConnPath); !ok {
-		t.Skip("this poller's foreign callers have no Go conn")
-	}
+	skipWithoutGoConn(t, g)
 	cn, peer := dialPeer(t, g)
 	const bytesIn, bursts, burst = 300, 30, 8
 	var wrote bytes.Buffer
@@ -755,5 +761,139 @@ func TestGoConnDropRace(t *testing.T) {
 		t.Logf("no Go conn was dropped: the race was not run (the task's reads parked too seldom)")
 	} else {
 		t.Logf("Go conns dropped and made again: %d", n)
+	}
+}
+
+// A goroutine's Write just after a task's comes after it on the wire,
+// also where the task's bytes wait in the write-behind buffer (io_uring)
+// when the goroutine writes: the goroutine must not write them directly.
+func TestForeignWriteAfterTask(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	cn, peer := dialPeer(t, g)
+	var want bytes.Buffer
+	for i := range 20 {
+		first, second := []byte("task "+strconv.Itoa(i)+";"), []byte("goroutine "+strconv.Itoa(i)+";")
+		want.Write(first)
+		want.Write(second)
+		started, wrote := make(chan struct{}), make(chan error, 1)
+		inTaskOf(t, g, 0, func(*Task) {
+			if _, err := cn.Write(first); err != nil {
+				t.Error(err)
+			}
+			go func() {
+				close(started)
+				_, err := cn.Write(second)
+				wrote <- err
+			}()
+			// Spin without parking, so the carrier does not send the
+			// buffered bytes while the goroutine writes.
+			<-started
+			for end := time.Now().Add(time.Millisecond); time.Now().Before(end); {
+			}
+		})
+		if err := <-wrote; err != nil {
+			t.Fatalf("the goroutine's write %d: %v", i, err)
+		}
+	}
+	got := make([]byte, want.Len())
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(peer, got); err != nil || !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("the peer read %q (%v), want %q", got, err, want.Bytes())
+	}
+}
+
+// Writers of one conn at the same moment (a goroutine, two tasks of the
+// home carrier, a task of another carrier), with a full socket buffer
+// (the peer reads slowly), all finish and never interleave their Writes'
+// bytes, as goroutines' Writes on a net.Conn do not.
+func TestForeignWritersAtOnce(t *testing.T) {
+	const size, each = 256 << 10, 4 // a Write beyond the socket buffers
+	for _, carriers := range []int{1, 2} {
+		t.Run(strconv.Itoa(carriers)+" carriers", func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, Options{Carriers: carriers})
+			cn, peer := dialPeer(t, g)
+			msg := func(who byte, i int) []byte { return bytes.Repeat([]byte{who + byte(i)}, size) }
+			var wg sync.WaitGroup
+			write := func(who byte) {
+				defer wg.Done()
+				for i := range each {
+					if _, err := cn.Write(msg(who, i)); err != nil {
+						t.Errorf("write %c%d: %v", who, i, err)
+						return
+					}
+				}
+			}
+			writers := []byte{'a', 'h', 'n', 'x'} // 'a' a goroutine; then tasks of carriers 0, 0, and the last
+			wg.Add(len(writers))
+			go write('a')
+			for i, who := range writers[1:] {
+				if err := g.Carrier(i / 2 * (carriers - 1)).Submit(func(*Task) { write(who) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			total := len(writers) * each * size
+			peer.SetReadDeadline(time.Now().Add(20 * time.Second))
+			got := make([]byte, 0, total)
+			buf := make([]byte, 16<<10)
+			for len(got) < total {
+				if len(got) < size {
+					time.Sleep(time.Millisecond) // slowly at first: both writers meet a full buffer
+				}
+				n, err := peer.Read(buf)
+				if err != nil {
+					t.Fatalf("the peer's read after %d bytes: %v", len(got), err)
+				}
+				got = append(got, buf[:n]...)
+			}
+			wg.Wait()
+			seen := map[byte]bool{}
+			for off := 0; off < len(got); off += size {
+				b := got[off]
+				if seen[b] {
+					t.Fatalf("message %q twice", b)
+				}
+				seen[b] = true
+				if i := bytes.IndexFunc(got[off:off+size], func(r rune) bool { return byte(r) != b }); i >= 0 {
+					t.Fatalf("the message at %d (%q) holds another's byte %q at %d: the Writes interleaved", off, b, got[off+i], i)
+				}
+			}
+		})
+	}
+}
+
+// Tasks of the home carrier reading one conn at the same moment take
+// turns: each gets its share of what the peer sends, and none is left
+// parked for ever (a second reader used to take the first's place in the
+// conn's one parking slot).
+func TestTasksReadAtOnce(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	cn, peer := dialPeer(t, g)
+	const readers, share = 3, 4 << 10
+	done := make(chan int, readers)
+	for range readers {
+		if err := g.Carrier(0).Submit(func(*Task) {
+			cn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			n, _ := io.ReadFull(cn, make([]byte, share))
+			done <- n
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range readers * share / 512 {
+		peer.Write(make([]byte, 512))
+		time.Sleep(100 * time.Microsecond)
+	}
+	for range readers {
+		select {
+		case n := <-done:
+			if n != share {
+				t.Fatalf("a reader got %d bytes, want %d", n, share)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("a reader still waits")
+		}
 	}
 }

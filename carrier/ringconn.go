@@ -24,10 +24,9 @@ type ringConn struct{ cio ioPoller }
 // arrival (docs/carrier.md, "Pollers").
 func (ringConn) polled() bool { return false }
 
-// foreign is carrierPath: the ring is the carrier's (single issuer), and
-// a foreign caller's own system calls would race with its RECVs and
-// SENDs (and overtake write-behind).
-func (ringConn) foreign() foreignPath { return carrierPath{} }
+// foreign is ringPath: reads on the Go conn, writes too while the
+// write-behind buffer is empty, the rest handed to the carrier.
+func (ringConn) foreign() foreignPath { return ringPath{} }
 
 func (e ringConn) read(cn *Conn, t *Task, p []byte) (int, error) {
 	pd := &cn.pd

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,11 +61,17 @@ type writeBehind struct {
 	inline bool   // an inline SEND of buf's front is submitted and not yet settled
 	queued bool   // on the poller's list of conns to send for
 	err    error  // a SEND failed: returned by the next Write, Read and Close
+	// held is len(buf), for foreign callers, which write directly only
+	// while it is 0 (ringPath.write); the carrier alone changes it.
+	held atomic.Int64
 }
 
 // drop forgets the unsent bytes (the SEND in flight, if any, keeps its
 // own reference to the ones it sends).
-func (w *writeBehind) drop() { w.buf = nil }
+func (w *writeBehind) drop() {
+	w.buf = nil
+	w.held.Store(0)
+}
 
 // sent removes the n bytes a SEND took from the front of the buffer. The
 // kernel has no SEND of the buffer at this point, so moving the rest to
@@ -72,6 +79,7 @@ func (w *writeBehind) drop() { w.buf = nil }
 func (w *writeBehind) sent(n int) {
 	rest := copy(w.buf, w.buf[min(n, len(w.buf)):])
 	w.buf = w.buf[:rest]
+	w.held.Store(int64(rest))
 	if rest == 0 && cap(w.buf) > keepWriteBuffer {
 		w.buf = nil
 	}
@@ -87,6 +95,7 @@ func (w *writeBehind) add(p []byte, limit int) {
 		w.buf = nb
 	}
 	w.buf = append(w.buf, p...)
+	w.held.Store(int64(len(w.buf)))
 }
 
 // busyWriting reports whether the conn has bytes to send or a SEND the
