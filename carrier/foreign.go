@@ -763,12 +763,14 @@ func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 	cn := rc.cn
 	pd := &cn.pd
-	if t != nil {
-		defer t.leave(t.enter())
-	}
-	dl, slot := &cn.rdl, &pd.rwait
+	dl, slot, lock := &cn.rdl, &pd.rwait, &pd.rl
 	if write {
-		dl, slot = &cn.wdl, &pd.wwait
+		dl, slot, lock = &cn.wdl, &pd.wwait, &pd.wl
+	}
+	if t != nil { // a task takes its turn with the conn's other readers (writers)
+		defer t.leave(t.enter())
+		lock.lock(t)
+		defer lock.unlock(t)
 	}
 	for {
 		if pd.foreignClosed() || (t != nil && pd.ended()) {
