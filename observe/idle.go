@@ -85,13 +85,19 @@ func (id Idle) String() string {
 	switch {
 	case id.NA != "":
 		fmt.Fprintf(&b, "; %s", NA(id.NA))
-	case id.HaltPollNs == 0:
+	case id.HaltsAtOnce():
 		b.WriteString("; guest halt-polling off (guest_halt_poll_ns 0): a wake-up of an idle vCPU is an IPI and a VM exit")
 	case id.HaltPollNs > 0:
 		fmt.Fprintf(&b, "; guest halt-polling up to %v (guest_halt_poll_ns): a vCPU idle for less sees new work without an IPI", time.Duration(id.HaltPollNs))
 	}
 	return b.String()
 }
+
+// HaltsAtOnce reports whether the machine is a KVM guest whose idle CPUs
+// halt without polling first (guest_halt_poll_ns 0): every wake-up of an
+// idle CPU is then an IPI and a VM exit, which a waiter that polls
+// through short gaps avoids.
+func (id Idle) HaltsAtOnce() bool { return id.NA == "" && id.Driver != "" && id.HaltPollNs == 0 }
 
 func orNone(s string) string {
 	if s == "" {

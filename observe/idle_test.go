@@ -77,6 +77,9 @@ func TestReadIdle(t *testing.T) {
 			if s := got.String(); !strings.HasPrefix(s, tt.text) {
 				t.Errorf("String = %q, want it to begin %q", s, tt.text)
 			}
+			if halts := tt.want.HaltPollNs == 0; got.HaltsAtOnce() != halts {
+				t.Errorf("HaltsAtOnce = %v, want %v", got.HaltsAtOnce(), halts)
+			}
 		})
 	}
 }

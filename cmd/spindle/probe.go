@@ -141,6 +141,9 @@ func writeProbe(w io.Writer, r *spectrum.ProbeReport) error {
 			r.BlockWakeCrossUs, r.BlockWakeCPUs[0], r.BlockWakeCPUs[1], wait.DefaultMeasureIdle)
 	}
 	fmt.Fprintf(w, "idle:           %s\n", r.Idle)
+	if r.Idle.HaltsAtOnce() {
+		fmt.Fprintf(w, "                a carrier that must answer fast can poll through short gaps itself: --park-idle --wait adaptive --wait-b 200us (docs/server.md, \"The lowest tail\")\n")
+	}
 	if r.PauseNA != "" {
 		fmt.Fprintf(w, "PAUSE:          %s\n", r.PauseNA)
 	} else {

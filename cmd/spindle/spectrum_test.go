@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/observe"
+	"github.com/spindle-lab/spindle/spectrum"
 )
 
 func TestProbeJSON(t *testing.T) {
@@ -135,5 +137,31 @@ func TestSpectrumSmoke(t *testing.T) {
 		if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("%s is not a PNG (%v)", p, err)
 		}
+	}
+}
+
+// probe suggests polling carriers only where idle CPUs halt at once (a
+// KVM guest with its halt-polling off).
+func TestProbeIdleHint(t *testing.T) {
+	tests := []struct {
+		name string
+		idle observe.Idle
+		hint bool
+	}{
+		{"guest, halt-polling off", observe.Idle{Driver: "haltpoll", Governor: "haltpoll", HaltPollNs: 0}, true},
+		{"guest, halt-polling on", observe.Idle{Driver: "haltpoll", Governor: "haltpoll", HaltPollNs: 200000}, false},
+		{"bare metal", observe.Idle{Driver: "intel_idle", Governor: "menu", HaltPollNs: -1}, false},
+		{"no cpuidle", observe.Idle{HaltPollNs: -1, NA: "no cpuidle"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := writeProbe(&out, &spectrum.ProbeReport{Idle: tt.idle}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(out.String(), "--wait-b 200us"); got != tt.hint {
+				t.Errorf("hint shown %v, want %v:\n%s", got, tt.hint, out.String())
+			}
+		})
 	}
 }
