@@ -182,16 +182,28 @@ func TestServeWaitB(t *testing.T) {
 }
 
 // TestServeAndMockCommands serves /fruits in carrier mode with every
-// poller this machine can run.
+// poller this machine can run, and with the lowest tail's switches (a
+// parking carrier that polls first; docs/server.md): requests with idle
+// gaps between them, so that the carrier waits, polls and parks in turn.
 func TestServeAndMockCommands(t *testing.T) {
 	mockAddr := startCommand(t, "mock", "--port", "0", "--think-time", "0")
+	type config struct {
+		name, poller string
+		args         []string
+	}
+	var configs []config
 	for _, poller := range carrier.Pollers {
-		t.Run(poller, func(t *testing.T) {
-			if err := carrier.CheckPoller(poller); err != nil {
-				t.Skipf("poller %s: %v", poller, err)
+		configs = append(configs, config{poller, poller, nil})
+	}
+	configs = append(configs, config{"lowest tail", carrier.DefaultPoller,
+		[]string{"--park-idle", "--wait", "adaptive", "--wait-b", "200us"}})
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) {
+			if err := carrier.CheckPoller(c.poller); err != nil {
+				t.Skipf("poller %s: %v", c.poller, err)
 			}
-			addr := startCommand(t, "serve", "--mode", "carrier", "--port", "0", "--threads", "1",
-				"--poller", poller, "--backend", "http://"+mockAddr+"/fruits")
+			addr := startCommand(t, append([]string{"serve", "--mode", "carrier", "--port", "0", "--threads", "1",
+				"--poller", c.poller, "--backend", "http://" + mockAddr + "/fruits"}, c.args...)...)
 			// Both listen on loopback unless --host says otherwise.
 			for _, a := range []string{mockAddr, addr} {
 				if !strings.HasPrefix(a, DefaultHost+":") {
@@ -200,14 +212,17 @@ func TestServeAndMockCommands(t *testing.T) {
 			}
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
-			resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/fruits")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
-				t.Fatalf("/fruits through spindle serve: %d %q", resp.StatusCode, b)
+			for i, gap := range []time.Duration{0, 0, 50 * time.Microsecond, time.Millisecond, 0, 5 * time.Millisecond, 0} {
+				time.Sleep(gap)
+				resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + addr + "/fruits")
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !strings.HasPrefix(string(b), `[{"name":"Apple"`) {
+					t.Fatalf("request %d, /fruits through spindle serve: %d %q", i, resp.StatusCode, b)
+				}
 			}
 		})
 	}
