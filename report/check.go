@@ -237,6 +237,9 @@ func Stalls(s Summary) string {
 	if b := s.BackendBusy; b != nil && *b >= MaxBackendBusy {
 		msg += fmt.Sprintf("; the backend's CPUs were %.0f%% busy (%.0f%% or more: it queues), so the stalls may be the backend's", 100**b, 100*MaxBackendBusy)
 	}
+	if rt := s.Runtime; rt != nil && float64(rt.GCPauseMaxUs) >= MaxGCPauseUs {
+		msg += fmt.Sprintf("; the server's GC stopped the world for up to %s (GOMAXPROCS %d)", us(int64(rt.GCPauseMaxUs)), rt.GOMAXPROCS)
+	}
 	if h := s.HostSteal; h != nil && h.NA == "" && h.Bursts > 0 {
 		who := "the host"
 		if s.Hosts != "" {
@@ -285,6 +288,14 @@ type LeftOut struct {
 // ms), and 0.82-0.86 against net/http, whose runs peaked at 6.4-20.7 ms
 // (docs/PERFORMANCE.md, sixteenth session).
 const MaxBackendBusy = 0.9
+
+// MaxGCPauseUs is the longest stop-the-world pause of the server's GC
+// (µs) that a run's stalls do not name (Stalls). A blocking carrier on a
+// CPU of its own, with the spare P's GC worker sharing that CPU, paused
+// for up to 0.96-1.11 ms at 10,000 /fruits a second on the 2-CPU
+// development machine, and 0.08 ms parked (docs/PERFORMANCE.md,
+// seventeenth session); Go's pauses are usually tens of microseconds.
+const MaxGCPauseUs = 500
 
 // NearSaturation is the load factor above which a configuration at the
 // fixed rate is flagged: above 85% of its own max throughput, queueing

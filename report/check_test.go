@@ -224,6 +224,26 @@ func TestStallsSeen(t *testing.T) {
 			t.Errorf("%s: Stalls = %q, want %q", tc.name, got, tc.want)
 		}
 	}
+	// The server's GC pauses: named from MaxGCPauseUs on, before the
+	// host's steal; not below it, without a pause in the window (NaN), nor
+	// when the run lacks the figures.
+	for _, tc := range []struct {
+		name  string
+		rt    *RuntimeFigures
+		steal *load.HostSteal
+		want  string
+	}{
+		{"a long pause", &RuntimeFigures{GOMAXPROCS: 2, GCPauseMaxUs: 1110}, nil, stallText + "; the server's GC stopped the world for up to 1.11ms (GOMAXPROCS 2)"},
+		{"and a steal burst", &RuntimeFigures{GOMAXPROCS: 2, GCPauseMaxUs: 1110}, burst, stallText + "; the server's GC stopped the world for up to 1.11ms (GOMAXPROCS 2); the host lost 60 ms"},
+		{"a short pause", &RuntimeFigures{GOMAXPROCS: 1, GCPauseMaxUs: 83}, nil, stallText},
+		{"no pause", &RuntimeFigures{GOMAXPROCS: 1, GCPauseMaxUs: Num(math.NaN())}, nil, stallText},
+		{"no figures", nil, nil, stallText},
+	} {
+		got := Stalls(Summary{Complete: true, Latency: stalled, Runtime: tc.rt, HostSteal: tc.steal})
+		if !strings.HasPrefix(got, tc.want) || (tc.want == stallText && got != stallText) {
+			t.Errorf("%s: Stalls = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 	// A warning, not a check: the run passes and counts.
 	s := Summary{Complete: true, Rate: 1000, Throughput: 1000, Requests: 3000, Latency: summaryOf(t, tail(1760, 66600)...)}
 	if Stalls(s) == "" || Check(s) != "" {
