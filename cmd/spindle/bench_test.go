@@ -213,7 +213,7 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 	// And the runs with stalls seen (the fixture has one).
-	if !strings.Contains(stdout.String(), "stalls seen: ../../report/testdata/compare/fixed/r2-03-carrier (carrier): p99.9 21.01ms is 5.4x p99 3.91ms (over 5x)\n") {
+	if !strings.Contains(stdout.String(), "stalls seen: ../../report/testdata/compare/fixed/r2-03-carrier (carrier): p99.9 21.01ms is 5.4x p99 3.91ms (over 5x); the server's GC stopped the world for up to 6.55ms (GOMAXPROCS 1)\n") {
 		t.Errorf("stdout lacks the run with stalls:\n%s", stdout.String())
 	}
 	var fj report.FindingsJSON
