@@ -224,8 +224,10 @@ func TestMixRun(t *testing.T) {
 				// selection's order: one off each end, and those the end
 				// cut off (one per connection at most). Closed loop each
 				// thread has its own sequence: twice as many ends.
+				// A generator that fell behind (a loaded machine, -race)
+				// left intended requests unsent, any one entry's each.
 				want := float64(r.Sent) * float64(e.Weight) / 6
-				slack := 2.0 + conns
+				slack := 2.0 + conns + float64(r.NotSent)
 				if tc.rate == 0 {
 					slack = 2*2 + conns
 				}
