@@ -34,8 +34,8 @@ type engine interface {
 	// registered (register arms it).
 	polled() bool
 	// foreign is how a foreign caller's operations reach a conn
-	// (foreign.go): its own system calls (goConnPath) or a task of the
-	// carrier (carrierPath).
+	// (foreign.go): its own system calls (goConnPath), or those and tasks
+	// of the carrier (ringPath).
 	foreign() foreignPath
 	// read reads into p for task t, which may park until data arrives.
 	read(cn *Conn, t *Task, p []byte) (int, error)

@@ -35,7 +35,7 @@ import (
 //     net.Conn read from two goroutines); a write is the Go conn's too
 //     while the conn's write-behind buffer is empty and no home task is in
 //     Write, and otherwise, so as not to overtake the bytes buffered, it is
-//     handed to the home carrier as a task (carrierPath; SubmitLocal),
+//     handed to the home carrier as a task (onCarrier; SubmitLocal),
 //     which appends it to the buffer. Close and CloseWrite, which send what
 //     the buffer holds first, are always handed to the carrier.
 //
@@ -109,9 +109,10 @@ func (pd *pollDesc) foreignClosed() bool {
 
 // foreignPath is how a foreign caller's operations reach a conn, as the
 // conn engine chooses (engine.foreign): goConnPath, the fd's own system
-// calls through a Go net.Conn on a duplicate of it, or carrierPath, each
-// operation run as a task of the home carrier. The caller has marked the
-// conn used (foreignUse) before read, write, close and closeWrite.
+// calls through a Go net.Conn on a duplicate of it, or ringPath, which
+// runs what must follow the carrier's buffered writes as a task of the
+// home carrier. The caller has marked the conn used (foreignUse) before
+// read, write, close and closeWrite.
 type foreignPath interface {
 	read(cn *Conn, p []byte) (int, error)
 	write(cn *Conn, p []byte) (int, error)
@@ -495,16 +496,26 @@ func goRawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 // same moment, with a full socket buffer (a websocket's write pump beside
 // its task's pong), or a goroutine's write just after a task's.
 
-// A home task's Write that meets a foreign caller's yields
-// homeWriteYields times, then sleeps homeWriteNap at a time (the other
-// write waits for room in a full socket buffer); a foreign caller's that
-// meets a home task's sleeps foreignWriteNap at a time after as many
-// runtime.Gosched calls.
+// A writer that meets the other kind's write under way gives way
+// writerYields times (a task yields, a goroutine calls runtime.Gosched),
+// then sleeps, a home task homeWriteNap at a time and a goroutine
+// foreignWriteNap (the other write waits for room in a full socket
+// buffer): backOff's i-th turn.
 const (
-	homeWriteYields = 16
+	writerYields    = 16
 	homeWriteNap    = 50 * time.Microsecond
 	foreignWriteNap = 20 * time.Microsecond
 )
+
+// backOff is a waiting writer's i-th turn: giveWay for the first
+// writerYields, nap after.
+func backOff(i int, giveWay, nap func()) {
+	if i < writerYields {
+		giveWay()
+	} else {
+		nap()
+	}
+}
 
 // beginHomeWrite counts home task t's Write in (wHome), then waits for a
 // foreign caller's write under way to end. The caller counts it out
@@ -516,11 +527,7 @@ func (pd *pollDesc) beginHomeWrite(t *Task) error {
 			pd.wHome.Add(-1)
 			return net.ErrClosed
 		}
-		if i < homeWriteYields {
-			t.Yield()
-		} else {
-			t.Sleep(homeWriteNap)
-		}
+		backOff(i, t.Yield, func() { t.Sleep(homeWriteNap) })
 	}
 	return nil
 }
@@ -549,11 +556,7 @@ func (cn *Conn) awaitDirectWrite() error {
 		if d := cn.wdl.Load(); d != 0 && wait.Now() >= d {
 			return os.ErrDeadlineExceeded
 		}
-		if i < homeWriteYields {
-			runtime.Gosched()
-		} else {
-			time.Sleep(foreignWriteNap)
-		}
+		backOff(i, runtime.Gosched, func() { time.Sleep(foreignWriteNap) })
 	}
 	return nil
 }
@@ -561,8 +564,8 @@ func (cn *Conn) awaitDirectWrite() error {
 // ringPath is the foreign path of the ring engine: reads on the Go conn
 // (goConnPath's), writes on it while nothing of the home carrier's is to
 // be sent before them, and the rest as tasks of the home carrier
-// (carrierPath).
-type ringPath struct{ carrierPath }
+// (onCarrier), where the conn's own operations park them as usual.
+type ringPath struct{}
 
 func (ringPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, net.Conn.Read) }
 
@@ -571,47 +574,52 @@ func (ringPath) read(cn *Conn, p []byte) (int, error) { return goConnIO(cn, p, n
 // carrier, which appends p to the buffer after the bytes there.
 func (ringPath) write(cn *Conn, p []byte) (int, error) {
 	if !cn.directWrite() {
-		return carrierPath{}.write(cn, p)
+		return cn.writeOnCarrier(p)
 	}
 	defer cn.pd.wForeign.Add(-1)
 	return goConnIO(cn, p, net.Conn.Write)
 }
 
+// writeOnCarrier runs Write of p on the home carrier (onCarrier). It is a
+// function of its own so that the results its task sets escape to the
+// heap only on this path, not on the direct one.
+func (cn *Conn) writeOnCarrier(p []byte) (n int, err error) {
+	if e := cn.onCarrier(func(*Task) { n, err = cn.Write(p) }); e != nil {
+		return 0, e
+	}
+	return n, err
+}
+
 // rawPoll waits in Go's netpoller for a read, and for a write that may go
-// directly (write); a write behind buffered bytes gets f's one call on
-// the carrier (carrierPath.rawPoll), after them.
+// directly (directWrite); a write behind buffered bytes gets f's one call
+// on the carrier once they are sent (the conn has no readiness poll to
+// wait for: rawConn.wait).
 func (ringPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 	if write {
 		if !cn.directWrite() {
-			return carrierPath{}.rawPoll(cn, write, f)
+			return cn.rawWriteOnCarrier(f)
 		}
 		defer cn.pd.wForeign.Add(-1)
 	}
 	return goRawPoll(cn, write, f)
 }
 
-// carrierPath runs each operation as a task of the home carrier
-// (onCarrier), where the conn's own operations park it as usual: the ring
-// engine's foreign path for what must follow the carrier's buffered
-// writes (ringPath).
-type carrierPath struct{}
-
-func (carrierPath) read(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Read) }
-
-func (carrierPath) write(cn *Conn, p []byte) (int, error) { return cn.onCarrierIO(p, (*Conn).Write) }
-
-// onCarrierIO runs op (Read or Write) of p on the home carrier
-// (onCarrier). It is a function of its own so that the results its task
-// sets escape to the heap only on this path, not on goConnPath's.
-func (cn *Conn) onCarrierIO(p []byte, op func(*Conn, []byte) (int, error)) (n int, err error) {
-	if e := cn.onCarrier(func(*Task) { n, err = op(cn, p) }); e != nil {
-		return 0, e
+// rawWriteOnCarrier gives f its one call on the home carrier once the
+// bytes Write accepted are sent (the conn has no readiness poll to wait
+// for: rawConn.wait).
+func (cn *Conn) rawWriteOnCarrier(f func(fd uintptr) bool) (err error) {
+	if e := cn.onCarrier(func(*Task) {
+		if err = cn.flushWrites("write"); err == nil {
+			err = rawConn{cn}.wait(nil, true, f)
+		}
+	}); e != nil {
+		return e
 	}
-	return n, err
+	return err
 }
 
 // close runs Close on the carrier, which sends what Write accepted first.
-func (carrierPath) close(cn *Conn) (err error) {
+func (ringPath) close(cn *Conn) (err error) {
 	if cn.pd.closeReq.Load() {
 		return net.ErrClosed
 	}
@@ -621,21 +629,9 @@ func (carrierPath) close(cn *Conn) (err error) {
 	return err
 }
 
-func (carrierPath) closeWrite(cn *Conn) (err error) {
+// closeWrite runs CloseWrite on the carrier, after what Write accepted.
+func (ringPath) closeWrite(cn *Conn) (err error) {
 	if e := cn.onCarrier(func(*Task) { err = cn.CloseWrite() }); e != nil {
-		return e
-	}
-	return err
-}
-
-// rawPoll calls f once, on the carrier after what it has to send: the
-// conn has no readiness poll to wait for (rawConn.wait).
-func (carrierPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) (err error) {
-	if e := cn.onCarrier(func(t *Task) {
-		if err = cn.flushWrites("write"); err == nil {
-			err = rawConn{cn}.wait(nil, write, f)
-		}
-	}); e != nil {
 		return e
 	}
 	return err
