@@ -718,7 +718,8 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 // with a non-blocking recv). Control and the functions given to Read and
 // Write run with the fd held open. Read and Write call f again after the
 // next readiness edge each time it returns false (a foreign caller's wait
-// is Go's netpoller's, on the conn's duplicate). With the io_uring
+// is Go's netpoller's, on the conn's duplicate); a Write's f runs after
+// the bytes Write accepted are sent (write-behind). With the io_uring
 // poller, whose conns have no readiness poll, a task's Read and Write, and
 // a foreign caller's Write while the conn has buffered bytes to send, call
 // f once (that Write on the carrier, once they are sent) and fail with
@@ -767,6 +768,11 @@ func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 		defer t.leave(t.enter())
 		lock.lock(t)
 		defer lock.unlock(t)
+		if write { // after what Write accepted (write-behind), as a Write would be
+			if err := cn.flushWrites("write"); err != nil {
+				return err
+			}
+		}
 	}
 	for {
 		if pd.foreignClosed() || (t != nil && pd.ended()) {

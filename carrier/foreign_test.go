@@ -897,3 +897,36 @@ func TestTasksReadAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A task's raw write (SyscallConn) after its Write comes after it on the
+// wire, also where the Write's bytes wait in the write-behind buffer
+// (io_uring): the raw write is not let through before they are sent.
+func TestRawWriteAfterWrite(t *testing.T) {
+	checkLeaks(t)
+	g := newGroup(t, Options{Carriers: 1})
+	cn, peer := dialPeer(t, g)
+	inTaskOf(t, g, 0, func(*Task) {
+		if _, err := cn.Write([]byte("written;")); err != nil {
+			t.Error(err)
+			return
+		}
+		rc, err := cn.SyscallConn()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var werr error
+		if err := rc.Write(func(fd uintptr) bool {
+			_, werr = syscall.Write(int(fd), []byte("raw;"))
+			return true
+		}); err != nil || werr != nil {
+			t.Errorf("raw write: %v, %v", err, werr)
+		}
+	})
+	want := "written;raw;"
+	got := make([]byte, len(want))
+	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != want {
+		t.Fatalf("the peer read %q (%v), want %q", got, err, want)
+	}
+}
