@@ -656,7 +656,34 @@ func (c *Carrier) bindThread() error {
 	if err == nil && len(c.affinity) > 0 {
 		err = cpu.Pin(c.affinity)
 	}
+	c.setSlice()
 	return err
+}
+
+// setSlice gives the calling thread, the carrier's, Options.Slice where it
+// is set, and records the slice the kernel then reports for it
+// (Telemetry.SliceNs; 0 where it reports none or refused).
+func (c *Carrier) setSlice() {
+	var ns uint64
+	var err error
+	if s := c.g.opts.Slice; s > 0 {
+		ns, err = unix.SetSlice(0, uint64(s))
+	} else {
+		ns, err = unix.Slice(0)
+	}
+	if err != nil {
+		ns = 0
+	}
+	c.stats.sliceNs.Store(ns)
+}
+
+// dropSlice gives thread tid, the carrier's no longer, the kernel's default
+// slice again where Options.Slice gave it another (best effort: it only
+// runs Go code less eagerly if it fails).
+func (c *Carrier) dropSlice(tid int) {
+	if c.g.opts.Slice > 0 {
+		_, _ = unix.SetSlice(tid, 0)
+	}
 }
 
 // shutdown stops every coroutine (parked tasks unwind with errStopped and

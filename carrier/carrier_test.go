@@ -138,3 +138,45 @@ func TestAdaptiveLearnsBlockWakeOnCarrier(t *testing.T) {
 		t.Errorf("B = %v after %d wake-ups of a sleeping carrier, still the seed: the carrier's wake-ups are not learned", b, wakeups)
 	}
 }
+
+// TestSlice: a carrier's thread has the time slice Options.Slice asks for
+// (DefaultSlice where 0, the kernel's default where negative), as the
+// kernel reports it and as Telemetry.SliceNs does.
+func TestSlice(t *testing.T) {
+	def, granted, err := ProbeSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if granted == 0 {
+		t.Skip("the kernel keeps no time slice per thread (before Linux 6.12): Options.Slice has no effect here")
+	}
+	for _, tc := range []struct {
+		name  string
+		slice time.Duration
+		want  time.Duration
+	}{
+		{"default", 0, DefaultSlice},
+		{"2ms", 2 * time.Millisecond, 2 * time.Millisecond},
+		{"the kernel's", -1, def},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := New(Options{Carriers: 2, Slice: tc.slice})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			for i, s := range g.Snapshot() {
+				ns, err := unix.Slice(int(g.Carrier(i).tid.Load()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := time.Duration(ns); got != tc.want {
+					t.Errorf("carrier %d's thread: slice %v, want %v", i, got, tc.want)
+				}
+				if got := time.Duration(s.SliceNs); got != tc.want {
+					t.Errorf("carrier %d's telemetry: slice %v, want %v", i, got, tc.want)
+				}
+			}
+		})
+	}
+}

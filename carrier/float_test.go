@@ -28,6 +28,9 @@ func TestFloatOptions(t *testing.T) {
 		{"n+1", Options{Carriers: 1, Float: true, NPlusOne: true}, "excludes NPlusOne:"},
 		{"cpus", Options{Carriers: 1, Float: true, CPUs: cpu.Set{0}}, "excludes CPUs 0:"},
 		{"all three", Options{Carriers: 1, Float: true, Pin: PinCPU, NPlusOne: true, CPUs: cpu.Set{0}}, "excludes Pin cpu, NPlusOne, CPUs 0:"},
+		{"slice", Options{Carriers: 1, Float: true, Slice: time.Millisecond}, "excludes Slice 1ms:"},
+		{"the default slice", Options{Carriers: 1, Float: true}, ""}, // none: Float ignores DefaultSlice
+		{"the kernel's slice", Options{Carriers: 1, Float: true, Slice: -1}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, err := New(tc.o)

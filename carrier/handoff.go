@@ -243,6 +243,8 @@ func (c *Carrier) moveTo(m uintptr) {
 		_ = cpu.Pin(c.affinity) // best effort: the carrier runs on, unpinned, if it fails
 		_ = cpu.PinThread(old, c.g.offCarrier())
 	}
+	c.setSlice()
+	c.dropSlice(old)
 	add(&c.stats.threadMoves, 1)
 }
 
@@ -566,6 +568,7 @@ func (c *Carrier) leaveThread() {
 	if len(c.affinity) > 0 {
 		_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
+	c.dropSlice(old)
 	_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
 }
 

@@ -197,6 +197,7 @@ func TestHandoffIsolation(t *testing.T) {
 					if (a != "carrier-0" || b != "handed-off-0") && !isClosed(released) {
 						t.Errorf("while a task is handed off: the owner's thread is %q, the blocked one's %q; want carrier-0 and handed-off-0", a, b)
 					}
+					checkSlices(t, now, ownerTid, released)
 				}
 				within(t, released, 5*time.Second, "the blocked task")
 				t.Logf("echo %v during a blocked run; %+v", took, g.Snapshot()[0].Handoffs)
@@ -808,5 +809,30 @@ func TestAlertLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSlices: after a hand-off the new owner's thread (tid now) has the
+// carrier's time slice (DefaultSlice) and the blocked one's (was) the
+// kernel's default again, unless the blocked run ended (released) first.
+func checkSlices(t *testing.T, now, was int, released chan struct{}) {
+	t.Helper()
+	def, granted, err := ProbeSlice()
+	if err != nil || granted == 0 {
+		t.Logf("time slices not checked: the kernel keeps none per thread (%v)", err)
+		return
+	}
+	slices := func() (time.Duration, time.Duration) {
+		a, _ := unix.Slice(now)
+		b, _ := unix.Slice(was)
+		return time.Duration(a), time.Duration(b)
+	}
+	a, b := slices()
+	for end := time.Now().Add(5 * time.Second); (a != DefaultSlice || b != def) && time.Now().Before(end) && !isClosed(released); {
+		time.Sleep(time.Millisecond)
+		a, b = slices()
+	}
+	if (a != DefaultSlice || b != def) && !isClosed(released) {
+		t.Errorf("while a task is handed off: the owner's thread has a slice of %v, the blocked one's %v; want %v and the kernel's default %v", a, b, DefaultSlice, def)
 	}
 }

@@ -142,6 +142,8 @@ type stats struct {
 	surges      atomic.Uint64
 	// Conns (foreign.go), written by the carrier's owner.
 	goConnsDropped atomic.Uint64
+	// The time slice of the carrier's thread (Options.Slice).
+	sliceNs atomic.Uint64
 
 	// io_uring poller only.
 	ringEnters, ringSubmits atomic.Uint64
@@ -158,6 +160,7 @@ type stats struct {
 type Telemetry struct {
 	Carrier        int               `json:"carrier"`
 	CPU            int               `json:"cpu"`              // pinned CPU or -1
+	SliceNs        uint64            `json:"slice_ns"`         // the time slice the kernel's fair scheduler gives the carrier's thread (Options.Slice, or the kernel's default); 0: it reports none (before Linux 6.12), or a real-time policy
 	IOCycles       uint64            `json:"io_cycles"`        // polls of the poller (epoll_wait, or a look at the io_uring completion ring)
 	IOEvents       uint64            `json:"io_events"`        // events those calls returned
 	Drains         uint64            `json:"drains"`           // drain passes
@@ -292,6 +295,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 	t := Telemetry{
 		Carrier:        id,
 		CPU:            cpu,
+		SliceNs:        s.sliceNs.Load(),
 		IOCycles:       s.ioCycles.Load(),
 		IOEvents:       s.ioEvents.Load(),
 		Drains:         s.drains.Load(),

@@ -34,6 +34,9 @@ type Flags struct {
 	// (carrier/wait.Options.BlockWake with FixedB); 0: measured at start,
 	// then learned from the carriers' own wake-ups.
 	WaitB time.Duration
+	// Slice is the carrier threads' time slice (carrier.Options.Slice);
+	// 0: the kernel's default (SliceOption).
+	Slice time.Duration
 	// Steal turns on work stealing; StealScope is where ("global",
 	// "cluster").
 	Steal      bool
@@ -107,6 +110,19 @@ func HandoffFor(mode Mode, app App, threshold time.Duration, blocking bool) time
 	return -1
 }
 
+// SliceOption is carrier.Options.Slice for the --slice flag's d, whose 0
+// means the kernel's default. Floating carriers (float) have no threads of
+// their own: the flag's default is then none (another value is refused).
+func SliceOption(d time.Duration, float bool) time.Duration {
+	switch {
+	case d == 0:
+		return -1
+	case float && d == carrier.DefaultSlice:
+		return 0 // Float's default: none
+	}
+	return d
+}
+
 // ParkIdleFor says whether mode's idle carriers park (carrier.Options.ParkIdle)
 // given the --park-idle switch: as set, or by default where the handlers
 // are anyone's net/http code (nethttp-carrier), whose goroutines and
@@ -132,6 +148,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.AtLeast(&f.Threads, 0).Var(fs, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&f.Wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	cliflag.AtLeast(&f.WaitB, 0).Var(fs, "wait-b", 0, "with --wait adaptive: B, the cost of one block-and-wake the strategy weighs spinning against, kept fixed; larger spins longer before blocking, which pays where a wake-up costs more than the carrier sees (a virtual machine whose idle vCPUs halt: its peers' IPIs; docs/wait.md). 0: measured at start, then learned from the carriers' wake-ups")
+	cliflag.AtLeast(&f.Slice, 0).Var(fs, "slice", carrier.DefaultSlice, "the time slice each carrier's thread asks the kernel for, 100us-100ms: from Linux 6.12 a carrier woken by I/O with a shorter slice than the thread on its CPU (the GC's workers, goroutines) preempts it at once rather than waiting out its slice (docs/carrier.md, \"Time slice\"); 0: the kernel's default; with --float none")
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")
 	fs.BoolVar(&f.ParkWatch, "park-watch", true, "where runs are handed off (nethttp-carrier, or --handoff-threshold) and carriers are not --float: a handler's run that waits the Go way for less than the hand-off threshold (a database driver's round trip on its own connections, a pool's semaphore) gives its carrier up as the wait begins (docs/carrier.md, \"Hand-off\"); watches only the tasks whose last run waited, a goroutine wake-up per watched run")

@@ -67,14 +67,27 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 			pr.Pollers[name] = observe.NA(err.Error())
 		}
 	}
+	pr.Slice = sliceLine(carrier.ProbeSlice())
 	if a.json {
 		return writeJSONOut("-", stdout, pr)
 	}
 	if err := writeProbe(stdout, r); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "pollers:        %s\n", named(pr.Pollers, carrier.Pollers))
+	_, err = fmt.Fprintf(stdout, "pollers:        %s\ntime slice:     %s\n", named(pr.Pollers, carrier.Pollers), pr.Slice)
 	return err
+}
+
+// sliceLine says what carriers' time slice (carrier.Options.Slice) gets
+// here, from carrier.ProbeSlice's figures.
+func sliceLine(def, granted time.Duration, err error) string {
+	switch {
+	case err != nil:
+		return observe.NA(err.Error())
+	case granted == 0:
+		return observe.NA("the kernel keeps no time slice per thread (before Linux 6.12): carriers' --slice has no effect")
+	}
+	return fmt.Sprintf("the kernel's default %v, a carrier's %v (a carrier woken by I/O preempts the process's other threads on its CPU: --slice)", def, granted)
 }
 
 // probeReport is the spectrum's probe with what the carriers' I/O can use.
@@ -82,6 +95,8 @@ type probeReport struct {
 	*spectrum.ProbeReport
 	// Pollers maps each carrier poller to "available" or "n/a (reason)".
 	Pollers map[string]string `json:"pollers"`
+	// Slice is what a carrier's time slice gets here (sliceLine).
+	Slice string `json:"time_slice"`
 }
 
 func yesNo(b bool) string {

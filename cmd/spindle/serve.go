@@ -88,6 +88,9 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 	if err := wait.CheckB(a.Wait, a.WaitB); err != nil {
 		return o, badInput("--wait-b: %v", err)
 	}
+	if err := carrier.CheckSlice(a.Slice); err != nil {
+		return o, badInput("--slice: %v", err)
+	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
 		return o, err
 	}
@@ -114,11 +117,12 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
 			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: wait.Options{BlockWake: a.WaitB, FixedB: a.WaitB > 0}, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
+			Slice:  server.SliceOption(a.Slice, a.Float),
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, app, a.HandoffThreshold, a.BlockingEndpoint),
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
-		return o, badInput("--float: %v (flags --topology, --nplus1, --cpuset)", err)
+		return o, badInput("--float: %v (flags --topology, --nplus1, --cpuset, --slice)", err)
 	}
 	if a.AdminPort > 0 {
 		o.AdminAddr = admin

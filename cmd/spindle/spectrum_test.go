@@ -165,3 +165,25 @@ func TestProbeIdleHint(t *testing.T) {
 		})
 	}
 }
+
+// probe's time slice line: what a carrier's --slice gets on this kernel.
+func TestSliceLine(t *testing.T) {
+	tests := []struct {
+		name          string
+		def, granted  time.Duration
+		err           error
+		want, wantNot string
+	}{
+		{"6.12 and later", 1400 * time.Microsecond, 100 * time.Microsecond, nil, "the kernel's default 1.4ms, a carrier's 100µs", "n/a"},
+		{"before 6.12", 0, 0, nil, "n/a (the kernel keeps no time slice per thread (before Linux 6.12)", "default"},
+		{"refused", 0, 0, errors.New("sched_getattr: operation not permitted"), "n/a (sched_getattr: operation not permitted)", "default"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sliceLine(tt.def, tt.granted, tt.err)
+			if !strings.Contains(got, tt.want) || strings.Contains(got, tt.wantNot) {
+				t.Errorf("sliceLine = %q: want it to contain %q and not %q", got, tt.want, tt.wantNot)
+			}
+		})
+	}
+}

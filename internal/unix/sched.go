@@ -42,3 +42,55 @@ func SetFIFO(prio int) error {
 	attr := xunix.SchedAttr{Size: xunix.SizeofSchedAttr, Policy: xunix.SCHED_FIFO, Priority: uint32(prio)}
 	return wrap("sched_setattr", xunix.SchedSetAttr(0, &attr, 0))
 }
+
+// Slice bounds: the kernel clamps a requested slice into [MinSlice, MaxSlice].
+const (
+	MinSlice = 100_000     // ns
+	MaxSlice = 100_000_000 // ns
+)
+
+// SetSlice asks the kernel's fair scheduler (EEVDF) for a time slice of ns
+// nanoseconds for thread tid (0: the caller), 0 for its default, keeping
+// the thread's policy, nice and flags. From Linux 6.12 a thread that wakes
+// with a shorter slice than the one running on its CPU preempts it at once
+// (PREEMPT_SHORT), where with equal slices the running one may finish its
+// slice first (0.75-3 ms). It returns the slice the kernel reports after
+// (Slice), which is 0 before Linux 6.12: those kernels keep no slice per
+// thread and ignore the request. A thread under a real-time policy is left
+// as it is (slices are the fair class's), and its slice reported as 0.
+// A slice above 0 comes with SCHED_FLAG_RESET_ON_FORK, so that the threads
+// the thread clones (the Go runtime's new threads, a child process) start
+// with the kernel's default slice rather than inherit it.
+func SetSlice(tid int, ns uint64) (uint64, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return 0, wrap("sched_getattr", err)
+	}
+	if attr.Policy != xunix.SCHED_NORMAL && attr.Policy != xunix.SCHED_BATCH {
+		return 0, nil
+	}
+	attr.Size = xunix.SizeofSchedAttr
+	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK // not the utilisation clamps, which would be set anew
+	if ns > 0 {
+		attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
+	}
+	attr.Runtime = ns
+	if err := xunix.SchedSetAttr(tid, attr, 0); err != nil {
+		return 0, wrap("sched_setattr", err)
+	}
+	return Slice(tid)
+}
+
+// Slice returns the time slice of thread tid (0: the caller) under the
+// fair scheduler, from sched_getattr: 0 before Linux 6.12 (no slice per
+// thread) or under a real-time policy.
+func Slice(tid int) (uint64, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return 0, wrap("sched_getattr", err)
+	}
+	if attr.Policy != xunix.SCHED_NORMAL && attr.Policy != xunix.SCHED_BATCH {
+		return 0, nil
+	}
+	return attr.Runtime, nil
+}

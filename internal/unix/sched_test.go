@@ -1,0 +1,110 @@
+package unix
+
+import (
+	"os/exec"
+	"runtime"
+	"testing"
+
+	xunix "golang.org/x/sys/unix"
+)
+
+// onThread runs f on a thread of its own, which ends with it (so that
+// whatever f does to the thread's scheduling ends there too).
+func onThread(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		f()
+	}()
+	<-done
+}
+
+func TestSetSlice(t *testing.T) {
+	onThread(func() {
+		def, err := Slice(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := SetSlice(0, 300_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if def == 0 && got == 0 {
+			t.Skip("the kernel keeps no time slice per thread (before Linux 6.12)")
+		}
+		for _, tc := range []struct {
+			name string
+			ask  uint64
+			want uint64
+		}{
+			{"300µs", 300_000, 300_000},
+			{"the shortest", MinSlice, MinSlice},
+			{"below the shortest: clamped", 1_000, MinSlice},
+			{"above the longest: clamped", 10 * MaxSlice, MaxSlice},
+			{"0: the default", 0, def},
+		} {
+			got, err := SetSlice(0, tc.ask)
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			if got != tc.want {
+				t.Errorf("%s: SetSlice(%d) = %d, want %d", tc.name, tc.ask, got, tc.want)
+			}
+			if now, _ := Slice(0); now != got {
+				t.Errorf("%s: Slice after = %d, SetSlice said %d", tc.name, now, got)
+			}
+		}
+	})
+}
+
+// TestSetSliceKeepsNice: asking for a slice leaves the thread's nice value
+// (sched_setattr sets policy, nice and slice at once).
+func TestSetSliceKeepsNice(t *testing.T) {
+	onThread(func() {
+		tid := Gettid()
+		if err := setNice(tid, 5); err != nil {
+			t.Skipf("cannot renice this thread: %v", err)
+		}
+		if _, err := SetSlice(0, 200_000); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := nice(tid); err != nil || n != 5 {
+			t.Errorf("nice after SetSlice = %d (%v), want 5", n, err)
+		}
+	})
+}
+
+func setNice(tid, n int) error { return xunix.Setpriority(xunix.PRIO_PROCESS, tid, n) }
+
+func nice(tid int) (int, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return 0, err
+	}
+	return int(attr.Nice), nil
+}
+
+// TestSetSliceNotInherited: a process started from a thread given a slice
+// runs with the kernel's default (SCHED_FLAG_RESET_ON_FORK): so do the
+// threads the Go runtime clones from it.
+func TestSetSliceNotInherited(t *testing.T) {
+	onThread(func() {
+		def, err := Slice(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := SetSlice(0, 200_000); err != nil || got == 0 {
+			t.Skipf("the kernel keeps no time slice per thread (before Linux 6.12): %d, %v", got, err)
+		}
+		cmd := exec.Command("sleep", "5")
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no child process: %v", err)
+		}
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		if got, err := Slice(cmd.Process.Pid); err != nil || got != def {
+			t.Errorf("the child's slice: %d (%v), want the default %d", got, err, def)
+		}
+	})
+}
