@@ -175,7 +175,7 @@ type Options struct {
 	// preempts it at once: a carrier woken by I/O takes its CPU back from
 	// the process's other threads there (the GC's workers and goroutines on
 	// the spare P, which share the carriers' CPUs unless NPlusOne) without
-	// waiting out their slice, 0.75-3 ms. A short slice also means the
+	// waiting out their slice, 0.7-3 ms by the number of CPUs. A short slice also means the
 	// carrier gives way sooner while it computes and they wait. Earlier
 	// kernels ignore it (Telemetry.SliceNs reports 0 there; spindle probe
 	// says which kind this is). Best effort: a kernel or sandbox that
@@ -322,8 +322,9 @@ func CheckSlice(d time.Duration) error {
 
 // ProbeSlice says what Options.Slice gets on this kernel: on a thread of
 // its own it asks for the kernel's default slice and then for
-// DefaultSlice, and reads what it got each time. Both are 0 where the kernel keeps no slice per thread
-// (before Linux 6.12), which then ignores Options.Slice.
+// DefaultSlice, and reads what it got each time. Both are 0 where the
+// kernel keeps no slice per thread (before Linux 6.12), which then ignores
+// Options.Slice. It works without privileges.
 func ProbeSlice() (def, granted time.Duration, err error) {
 	done := make(chan struct{})
 	go func() {

@@ -51,16 +51,17 @@ const (
 
 // SetSlice asks the kernel's fair scheduler (EEVDF) for a time slice of ns
 // nanoseconds for thread tid (0: the caller), 0 for its default, keeping
-// the thread's policy, nice and flags. From Linux 6.12 a thread that wakes
-// with a shorter slice than the one running on its CPU preempts it at once
-// (PREEMPT_SHORT), where with equal slices the running one may finish its
-// slice first (0.75-3 ms). It returns the slice the kernel reports after
-// (Slice), which is 0 before Linux 6.12: those kernels keep no slice per
-// thread and ignore the request. A thread under a real-time policy is left
-// as it is (slices are the fair class's), and its slice reported as 0.
-// A slice above 0 comes with SCHED_FLAG_RESET_ON_FORK, so that the threads
-// the thread clones (the Go runtime's new threads, a child process) start
-// with the kernel's default slice rather than inherit it.
+// the thread's policy and nice; it needs no privilege. From Linux 6.12 a
+// thread that wakes with a shorter slice than the one running on its CPU
+// preempts it at once (PREEMPT_SHORT), where with equal slices the running
+// one may finish its slice first (0.7-3 ms). It returns the slice the
+// kernel reports after (Slice), which is 0 before Linux 6.12: those
+// kernels keep no slice per thread and ignore the request. A thread under
+// a real-time policy is left as it is (slices are the fair class's), and
+// its slice reported as 0. A slice above 0 comes with
+// SCHED_FLAG_RESET_ON_FORK, so that the threads the thread clones (the Go
+// runtime's new threads, a child process) start with the kernel's default
+// slice rather than inherit it.
 func SetSlice(tid int, ns uint64) (uint64, error) {
 	attr, err := xunix.SchedGetAttr(tid, 0)
 	if err != nil {
