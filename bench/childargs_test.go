@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/internal/cliflag"
 	"github.com/spindle-lab/spindle/internal/cliflag/cliflagtest"
@@ -184,6 +185,25 @@ func TestServerWaitArgs(t *testing.T) {
 		sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:])
 		if sf.Wait != tc.wait || sf.WaitB != tc.waitB {
 			t.Errorf("%s, B %v: the server reads --wait %s, --wait-b %v (%q)", tc.wait, tc.waitB, sf.Wait, sf.WaitB, s)
+		}
+	}
+}
+
+// TestServerSliceArgs: the server child gets the carriers' time slice as
+// serve reads it back: the default where the configuration has none, 0
+// (the kernel's) where it asks for the kernel's.
+func TestServerSliceArgs(t *testing.T) {
+	for _, tc := range []struct {
+		slice, want time.Duration
+	}{
+		{0, carrier.DefaultSlice},
+		{-1, 0},
+		{2 * time.Millisecond, 2 * time.Millisecond},
+	} {
+		c := Config{Mode: ModeCarrier, Threads: 1, Wait: "block", Slice: tc.slice, Topology: "off", ServerPort: 18081}
+		s := ServerArgs(c, nil)
+		if sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:]); sf.Slice != tc.want {
+			t.Errorf("slice %v: the server reads --slice %v (%q), want %v", tc.slice, sf.Slice, s, tc.want)
 		}
 	}
 }

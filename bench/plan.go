@@ -342,6 +342,10 @@ type Config struct {
 	// WaitB is the adaptive strategy's B kept fixed (serve --wait-b); 0:
 	// measured at start, then learned.
 	WaitB time.Duration `json:"wait_b_ns,omitempty"`
+	// Slice is the carrier threads' time slice (serve --slice,
+	// carrier.Options.Slice): 0 the server's default (carrier.DefaultSlice),
+	// negative the kernel's default.
+	Slice time.Duration `json:"slice_ns,omitempty"`
 	// NPlus1 leaves one server CPU to everything that is not a carrier.
 	NPlus1 bool `json:"nplus1"`
 	// Mix, when not empty, is the load generator's request mix (load
@@ -389,7 +393,7 @@ func (c Config) Validate(strict bool) error {
 	if err != nil {
 		return fmt.Errorf("topology: %w", err)
 	}
-	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float, Poller: c.Poller}).Check(); err != nil {
+	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float, Poller: c.Poller, Slice: c.Slice}).Check(); err != nil {
 		return err
 	}
 	if err, known := wait.Available()[c.Wait]; !known {

@@ -57,7 +57,7 @@ type benchArgs struct {
 	ws, float, nplus1              bool
 	parkIdle                       cliflag.Switch
 	topology, wait, poller         string
-	warmup, duration, waitB        time.Duration
+	warmup, duration, waitB, slice time.Duration
 	perfStat, perfSched, noPidstat bool
 	outDir                         string
 	strict                         bool
@@ -151,6 +151,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	cliflag.AtLeast(&a.waitB, 0).Var(fs.FlagSet, "wait-b", 0, "with --wait adaptive: its B kept fixed (serve --wait-b); 0: measured, then learned")
+	cliflag.AtLeast(&a.slice, 0).Var(fs.FlagSet, "slice", carrier.DefaultSlice, "the time slice each carrier's thread asks the kernel for, 100us-100ms (serve --slice); 0: the kernel's default")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix); --connections is then rounded up to a multiple of the weights' sum, so that each connection sends one target at a fixed rate")
 	fs.BoolVar(&a.blockingEndpoint, "blocking-endpoint", false, "the server also serves GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler that blocks the Go way (for a --mix entry)")
@@ -212,7 +213,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Float: a.float, ParkIdle: a.parkIdle, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, WaitB: a.waitB, NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, ParkIdle: a.parkIdle, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, WaitB: a.waitB, Slice: server.SliceOption(a.slice, a.float), NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 		Mix: a.mix, BlockingEndpoint: a.blockingEndpoint,
