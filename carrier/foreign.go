@@ -604,15 +604,12 @@ func (ringPath) rawPoll(cn *Conn, write bool, f func(fd uintptr) bool) error {
 	return goRawPoll(cn, write, f)
 }
 
-// rawWriteOnCarrier gives f its one call on the home carrier once the
-// bytes Write accepted are sent (the conn has no readiness poll to wait
-// for: rawConn.wait).
+// rawWriteOnCarrier gives f its one call on the home carrier as a task's
+// raw write: after the writes of the carrier's tasks under way and the
+// bytes Write accepted (rawConn.wait; the conn has no readiness poll to
+// wait for).
 func (cn *Conn) rawWriteOnCarrier(f func(fd uintptr) bool) (err error) {
-	if e := cn.onCarrier(func(*Task) {
-		if err = cn.flushWrites("write"); err == nil {
-			err = rawConn{cn}.wait(nil, true, f)
-		}
-	}); e != nil {
+	if e := cn.onCarrier(func(t *Task) { err = rawConn{cn}.wait(t, true, f) }); e != nil {
 		return e
 	}
 	return err
@@ -754,9 +751,9 @@ func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 	return rc.wait(t, write, f)
 }
 
-// wait is poll for task t of the home carrier, or for a caller without
-// one (t nil: a foreign caller of a conn without a readiness poll, or of
-// a conn without a group), which f gets one call.
+// wait is poll for task t of the home carrier (a foreign caller's raw
+// write behind buffered bytes runs as one: rawWriteOnCarrier), or for the
+// caller of a conn without a group (t nil), which f gets one call.
 func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 	cn := rc.cn
 	pd := &cn.pd

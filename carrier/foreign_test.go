@@ -898,35 +898,71 @@ func TestTasksReadAtOnce(t *testing.T) {
 	}
 }
 
-// A task's raw write (SyscallConn) after its Write comes after it on the
+// A raw write (SyscallConn) after a task's Write comes after it on the
 // wire, also where the Write's bytes wait in the write-behind buffer
-// (io_uring): the raw write is not let through before they are sent.
+// (io_uring) because the peer reads late: the raw write is not let
+// through before they are sent, whether the task itself or a goroutine
+// makes it (then as a task of the home carrier: rawWriteOnCarrier).
 func TestRawWriteAfterWrite(t *testing.T) {
-	checkLeaks(t)
-	g := newGroup(t, Options{Carriers: 1})
-	cn, peer := dialPeer(t, g)
-	inTaskOf(t, g, 0, func(*Task) {
-		if _, err := cn.Write([]byte("written;")); err != nil {
-			t.Error(err)
-			return
-		}
+	rawWrite := func(cn *Conn) error {
 		rc, err := cn.SyscallConn()
 		if err != nil {
-			t.Error(err)
-			return
+			return err
 		}
 		var werr error
 		if err := rc.Write(func(fd uintptr) bool {
 			_, werr = syscall.Write(int(fd), []byte("raw;"))
 			return true
-		}); err != nil || werr != nil {
-			t.Errorf("raw write: %v, %v", err, werr)
+		}); err != nil {
+			return err
 		}
-	})
-	want := "written;raw;"
-	got := make([]byte, len(want))
-	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(peer, got); err != nil || string(got) != want {
-		t.Fatalf("the peer read %q (%v), want %q", got, err, want)
+		return werr
+	}
+	// More than small socket buffers hold, less than the write-behind
+	// buffer: the task's Write returns with bytes still to send.
+	written := append(bytes.Repeat([]byte{'w'}, 32<<10), ';')
+	for _, foreign := range []bool{false, true} {
+		name := "the task"
+		if foreign {
+			name = "a goroutine"
+		}
+		t.Run(name, func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroup(t, Options{Carriers: 1})
+			cn, peer := dialPeer(t, g)
+			peer.(*net.TCPConn).SetReadBuffer(4096)
+			want := string(written) + "raw;"
+			read := make(chan string, 1)
+			go func() { // late, so that the socket fills
+				time.Sleep(50 * time.Millisecond)
+				got := make([]byte, len(want))
+				peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, _ := io.ReadFull(peer, got)
+				read <- string(got[:n])
+			}()
+			inTaskOf(t, g, 0, func(*Task) {
+				if rc, err := cn.SyscallConn(); err == nil {
+					rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4096) })
+				}
+				if _, err := cn.Write(written); err != nil {
+					t.Error(err)
+					return
+				}
+				if !foreign {
+					if err := rawWrite(cn); err != nil {
+						t.Errorf("raw write: %v", err)
+					}
+				}
+			})
+			if foreign {
+				if err := rawWrite(cn); err != nil {
+					t.Errorf("raw write: %v", err)
+				}
+			}
+			if got := <-read; got != want {
+				i := bytes.Index([]byte(got), []byte("raw;"))
+				t.Fatalf("the peer read %d bytes, \"raw;\" at %d; want %d with it last", len(got), i, len(want))
+			}
+		})
 	}
 }
