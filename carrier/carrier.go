@@ -657,20 +657,23 @@ func (c *Carrier) bindThread() error {
 		err = cpu.Pin(c.affinity)
 	}
 	c.setSlice()
+	c.readSlice()
 	return err
 }
 
 // setSlice gives the calling thread, the carrier's, Options.Slice where it
-// is set, and records the slice the kernel then reports for it
-// (Telemetry.SliceNs; 0 where it reports none or refused).
+// is set (best effort).
 func (c *Carrier) setSlice() {
-	var ns uint64
-	var err error
 	if s := c.g.opts.Slice; s > 0 {
-		ns, err = unix.SetSlice(0, uint64(s))
-	} else {
-		ns, err = unix.Slice(0)
+		_ = unix.SetSlice(0, uint64(s))
 	}
+}
+
+// readSlice records the slice the kernel reports for the calling thread,
+// the carrier's (Telemetry.SliceNs; 0 where it reports none). Threads a
+// carrier moves to later get the same slice (moveTo).
+func (c *Carrier) readSlice() {
+	ns, err := unix.Slice(0)
 	if err != nil {
 		ns = 0
 	}
@@ -682,7 +685,7 @@ func (c *Carrier) setSlice() {
 // runs Go code less eagerly if it fails).
 func (c *Carrier) dropSlice(tid int) {
 	if c.g.opts.Slice > 0 {
-		_, _ = unix.SetSlice(tid, 0)
+		_ = unix.SetSlice(tid, 0)
 	}
 }
 

@@ -28,7 +28,7 @@ func TestFloatOptions(t *testing.T) {
 		{"n+1", Options{Carriers: 1, Float: true, NPlusOne: true}, "excludes NPlusOne:"},
 		{"cpus", Options{Carriers: 1, Float: true, CPUs: cpu.Set{0}}, "excludes CPUs 0:"},
 		{"all three", Options{Carriers: 1, Float: true, Pin: PinCPU, NPlusOne: true, CPUs: cpu.Set{0}}, "excludes Pin cpu, NPlusOne, CPUs 0:"},
-		{"slice", Options{Carriers: 1, Float: true, Slice: time.Millisecond}, "excludes Slice 1ms:"},
+		{"slice", Options{Carriers: 1, Float: true, Slice: time.Millisecond}, "excludes Slice 1ms: leave it at 0"},
 		{"the default slice", Options{Carriers: 1, Float: true}, ""}, // none: Float ignores DefaultSlice
 		{"the kernel's slice", Options{Carriers: 1, Float: true, Slice: -1}, ""},
 	} {
@@ -45,7 +45,11 @@ func TestFloatOptions(t *testing.T) {
 				g.Close()
 				t.Fatalf("New(%+v) accepted", tc.o)
 			}
-			if !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), "taskset") {
+			way := "taskset" // the way out, for a restriction of threads
+			if tc.o.Slice > 0 {
+				way = "leave it at 0"
+			}
+			if !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), way) {
 				t.Errorf("error %q: want it to name %q and the way out", err, tc.bad)
 			}
 		})

@@ -243,8 +243,10 @@ func (c *Carrier) moveTo(m uintptr) {
 		_ = cpu.Pin(c.affinity) // best effort: the carrier runs on, unpinned, if it fails
 		_ = cpu.PinThread(old, c.g.offCarrier())
 	}
-	c.setSlice()
-	c.dropSlice(old)
+	if c.g.opts.Slice > 0 { // else nothing to move: the slices are the kernel's defaults
+		c.setSlice()
+		c.dropSlice(old)
+	}
 	add(&c.stats.threadMoves, 1)
 }
 

@@ -292,6 +292,9 @@ func (o Options) Check() error {
 	if !o.Float {
 		return nil
 	}
+	if o.Slice > 0 {
+		return fmt.Errorf("floating carriers have no threads of their own, so Float excludes Slice %v: leave it at 0 (none with Float)", o.Slice)
+	}
 	var bound []string
 	if o.Pin != PinOff {
 		bound = append(bound, "Pin "+o.Pin.String())
@@ -301,9 +304,6 @@ func (o Options) Check() error {
 	}
 	if len(o.CPUs) > 0 {
 		bound = append(bound, "CPUs "+o.CPUs.String())
-	}
-	if o.Slice > 0 {
-		bound = append(bound, "Slice "+o.Slice.String())
 	}
 	if len(bound) > 0 {
 		return fmt.Errorf("floating carriers are not bound to threads, so Float excludes %s: restrict the whole process with taskset instead", strings.Join(bound, ", "))
@@ -330,11 +330,16 @@ func ProbeSlice() (def, granted time.Duration, err error) {
 	go func() {
 		defer close(done)
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its slice with it
-		var d, g uint64
-		if d, err = unix.SetSlice(0, 0); err == nil { // whatever the thread had before
-			g, err = unix.SetSlice(0, uint64(DefaultSlice))
+		read := func(ns uint64) (time.Duration, error) {
+			if err := unix.SetSlice(0, ns); err != nil {
+				return 0, err
+			}
+			got, err := unix.Slice(0)
+			return time.Duration(got), err
 		}
-		def, granted = time.Duration(d), time.Duration(g)
+		if def, err = read(0); err == nil { // whatever the thread had before
+			granted, err = read(uint64(DefaultSlice))
+		}
 	}()
 	<-done
 	return def, granted, err

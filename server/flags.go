@@ -123,6 +123,19 @@ func SliceOption(d time.Duration, float bool) time.Duration {
 	return d
 }
 
+// SliceFlag is the --slice flag's value for carrier.Options.Slice o, the
+// inverse of SliceOption: o's default (0) is the flag's, its kernel's
+// default (below 0) the flag's 0.
+func SliceFlag(o time.Duration) time.Duration {
+	switch {
+	case o == 0:
+		return carrier.DefaultSlice
+	case o < 0:
+		return 0
+	}
+	return o
+}
+
 // ParkIdleFor says whether mode's idle carriers park (carrier.Options.ParkIdle)
 // given the --park-idle switch: as set, or by default where the handlers
 // are anyone's net/http code (nethttp-carrier), whose goroutines and

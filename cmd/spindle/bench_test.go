@@ -165,7 +165,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", "--wait-b", "1ms"}, "needs an adaptive strategy, not block"},
 		{[]string{"bench", "--slice", "50us"}, "slice 50µs is outside 100µs-100ms"},
 		{[]string{"bench", "--slice", "-1ms"}, "--slice \"-1ms\""},
-		{[]string{"bench", "--float", "--slice", "1ms"}, "Float excludes Slice 1ms"},
+		{[]string{"bench", "--float", "--slice", "1ms"}, "Float excludes Slice 1ms: leave it at 0"},
 		{[]string{"bench", "--wait", "adaptive", "--wait-b", "-1ms"}, "--wait-b \"-1ms\""},
 		{[]string{"bench", "--warmup", "3"}, "needs a unit"},
 		{[]string{"bench", "--output-dir", used}, "not empty"},

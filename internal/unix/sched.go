@@ -54,21 +54,20 @@ const (
 // the thread's policy and nice; it needs no privilege. From Linux 6.12 a
 // thread that wakes with a shorter slice than the one running on its CPU
 // preempts it at once (PREEMPT_SHORT), where with equal slices the running
-// one may finish its slice first (0.7-3 ms). It returns the slice the
-// kernel reports after (Slice), which is 0 before Linux 6.12: those
-// kernels keep no slice per thread and ignore the request. A thread under
-// a real-time policy is left as it is (slices are the fair class's), and
-// its slice reported as 0. A slice above 0 comes with
+// one may finish its slice first (0.7-3 ms). Kernels before 6.12 keep
+// no slice per thread and ignore the request (Slice reads what the
+// kernel keeps). A thread under a real-time policy is left as it is
+// (slices are the fair class's). A slice above 0 comes with
 // SCHED_FLAG_RESET_ON_FORK, so that the threads the thread clones (the Go
 // runtime's new threads, a child process) start with the kernel's default
 // slice rather than inherit it.
-func SetSlice(tid int, ns uint64) (uint64, error) {
+func SetSlice(tid int, ns uint64) error {
 	attr, err := xunix.SchedGetAttr(tid, 0)
 	if err != nil {
-		return 0, wrap("sched_getattr", err)
+		return wrap("sched_getattr", err)
 	}
-	if attr.Policy != xunix.SCHED_NORMAL && attr.Policy != xunix.SCHED_BATCH {
-		return 0, nil
+	if !fair(attr) {
+		return nil
 	}
 	attr.Size = xunix.SizeofSchedAttr
 	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK // not the utilisation clamps, which would be set anew
@@ -76,10 +75,7 @@ func SetSlice(tid int, ns uint64) (uint64, error) {
 		attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
 	}
 	attr.Runtime = ns
-	if err := xunix.SchedSetAttr(tid, attr, 0); err != nil {
-		return 0, wrap("sched_setattr", err)
-	}
-	return Slice(tid)
+	return wrap("sched_setattr", xunix.SchedSetAttr(tid, attr, 0))
 }
 
 // Slice returns the time slice of thread tid (0: the caller) under the
@@ -90,8 +86,13 @@ func Slice(tid int) (uint64, error) {
 	if err != nil {
 		return 0, wrap("sched_getattr", err)
 	}
-	if attr.Policy != xunix.SCHED_NORMAL && attr.Policy != xunix.SCHED_BATCH {
+	if !fair(attr) {
 		return 0, nil
 	}
 	return attr.Runtime, nil
+}
+
+// fair reports whether attr's policy is the fair class's, which has slices.
+func fair(attr *xunix.SchedAttr) bool {
+	return attr.Policy == xunix.SCHED_NORMAL || attr.Policy == xunix.SCHED_BATCH
 }
