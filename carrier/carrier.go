@@ -100,6 +100,11 @@ type Carrier struct {
 	// this thread are stamped with it, and submit-to-run is measured
 	// against it, so the telemetry adds no clock reads per task.
 	now int64
+	// wall and wallAt place now on the wall clock without reading it
+	// (clock): a time.Now reading and its wait.Now value, taken again once
+	// wallRebase has passed, so that a step of the system's clock shows.
+	wall   time.Time
+	wallAt int64
 	// yielded is the task that just yielded: it became runnable when its
 	// run ended, so the drain stamps it with the clock reading it takes next.
 	yielded *Task
@@ -401,6 +406,21 @@ func (c *Carrier) loop() {
 // began), and otherwise (a backlog: the pass ran out of budget mid-round)
 // once Options.BacklogPollGap drain budgets have passed since the last
 // poll. Timers are looked at before every pass.
+// wallRebase is how long the carrier's wall clock (clock) follows the
+// monotonic clock before it reads the system's clock again.
+const wallRebase = int64(time.Second)
+
+// clock returns c.now as a time.Time (Task.Time), reading the wall clock
+// only when its last reading is wallRebase old; the caller holds the
+// carrier's state (its thread, or a task that entered).
+func (c *Carrier) clock() time.Time {
+	if c.wallAt == 0 || c.now-c.wallAt >= wallRebase {
+		c.wall = time.Now()
+		c.wallAt, _ = wait.Mono(c.wall)
+	}
+	return c.wall.Add(time.Duration(c.now - c.wallAt))
+}
+
 func (c *Carrier) pollDue(now int64) bool {
 	o := &c.g.opts
 	return c.quota == [roundQueues]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)

@@ -425,6 +425,17 @@ func (cn *Conn) SetDeadline(t time.Time) error {
 	return cn.SetWriteDeadline(t)
 }
 
+// Now returns the time a caller arms the conn's deadlines from: for a task
+// of its carrier, that carrier's latest clock reading (Task.Time), which
+// costs no clock read; for any other caller, time.Now. http1's servers and
+// readers take their deadlines and Date header from it (http1.Clock).
+func (cn *Conn) Now() time.Time {
+	if t := cn.pd.current(); t != nil {
+		return t.Time()
+	}
+	return time.Now()
+}
+
 // SetReadDeadline sets the time after which Read fails with
 // os.ErrDeadlineExceeded; the zero time clears it.
 func (cn *Conn) SetReadDeadline(t time.Time) error {

@@ -149,6 +149,15 @@ func (t *Task) RunningFor() time.Duration {
 	return time.Duration(wait.Now() - t.home.now)
 }
 
+// Time is Now as a time.Time, with its wall clock and monotonic readings:
+// the time a server stamps a response with or arms a deadline from, at no
+// clock read. Its wall clock follows the monotonic one between readings
+// of the system's clock at most wallRebase apart.
+func (t *Task) Time() time.Time {
+	defer t.leave(t.enter())
+	return t.home.clock()
+}
+
 // Now returns the carrier's latest clock reading (wait.Now's clock, ns),
 // which costs nothing: the carrier took it before it resumed the task, or
 // later, so it is at most as old as the task's current run. A request's

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
@@ -441,4 +442,44 @@ func TestIdleCorosTrimmed(t *testing.T) {
 	if got := g.Snapshot()[0].CorosTrimmed; got != burst-minIdleCoros {
 		t.Fatalf("coroutines trimmed %d after a burst within the floor, want still %d", got, burst-minIdleCoros)
 	}
+}
+
+// A task's Time is its carrier's clock reading (Now) as a time.Time, with
+// the wall clock at most a rebase old: a step of the system's clock shows
+// after wallRebase. A conn's Now is its task's Time for the task, and
+// time.Now for a goroutine.
+func TestTaskTime(t *testing.T) {
+	checkLeaks(t)
+	inTaskWithConn(t, Options{Carriers: 1}, func(c net.Conn) { io.Copy(io.Discard, c) }, func(tk *Task, cn *Conn) {
+		tt := tk.Time()
+		if m, ok := wait.Mono(tt); !ok || m != tk.Now() {
+			t.Errorf("Time's monotonic reading %d (%v), Now %d", m, ok, tk.Now())
+		}
+		if d := time.Now().Sub(tt); d < 0 || d > time.Second {
+			t.Errorf("Time is %v behind time.Now", d)
+		}
+		if wall := time.Since(tt.Round(0)); wall < -time.Millisecond || wall > time.Second {
+			t.Errorf("Time's wall clock is %v behind the system's", wall)
+		}
+		if got := cn.Now(); !got.Equal(tt) {
+			t.Errorf("the conn's Now for its task: %v, Time %v", got, tt)
+		}
+		foreign := make(chan time.Time)
+		go func() { foreign <- cn.Now() }()
+		before := time.Now()
+		if got := <-foreign; got.Equal(tt) || got.Before(tt) {
+			t.Errorf("the conn's Now for a goroutine: %v, the task's clock %v (time.Now %v)", got, tt, before)
+		}
+
+		// A wall clock an hour off (a step of the system's clock) stays
+		// until the rebase, then goes.
+		c := tk.home
+		c.wall = c.wall.Add(-time.Hour)
+		stepped := time.Since(tk.Time().Round(0))
+		c.wallAt = c.now - wallRebase
+		after := time.Since(tk.Time().Round(0))
+		if stepped < time.Hour-time.Second || after < -time.Millisecond || after > time.Second {
+			t.Errorf("an hour-off wall clock: %v behind before the rebase, %v after", stepped, after)
+		}
+	})
 }

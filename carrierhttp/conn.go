@@ -73,7 +73,7 @@ type conn struct {
 
 	http1.InBuf        // the read buffer, as the Transport's connections have it
 	out         []byte // responses not yet written
-	date        dateCache
+	date        http1.Date
 
 	hp      http1.HeadParser
 	headSrc headSource // the connection as hp's loop reads it
@@ -206,7 +206,9 @@ func (c *conn) serve() {
 // deadline is armed only when the head is not buffered whole already (no
 // read happens under it otherwise), the whole request's only when a body
 // follows, and a deadline already armed is not armed again, so that a busy
-// keep-alive connection reads no clock it does not need.
+// keep-alive connection arms no deadline it does not need. Its times are
+// the conn's clock (carrier.Conn.Now): the carrier's latest reading, at no
+// clock read.
 func (c *conn) next(first bool) error {
 	s := c.s
 	if !first && c.Start == c.End {
@@ -214,7 +216,7 @@ func (c *conn) next(first bool) error {
 			return err
 		}
 		if d := s.idleTimeout(); d > 0 {
-			c.setReadDeadline(time.Now().Add(d))
+			c.setReadDeadline(c.cn.Now().Add(d))
 		} else {
 			c.setReadDeadline(time.Time{}) // as net/http's: no deadline the last request left
 		}
@@ -232,7 +234,7 @@ func (c *conn) next(first bool) error {
 	}
 	var t0 time.Time // the request's start, read when a deadline needs it
 	if s.ReadTimeout > 0 || s.WriteTimeout > 0 {
-		t0 = time.Now()
+		t0 = c.cn.Now()
 	}
 	n, read, err := c.readHead(&t0)
 	if err != nil {
@@ -253,7 +255,7 @@ func (c *conn) next(first bool) error {
 		// (only its parsing lies between), the clock when it was read.
 		end := t0
 		if read {
-			end = time.Now()
+			end = c.cn.Now()
 		}
 		c.rwc.SetWriteDeadline(end.Add(d))
 	}
@@ -295,7 +297,7 @@ func (h *headSource) Refill(*http1.InBuf) error {
 		var dl time.Time
 		if d := h.c.s.readHeaderTimeout(); d > 0 {
 			if h.t0.IsZero() {
-				h.t0 = time.Now()
+				h.t0 = h.c.cn.Now()
 			}
 			dl = h.t0.Add(d)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/http1"
 )
 
@@ -421,7 +420,7 @@ func (w *response) commitWith(next []byte) {
 	out = w.appendFields(out, w.hdrCL != "" && !w.chunked, keepConn)
 	if !w.hasDate {
 		out = append(out, "Date: "...)
-		out = c.date.append(out)
+		out = c.date.Append(out, c.cn.Now())
 		out = append(out, "\r\n"...)
 	}
 	switch {
@@ -534,22 +533,3 @@ func (w *response) SetReadDeadline(t time.Time) error { return w.c.setReadDeadli
 // SetWriteDeadline sets the connection's write deadline
 // (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
-
-// dateCache renders the Date field once a second; each connection has
-// its own (a Server's connections run on several carriers). Between
-// renderings it reads only the monotonic clock (one clock reading instead
-// of time.Now's two); a step of the wall clock shows within a second.
-type dateCache struct {
-	until int64    // wait.Now reading from which buf is stale: the next second
-	buf   [29]byte // len(http.TimeFormat)
-}
-
-// append appends the current time in http.TimeFormat.
-func (d *dateCache) append(dst []byte) []byte {
-	if mono := wait.Now(); d.until == 0 || mono >= d.until {
-		now := time.Now() // not before mono: until is at or before the next second's start
-		now.UTC().AppendFormat(d.buf[:0], http.TimeFormat)
-		d.until = mono + int64(time.Second) - int64(now.Nanosecond())
-	}
-	return append(dst, d.buf[:]...)
-}

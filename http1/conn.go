@@ -14,6 +14,21 @@ type Conn interface {
 	SetReadDeadline(t time.Time) error
 }
 
+// Clock is a connection that tells the time its deadlines are armed from
+// more cheaply than time.Now: a carrier.Conn used by a task of its carrier
+// returns that carrier's latest clock reading. ServerReader and ServeConn
+// take the time from a connection that is one (idle and request deadlines,
+// write deadlines, the Date header), and from time.Now otherwise.
+type Clock interface{ Now() time.Time }
+
+// clockOf is c's Now when c is a Clock, else time.Now.
+func clockOf(c any) func() time.Time {
+	if k, ok := c.(Clock); ok {
+		return k.Now
+	}
+	return time.Now
+}
+
 const (
 	// initialBuffer holds any ordinary request or response head in one read.
 	initialBuffer = 4 << 10
@@ -315,15 +330,17 @@ func (r *reader) read(m incoming, src Source) error {
 // reuses it.
 type ServerReader struct {
 	reader
-	opened  time.Time // when the reader was made: the connection's accept
-	started bool      // a request was begun: later waits are idle
-	first   time.Time // when the clock of the request being read started; zero: idle
+	now     func() time.Time // the connection's clock (clockOf)
+	opened  time.Time        // when the reader was made: the connection's accept
+	started bool             // a request was begun: later waits are idle
+	first   time.Time        // when the clock of the request being read started; zero: idle
 }
 
 // NewServerReader returns a reader of requests from c, a connection
 // accepted now: its first request's timeouts run from now.
 func NewServerReader(c Conn, o Options) *ServerReader {
-	return &ServerReader{reader: newReader(c, o), opened: time.Now()}
+	now := clockOf(c)
+	return &ServerReader{reader: newReader(c, o), now: now, opened: now()}
 }
 
 // Next reads the next request into req; its slices are valid until the next
@@ -355,7 +372,7 @@ type serverSource ServerReader
 // reads.
 func (s *serverSource) Refill(in *InBuf) error {
 	r := (*ServerReader)(s)
-	now := time.Now()
+	now := r.now()
 	var err error
 	switch {
 	case in.End == in.Start && r.first.IsZero():

@@ -657,3 +657,80 @@ func FuzzTargetPath(f *testing.F) {
 		}
 	})
 }
+
+// clockConn is a countConn that records the deadlines armed on it and,
+// when clock is set, tells the time (a Clock).
+type clockConn struct {
+	countConn
+	out        bytes.Buffer
+	rdl, wdl   []time.Time
+	clock      time.Time
+	clockCalls int
+}
+
+func (c *clockConn) Write(p []byte) (int, error)        { c.out.Write(p); return c.countConn.Write(p) }
+func (c *clockConn) SetReadDeadline(t time.Time) error  { c.rdl = append(c.rdl, t); return nil }
+func (c *clockConn) SetWriteDeadline(t time.Time) error { c.wdl = append(c.wdl, t); return nil }
+func (c *clockConn) Now() time.Time                     { c.clockCalls++; return c.clock }
+
+// noClock hides a clockConn's Now: a connection that is no Clock.
+type noClock struct{ ServerConn }
+
+// TestServeConnClock checks that ServeConn arms its deadlines and dates its
+// responses by the connection's clock when it has one (a carrier.Conn), and
+// by time.Now when it has none.
+func TestServeConnClock(t *testing.T) {
+	fixed := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	o := Options{IdleTimeout: time.Minute, WriteTimeout: 5 * time.Second}
+	for _, tc := range []struct {
+		name  string
+		clock bool
+	}{
+		{"the connection's clock", true},
+		{"time.Now", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clockConn{countConn: countConn{repeatConn: repeatConn{data: benchRequest}, left: 2}, clock: fixed}
+			var sc ServerConn = c
+			if !tc.clock {
+				sc = noClock{c}
+			}
+			before := time.Now()
+			if err := ServeConn(sc, o, func(_ *Request, rep *Reply) { rep.Body = []byte("ok") }, nil); err != nil {
+				t.Fatal(err)
+			}
+			if c.writes != 2 || len(c.rdl) == 0 || len(c.wdl) == 0 {
+				t.Fatalf("%d writes, %d read and %d write deadlines", c.writes, len(c.rdl), len(c.wdl))
+			}
+			base := fixed
+			if !tc.clock {
+				base = before
+			}
+			date := "Date: " + fixed.Format(dateFormat) // the clock's, never the real one
+			if tc.clock != strings.Contains(c.out.String(), date) {
+				t.Errorf("responses %q: %q in them should be %v", c.out.String(), date, tc.clock)
+			}
+			// the idle deadline after the first request, and the write deadline
+			rdl, wdl := c.rdl[len(c.rdl)-1], c.wdl[0]
+			for _, d := range []struct {
+				name     string
+				got, min time.Time
+				span     time.Duration
+			}{
+				{"idle read deadline", rdl, base.Add(o.IdleTimeout), deadlineSlack},
+				{"write deadline", wdl, base.Add(o.WriteTimeout), deadlineSlack},
+			} {
+				span := d.span
+				if !tc.clock {
+					span += time.Since(before)
+				}
+				if d.got.Before(d.min) || d.got.After(d.min.Add(span)) {
+					t.Errorf("%s %v: want from %v to %v later", d.name, d.got, d.min, span)
+				}
+			}
+			if tc.clock == (c.clockCalls == 0) {
+				t.Errorf("Now called %d times with a clock: %v", c.clockCalls, tc.clock)
+			}
+		})
+	}
+}

@@ -260,8 +260,28 @@ type ResponseHead struct {
 // Writer writes responses. It caches the Date value, so it is owned by one
 // goroutine or carrier; the zero value is ready to use.
 type Writer struct {
-	sec  int64    // Unix second of date
-	date [29]byte // "Mon, 02 Jan 2006 15:04:05 GMT"
+	// Now is the clock responses are dated by; nil: time.Now. ServeConn
+	// sets its connection's (Clock).
+	Now  func() time.Time
+	date Date
+}
+
+// Date renders the Date field's value (RFC 9110's IMF-fixdate) once a
+// second; the zero value is ready to use. http1's Writer and carrierhttp's
+// connections date their responses with one each.
+type Date struct {
+	sec int64    // Unix second of buf
+	buf [29]byte // "Mon, 02 Jan 2006 15:04:05 GMT"
+}
+
+// Append appends now's rendering to dst: the last one while now is in its
+// second, else a new one.
+func (d *Date) Append(dst []byte, now time.Time) []byte {
+	if s := now.Unix(); s != d.sec || d.buf[0] == 0 {
+		d.sec = s
+		now.UTC().AppendFormat(d.buf[:0], dateFormat)
+	}
+	return append(dst, d.buf[:]...)
 }
 
 // dateFormat is http.TimeFormat (RFC 9110 IMF-fixdate).
@@ -279,7 +299,7 @@ func (w *Writer) AppendResponse(dst []byte, h ResponseHead, body []byte) []byte 
 		dst = append(dst, h.Server...)
 	}
 	dst = append(dst, "\r\nDate: "...)
-	dst = append(dst, w.dateNow()...)
+	dst = w.date.Append(dst, w.now())
 	if h.ContentType != "" {
 		dst = append(dst, "\r\nContent-Type: "...)
 		dst = append(dst, h.ContentType...)
@@ -303,13 +323,12 @@ func (w *Writer) AppendResponse(dst []byte, h ResponseHead, body []byte) []byte 
 	return dst
 }
 
-func (w *Writer) dateNow() []byte {
-	now := time.Now()
-	if s := now.Unix(); s != w.sec || w.date[0] == 0 {
-		w.sec = s
-		now.UTC().AppendFormat(w.date[:0], dateFormat)
+// now is the time by w's clock.
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
 	}
-	return w.date[:]
+	return time.Now()
 }
 
 // AppendGet appends a GET request for target on host, keeping the

@@ -451,3 +451,31 @@ func TestParseStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestDate: Date renders now's second, keeps its rendering while now stays
+// in that second (a stale rendering planted in it shows), and renders again
+// for another second, earlier ones included (a step of the wall clock).
+func TestDate(t *testing.T) {
+	var d Date
+	at := time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC)
+	planted := "Sat, 01 Jan 2000 00:00:00 GMT"
+	for _, tc := range []struct {
+		name  string
+		now   time.Time
+		plant bool // plant a rendering before the call
+		want  string
+	}{
+		{"first", at, false, "Mon, 02 Jan 2006 15:04:05 GMT"},
+		{"same second: kept", at.Add(999 * time.Millisecond), true, planted},
+		{"next second", at.Add(time.Second), false, "Mon, 02 Jan 2006 15:04:06 GMT"},
+		{"earlier second", at.Add(-time.Hour), false, "Mon, 02 Jan 2006 14:04:05 GMT"},
+		{"another zone", at.In(time.FixedZone("X", 3600)).Add(time.Hour), false, "Mon, 02 Jan 2006 16:04:05 GMT"},
+	} {
+		if tc.plant {
+			copy(d.buf[:], planted)
+		}
+		if got := string(d.Append([]byte("Date: "), tc.now)); got != "Date: "+tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, "Date: "+tc.want)
+		}
+	}
+}

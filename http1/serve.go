@@ -85,9 +85,9 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 	var (
 		req Request
 		rep Reply
-		w   Writer
+		w   = Writer{Now: rd.now}
 		out = make([]byte, 0, initialBuffer)
-		wd  writeDeadline
+		wd  = writeDeadline{now: rd.now}
 	)
 	rd.sendContinue = func() error {
 		err := wd.flush(c, append(out, continueLine...), o.WriteTimeout)
@@ -149,7 +149,10 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 
 // writeDeadline is the write deadline ServeConn last armed on its
 // connection.
-type writeDeadline struct{ at time.Time }
+type writeDeadline struct {
+	at  time.Time
+	now func() time.Time // the connection's clock (clockOf)
+}
 
 // flush writes out to c within timeout. The deadline is re-armed only when
 // the one armed ends more than deadlineSlack sooner than now+timeout, so a
@@ -158,7 +161,7 @@ func (d *writeDeadline) flush(c ServerConn, out []byte, timeout time.Duration) e
 	if len(out) == 0 {
 		return nil
 	}
-	if want := time.Now().Add(timeout); d.at.Before(want) {
+	if want := d.now().Add(timeout); d.at.Before(want) {
 		d.at = want.Add(deadlineSlack)
 		if err := c.SetWriteDeadline(d.at); err != nil {
 			return err
