@@ -71,7 +71,7 @@ type Group struct {
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
-	SubmitP50, SubmitP99, Steals, Moved, Handoffs                         Stat
+	SubmitP50, SubmitP99, Steals, Moved, Handoffs, Slice                  Stat
 	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
 	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
 	// Mix has each request target's figures over the runs, when the load
@@ -279,6 +279,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.Steals = car(func(c *CarrierFigures) float64 { return float64(c.Steals) })
 	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
 	g.Handoffs = car(func(c *CarrierFigures) float64 { return float64(c.HandoffsPer10s) })
+	g.Slice = car(func(c *CarrierFigures) float64 { return float64(c.SliceUs) })
 	ring := func(f func(c *CarrierFigures) Num) Stat {
 		return car(func(c *CarrierFigures) float64 {
 			if c.RingEntersPer10s == 0 { // a result written before ring figures existed

@@ -10,11 +10,17 @@ import (
 // CarrierFiguresOf sums per-carrier window telemetry (the differences of
 // /debug/carrier over window) into the study's figures.
 func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigures {
+	const nsPerUs = 1e3
 	var tot carrier.Telemetry
+	var slice uint64
 	for _, t := range ts {
 		tot = tot.Add(t)
+		slice = max(slice, t.SliceNs)
 	}
-	const nsPerUs = 1e3
+	sliceUs := math.NaN() // reported by none
+	if slice > 0 {
+		sliceUs = float64(slice) / nsPerUs
+	}
 	per10s := func(n uint64) float64 { return float64(n) * (10 * time.Second).Seconds() / window.Seconds() }
 	ringEnters, completions := math.NaN(), math.NaN() // epoll: no ring
 	if tot.RingEnters > 0 {
@@ -33,6 +39,7 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 		Migrations:       tot.MigrationsIn,
 		SpunCPUs:         Num(float64(tot.SpunNs) / float64(window)),
 		HandoffsPer10s:   Num(per10s(tot.Handoffs)),
+		SliceUs:          Num(sliceUs),
 
 		RingEntersPer10s:    Num(ringEnters),
 		SubmissionsPerEnter: Num(tot.SubmissionsPerEnter()),

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -34,5 +35,37 @@ func TestCarrierFiguresRing(t *testing.T) {
 		if cpp := float64(f.CompletionsPerPass); math.IsNaN(tc.enters) != math.IsNaN(cpp) || (!math.IsNaN(cpp) && cpp != 1) {
 			t.Errorf("%s: completions per pass %v", tc.name, f.CompletionsPerPass)
 		}
+	}
+}
+
+// CarrierFiguresOf gives the carriers' time slice in µs, the largest where
+// they differ, and leaves it missing (NaN) where no carrier reports one; an
+// older carrier figures' JSON without it reads as missing, not 0.
+func TestCarrierFiguresSlice(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		slices []uint64 // per carrier, ns
+		want   float64  // NaN: missing
+	}{
+		{"one carrier, serve's default", []uint64{100_000}, 100},
+		{"two, the kernel's default", []uint64{1_400_000, 1_400_000}, 1400},
+		{"two that differ", []uint64{100_000, 2_000_000}, 2000},
+		{"none reported", []uint64{0, 0}, math.NaN()},
+	} {
+		var ts []carrier.Telemetry
+		for _, s := range tc.slices {
+			ts = append(ts, carrier.Telemetry{IOCycles: 1, SliceNs: s})
+		}
+		got := float64(CarrierFiguresOf(ts, time.Second).SliceUs)
+		if math.IsNaN(got) != math.IsNaN(tc.want) || (!math.IsNaN(got) && got != tc.want) {
+			t.Errorf("%s: slice %v µs, want %v", tc.name, got, tc.want)
+		}
+	}
+	var old CarrierFigures
+	if err := json.Unmarshal([]byte(`{"carriers":1,"io_cycles_per_10s":5}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(float64(old.SliceUs)) {
+		t.Errorf("an older result's slice reads %v, want NaN", old.SliceUs)
 	}
 }

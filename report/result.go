@@ -248,6 +248,13 @@ type CarrierFigures struct {
 	// (they blocked the Go way or computed), which went on without them.
 	// Absent, read as NaN (n/a), in results written before it existed.
 	HandoffsPer10s Num `json:"handoffs_per_10s"`
+	// SliceUs is the time slice the kernel's fair scheduler gave the
+	// carriers' threads, µs (carrier.Telemetry.SliceNs; the largest where
+	// they differ): serve's --slice, or the kernel's default. NaN (n/a)
+	// where the kernel reports none (before Linux 6.12; floating carriers,
+	// which have no thread of their own) and in results written before it
+	// existed.
+	SliceUs Num `json:"slice_us"`
 	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
 	// carriers; SubmissionsPerEnter the SQEs each submitted; and
 	// CompletionsPerPass the CQEs reaped per pass that found any. Only
@@ -262,7 +269,7 @@ type CarrierFigures struct {
 // before it existed lacks is NaN (n/a), not 0.
 func (c *CarrierFigures) UnmarshalJSON(b []byte) error {
 	type plain CarrierFigures // without this method
-	p := plain{HandoffsPer10s: Num(math.NaN())}
+	p := plain{HandoffsPer10s: Num(math.NaN()), SliceUs: Num(math.NaN())}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
