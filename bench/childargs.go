@@ -30,7 +30,7 @@ func ServerArgs(c Config, h *Hosts) []string {
 	f.Mode, f.Port, f.Threads, f.Wait, f.Topology, f.AdminPort = c.Mode, c.ServerPort, c.Threads, c.Wait, c.Topology, c.AdminPort
 	f.Backend = hostURL(h.backendAddr(), c.MockPort, "/fruits")
 	f.Steal, f.NPlusOne, f.Float, f.BlockingEndpoint = c.WorkStealing, c.NPlus1, c.Float, c.BlockingEndpoint
-	f.ParkIdle, f.WaitB, f.Slice = c.ParkIdle, c.WaitB, server.SliceFlag(c.Slice)
+	f.ParkIdle, f.WaitB, f.Slice, f.BatchOthers = c.ParkIdle, c.WaitB, server.SliceFlag(c.Slice), !c.NoBatch
 	if !c.Float { // the process is started on its CPU set (startChild); floating carriers take no --cpuset
 		f.CPUs = c.ServerCPUs
 	}

@@ -207,3 +207,15 @@ func TestServerSliceArgs(t *testing.T) {
 		}
 	}
 }
+
+// The server child reads --batch-others as the config means it: on unless
+// NoBatch.
+func TestServerBatchArgs(t *testing.T) {
+	for _, noBatch := range []bool{false, true} {
+		c := Config{Mode: ModeCarrier, Threads: 1, Wait: "block", NoBatch: noBatch, Topology: "off", ServerPort: 18081}
+		s := ServerArgs(c, nil)
+		if sf := cliflagtest.Parse(t, (*server.Flags).Register, s[1:]); sf.BatchOthers == noBatch {
+			t.Errorf("NoBatch %v: the server reads --batch-others %v (%q)", noBatch, sf.BatchOthers, s)
+		}
+	}
+}

@@ -346,6 +346,9 @@ type Config struct {
 	// carrier.Options.Slice): 0 the server's default (carrier.DefaultSlice),
 	// negative the kernel's default.
 	Slice time.Duration `json:"slice_ns,omitempty"`
+	// NoBatch leaves the server's other threads under the kernel's default
+	// policy (serve --batch-others=false, carrier.Options.NoBatch).
+	NoBatch bool `json:"no_batch,omitempty"`
 	// NPlus1 leaves one server CPU to everything that is not a carrier.
 	NPlus1 bool `json:"nplus1"`
 	// Mix, when not empty, is the load generator's request mix (load

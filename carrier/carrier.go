@@ -678,6 +678,7 @@ func (c *Carrier) bindThread() error {
 	}
 	c.setSlice()
 	c.readSlice()
+	c.batchOwn(int(c.tid.Load()))
 	return err
 }
 

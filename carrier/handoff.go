@@ -247,6 +247,8 @@ func (c *Carrier) moveTo(m uintptr) {
 		c.setSlice()
 		c.dropSlice(old)
 	}
+	c.batchOwn(int(c.tid.Load()))
+	c.batchDrop(old)
 	add(&c.stats.threadMoves, 1)
 }
 
@@ -571,6 +573,7 @@ func (c *Carrier) leaveThread() {
 		_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
 	c.dropSlice(old)
+	c.batchDrop(old)
 	_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
 }
 

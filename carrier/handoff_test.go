@@ -189,15 +189,15 @@ func TestHandoffIsolation(t *testing.T) {
 				if !cfg.o.Float && now != ownerTid {
 					// The names are set by the two threads themselves: on
 					// a loaded host, moments after the hand-off.
-					a, b := threadName(t, now), threadName(t, ownerTid)
-					for end := time.Now().Add(5 * time.Second); (a != "carrier-0" || b != "handed-off-0") && time.Now().Before(end) && !isClosed(released); {
-						time.Sleep(time.Millisecond)
+					var a, b string
+					if !settled(released, func() bool {
 						a, b = threadName(t, now), threadName(t, ownerTid)
-					}
-					if (a != "carrier-0" || b != "handed-off-0") && !isClosed(released) {
+						return a == "carrier-0" && b == "handed-off-0"
+					}) {
 						t.Errorf("while a task is handed off: the owner's thread is %q, the blocked one's %q; want carrier-0 and handed-off-0", a, b)
 					}
 					checkSlices(t, now, ownerTid, released)
+					checkBatch(t, g, now, ownerTid, released)
 				}
 				within(t, released, 5*time.Second, "the blocked task")
 				t.Logf("echo %v during a blocked run; %+v", took, g.Snapshot()[0].Handoffs)
@@ -822,17 +822,47 @@ func checkSlices(t *testing.T, now, was int, released chan struct{}) {
 		t.Logf("time slices not checked: the kernel keeps none per thread (%v)", err)
 		return
 	}
-	slices := func() (time.Duration, time.Duration) {
-		a, _ := unix.Slice(now)
-		b, _ := unix.Slice(was)
-		return time.Duration(a), time.Duration(b)
-	}
-	a, b := slices()
-	for end := time.Now().Add(5 * time.Second); (a != DefaultSlice || b != def) && time.Now().Before(end) && !isClosed(released); {
-		time.Sleep(time.Millisecond)
-		a, b = slices()
-	}
-	if (a != DefaultSlice || b != def) && !isClosed(released) {
+	var a, b time.Duration
+	if !settled(released, func() bool {
+		na, _ := unix.Slice(now)
+		nb, _ := unix.Slice(was)
+		a, b = time.Duration(na), time.Duration(nb)
+		return a == DefaultSlice && b == def
+	}) {
 		t.Errorf("while a task is handed off: the owner's thread has a slice of %v, the blocked one's %v; want %v and the kernel's default %v", a, b, DefaultSlice, def)
+	}
+}
+
+// checkBatch checks, where g batches the other threads (Options.NoBatch),
+// that the carrier's new thread, now, is under SCHED_NORMAL and the one a
+// hand-off left, was, under SCHED_BATCH, until released is closed.
+func checkBatch(t *testing.T, g *Group, now, was int, released chan struct{}) {
+	t.Helper()
+	if !g.batching {
+		return
+	}
+	var a, b bool
+	if !settled(released, func() bool {
+		a, _ = unix.Batch(now)
+		b, _ = unix.Batch(was)
+		return !a && b
+	}) {
+		t.Errorf("while a task is handed off: the owner's thread batched %v, the blocked one's %v; want false and true", a, b)
+	}
+}
+
+// settled polls ok until it holds, for 5 s at most: the hand-off's two
+// threads change their own names and attributes, on a loaded host moments
+// after the hand-off. It reports false only if ok never held while the
+// blocked run went on (released still open): after that there is nothing
+// to judge.
+func settled(released chan struct{}, ok func() bool) bool {
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if ok() || isClosed(released) {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
 	}
 }

@@ -184,6 +184,21 @@ type Options struct {
 	// someone set another). A floating carrier has no thread of its own:
 	// Float refuses a Slice above 0 and ignores the default.
 	Slice time.Duration
+	// NoBatch leaves the process's other threads under the policy they
+	// have. By default, a group whose carriers block in their pollers on
+	// threads of their own (not Float, ParkIdle or NPlusOne) puts every
+	// other thread of the process (the Go runtime's: the GC's workers,
+	// goroutines, sysmon) under SCHED_BATCH while it runs, and its
+	// carriers' threads under SCHED_NORMAL (batch.go). The kernel weighs
+	// them alike, but a SCHED_BATCH thread that wakes does not preempt the
+	// one running on its CPU: the GC's worker that the runtime wakes for
+	// the spare P at the start of each cycle no longer takes the carrier's
+	// CPU until the carrier sleeps (on a one-CPU server, the GC's
+	// stop-the-world went from 0.46 to 0.05 ms median; docs/PERFORMANCE.md,
+	// "Nineteenth session"). Goroutines then run where a CPU is idle, when
+	// the carriers sleep, or at the scheduler's next tick. The last group
+	// to close puts the threads it batched back under SCHED_NORMAL.
+	NoBatch bool
 	// NPlusOne reserves the first CPU of the set (with PinSkipSMT, the first
 	// core) for everything that is not a carrier (GC workers, sysmon,
 	// offloaded goroutines): carriers run on the others and the process's

@@ -74,18 +74,31 @@ func Pin(s Set) error {
 func PinProcess(s Set) error { return PinThreads(s, nil) }
 
 // PinThreads restricts the threads of the process for which pick returns
-// true (every thread when pick is nil) to the CPUs in s, listing
-// /proc/self/task again until no thread it has not seen appears: see
-// PinProcess. pick sees each thread once.
+// true (every thread when pick is nil) to the CPUs in s (see EachThread):
+// see PinProcess. pick sees each thread once.
 func PinThreads(s Set, pick func(tid int) bool) error {
 	if len(s) == 0 {
 		return fmt.Errorf("pin threads: empty CPU set")
 	}
+	return EachThread(func(tid int) error {
+		if pick != nil && !pick(tid) {
+			return nil
+		}
+		return PinThread(tid, s)
+	})
+}
+
+// EachThread calls fn once with every thread of the process, listing
+// /proc/self/task again until no thread it has not seen appears (Go starts
+// threads while the list is walked, from threads already seen, so a change
+// fn makes that new threads inherit reaches them all). It stops at fn's
+// first error.
+func EachThread(fn func(tid int) error) error {
 	seen := map[int]bool{}
 	for {
 		tids, err := Threads("", "self")
 		if err != nil {
-			return fmt.Errorf("pin threads to CPUs %s: %w", s, err)
+			return fmt.Errorf("threads of the process: %w", err)
 		}
 		fresh := 0
 		for _, tid := range tids {
@@ -94,10 +107,7 @@ func PinThreads(s Set, pick func(tid int) bool) error {
 			}
 			seen[tid] = true
 			fresh++
-			if pick != nil && !pick(tid) {
-				continue
-			}
-			if err := PinThread(tid, s); err != nil {
+			if err := fn(tid); err != nil {
 				return err
 			}
 		}

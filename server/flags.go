@@ -37,6 +37,10 @@ type Flags struct {
 	// Slice is the carrier threads' time slice (carrier.Options.Slice);
 	// 0: the kernel's default (SliceOption).
 	Slice time.Duration
+	// BatchOthers puts the process's other threads under SCHED_BATCH
+	// while carriers block in their pollers (--batch-others=false is
+	// carrier.Options.NoBatch).
+	BatchOthers bool
 	// Steal turns on work stealing; StealScope is where ("global",
 	// "cluster").
 	Steal      bool
@@ -161,6 +165,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.AtLeast(&f.Threads, 0).Var(fs, "threads", 0, "carriers (handoff, carrier, nethttp-carrier) or GOMAXPROCS (nethttp); 0: one per CPU of --cpuset / Go's default")
 	fs.StringVar(&f.Wait, "wait", carrier.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	cliflag.AtLeast(&f.WaitB, 0).Var(fs, "wait-b", 0, "with --wait adaptive: B, the cost of one block-and-wake the strategy weighs spinning against, kept fixed; larger spins longer before blocking, which pays where a wake-up costs more than the carrier sees (a virtual machine whose idle vCPUs halt: its peers' IPIs; docs/wait.md). 0: measured at start, then learned from the carriers' wake-ups")
+	fs.BoolVar(&f.BatchOthers, "batch-others", true, "where carriers block in their pollers on threads of their own (not --float, --park-idle or --nplus1): the process's other threads (the GC's workers, goroutines) run under SCHED_BATCH, so that one that wakes does not preempt a carrier on its CPU (the GC's stop-the-world on a one-CPU server: 0.46 ms median without, 0.05 with; docs/carrier.md, \"Batching the other threads\"); false: leave them under the kernel's default policy")
 	cliflag.AtLeast(&f.Slice, 0).Var(fs, "slice", carrier.DefaultSlice, "the time slice each carrier's thread asks the kernel for, 100us-100ms: from Linux 6.12 a carrier woken by I/O with a shorter slice than the thread on its CPU (the GC's workers, goroutines) preempts it at once rather than waiting out its slice (docs/carrier.md, \"Time slice\"); 0: the kernel's default; with --float none")
 	fs.BoolVar(&f.Steal, "ws", false, "work stealing of unstarted work between carriers")
 	fs.BoolVar(&f.Float, "float", false, "floating carriers: not locked to threads, so with --ws an idle carrier also takes a busy one's started tasks and their conns (excludes --topology, --nplus1, --cpuset: use taskset)")

@@ -54,7 +54,7 @@ type benchArgs struct {
 	loadThreads, mockThreads       int
 	loadCPUs, serverCPUs, mockCPUs cpuSetFlag
 	think                          time.Duration
-	ws, float, nplus1              bool
+	ws, float, nplus1, batchOthers bool
 	parkIdle                       cliflag.Switch
 	topology, wait, poller         string
 	warmup, duration, waitB, slice time.Duration
@@ -152,6 +152,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.wait, "wait", bench.DefaultWait, "carriers' idle strategy: "+wait.Help())
 	cliflag.AtLeast(&a.waitB, 0).Var(fs.FlagSet, "wait-b", 0, "with --wait adaptive: its B kept fixed (serve --wait-b); 0: measured, then learned")
 	cliflag.AtLeast(&a.slice, 0).Var(fs.FlagSet, "slice", carrier.DefaultSlice, "the time slice each carrier's thread asks the kernel for, 100us-100ms (serve --slice); 0: the kernel's default")
+	fs.BoolVar(&a.batchOthers, "batch-others", true, "the server's other threads under SCHED_BATCH while its carriers block in their pollers (serve --batch-others); false: the kernel's default policy")
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix); --connections is then rounded up to a multiple of the weights' sum, so that each connection sends one target at a fixed rate")
 	fs.BoolVar(&a.blockingEndpoint, "blocking-endpoint", false, "the server also serves GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler that blocks the Go way (for a --mix entry)")
@@ -213,7 +214,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		Name: a.name, Mode: a.mode, Threads: a.threads, Rate: a.rate, Connections: a.conns,
 		LoadThreads: a.loadThreads, LoadCPUs: or(a.loadCPUs.set, l.Load), ServerCPUs: or(a.serverCPUs.set, l.Server),
 		MockCPUs: or(a.mockCPUs.set, l.Mock), MockThreads: a.mockThreads, MockThinkTime: a.think,
-		WorkStealing: a.ws, Float: a.float, ParkIdle: a.parkIdle, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, WaitB: a.waitB, Slice: server.SliceOption(a.slice, a.float), NPlus1: a.nplus1,
+		WorkStealing: a.ws, Float: a.float, ParkIdle: a.parkIdle, Poller: a.poller, BacklogPollGap: a.backlogPollGap, Topology: a.topology, Wait: a.wait, WaitB: a.waitB, Slice: server.SliceOption(a.slice, a.float), NoBatch: !a.batchOthers, NPlus1: a.nplus1,
 		Warmup: a.warmup, Duration: a.duration, PerfStat: a.perfStat, PerfSched: a.perfSched, Pidstat: !a.noPidstat,
 		ServerPort: a.ports.server, MockPort: a.ports.mock, AdminPort: a.ports.admin, Profile: a.profile,
 		Mix: a.mix, BlockingEndpoint: a.blockingEndpoint,

@@ -116,7 +116,7 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		DBPool:           a.DBPool,
 		DBGoConns:        a.DBConns == server.DBConnsGo,
 		Carrier: carrier.Options{
-			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: wait.Options{BlockWake: a.WaitB, FixedB: a.WaitB > 0}, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch,
+			CPUs: a.CPUs, Wait: a.Wait, WaitOptions: wait.Options{BlockWake: a.WaitB, FixedB: a.WaitB > 0}, Steal: a.Steal, StealScope: scope, Pin: pin, NPlusOne: a.NPlusOne, Float: a.Float, ParkIdle: server.ParkIdleFor(mode, a.ParkIdle), NoParkWatch: !a.ParkWatch, NoBatch: !a.BatchOthers,
 			Slice:  server.SliceOption(a.Slice, a.Float),
 			Poller: a.Poller, BacklogPollGap: a.BacklogPollGap, HandoffThreshold: server.HandoffFor(mode, app, a.HandoffThreshold, a.BlockingEndpoint),
 		},

@@ -1,6 +1,8 @@
 package unix
 
 import (
+	"errors"
+
 	xunix "golang.org/x/sys/unix"
 )
 
@@ -95,4 +97,49 @@ func Slice(tid int) (uint64, error) {
 // fair reports whether attr's policy is the fair class's, which has slices.
 func fair(attr *xunix.SchedAttr) bool {
 	return attr.Policy == xunix.SCHED_NORMAL || attr.Policy == xunix.SCHED_BATCH
+}
+
+// SetBatch puts thread tid (0: the caller) under SCHED_BATCH (on) or back
+// under SCHED_NORMAL (off), keeping its nice, its slice and its
+// reset-on-fork flag; it needs no privilege. The fair scheduler weighs a
+// SCHED_BATCH thread as a SCHED_NORMAL one, but one that wakes does not
+// preempt the thread running on its CPU: it runs when that one sleeps, on
+// another CPU that is idle, or after the running one's slice at a tick. A
+// thread under any other policy (real-time, SCHED_IDLE) is left as it is.
+// It reports whether the policy changed. A thread that has exited is not
+// an error (ESRCH: gone between a listing and the call).
+func SetBatch(tid int, on bool) (bool, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	switch {
+	case errors.Is(err, xunix.ESRCH):
+		return false, nil
+	case err != nil:
+		return false, wrap("sched_getattr", err)
+	case !fair(attr):
+		return false, nil
+	}
+	want := uint32(xunix.SCHED_NORMAL)
+	if on {
+		want = xunix.SCHED_BATCH
+	}
+	if attr.Policy == want {
+		return false, nil
+	}
+	attr.Size = xunix.SizeofSchedAttr
+	attr.Policy = want
+	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK // as SetSlice: not the utilisation clamps
+	err = xunix.SchedSetAttr(tid, attr, 0)
+	if errors.Is(err, xunix.ESRCH) {
+		return false, nil
+	}
+	return err == nil, wrap("sched_setattr", err)
+}
+
+// Batch reports whether thread tid (0: the caller) is under SCHED_BATCH.
+func Batch(tid int) (bool, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return false, wrap("sched_getattr", err)
+	}
+	return attr.Policy == xunix.SCHED_BATCH, nil
 }

@@ -114,3 +114,66 @@ func setSlice(ns uint64) (uint64, error) {
 	}
 	return Slice(0)
 }
+
+// SetBatch moves a thread between SCHED_NORMAL and SCHED_BATCH, keeping
+// its nice and its slice, says when it changed the policy, leaves a
+// real-time thread as it is, and takes a thread that has exited as done.
+func TestSetBatch(t *testing.T) {
+	onThread(func() {
+		tid := Gettid()
+		if err := setNice(tid, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := SetSlice(0, 2_000_000); err != nil {
+			t.Fatal(err)
+		}
+		slice, err := Slice(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name        string
+			on, changed bool
+		}{
+			{"to batch", true, true},
+			{"batch again", true, false},
+			{"back to normal", false, true},
+			{"normal again", false, false},
+			{"batch from normal", true, true},
+		} {
+			changed, err := SetBatch(0, tc.on)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			batch, err := Batch(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := nice(tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := Slice(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed != tc.changed || batch != tc.on || n != 3 || s != slice {
+				t.Errorf("%s: changed %v, batch %v, nice %d, slice %d; want %v, %v, 3, %d", tc.name, changed, batch, n, s, tc.changed, tc.on, slice)
+			}
+		}
+	})
+	if changed, err := SetBatch(1<<22+7, true); changed || err != nil { // above pid_max's default: no such thread
+		t.Errorf("SetBatch of a thread that does not exist: %v, %v; want no change and no error", changed, err)
+	}
+	onThread(func() {
+		if err := SetFIFO(1); err != nil {
+			t.Skipf("no real-time policy here: %v", err)
+		}
+		if changed, err := SetBatch(0, true); changed || err != nil {
+			t.Errorf("SetBatch of a SCHED_FIFO thread: %v, %v; want it left", changed, err)
+		}
+		if attr, err := xunix.SchedGetAttr(0, 0); err != nil || attr.Policy != xunix.SCHED_FIFO {
+			t.Errorf("policy after SetBatch of a SCHED_FIFO thread: %+v, %v", attr, err)
+		}
+	})
+}
