@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -326,7 +325,7 @@ func histogram(d *prometheus.Desc, h carrier.Histogram, first, last int, scale f
 const adminWriteTimeout = 2 * time.Minute
 
 // startAdmin serves /metrics, /debug/pprof/, /debug/carrier and
-// /debug/runtime.
+// /debug/runtime on s.adminLn, which New bound before the mode started.
 func (s *Server) startAdmin() error {
 	if s.group != nil {
 		if err := s.m.reg.Register(newCarrierCollector(s.group)); err != nil {
@@ -342,11 +341,7 @@ func (s *Server) startAdmin() error {
 	mux.HandleFunc("/debug/pprof/trace", oneAtATime(&tracing, "an execution trace", pprof.Trace))
 	mux.HandleFunc("/debug/carrier", s.serveCarrierSnapshot)
 	mux.HandleFunc("/debug/runtime", serveRuntime)
-	ln, err := net.Listen("tcp", s.o.AdminAddr)
-	if err != nil {
-		return err
-	}
-	s.adminLn = ln
+	ln := s.adminLn // bound by New before the mode started
 	s.admin = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: s.o.HTTP.WithDefaults().ReadHeaderTimeout,

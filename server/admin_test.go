@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"math/bits"
+	"net"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,4 +144,47 @@ func TestAdminRuntime(t *testing.T) {
 			t.Errorf("/debug/runtime over a forced GC: %+v", d)
 		}
 	})
+}
+
+// The admin port is bound before the mode starts answering: a bench that
+// saw /health answer reads /debug/carrier at once, and found the port
+// closed once under -race on a loaded machine (TestMultiHost). A mode that
+// dials the admin port as it starts must reach it; a server that fails to
+// start closes it.
+func TestAdminBoundBeforeTheMode(t *testing.T) {
+	saved := slices.Clone(registered)
+	t.Cleanup(func() { registered = saved })
+	var dialed error = errors.New("the mode did not start")
+	registered = append(registered, modeSpec{mode: "admin-probe", order: 99, start: func(s *Server) error {
+		c, err := net.Dial("tcp", s.AdminAddr().String())
+		if dialed = err; err == nil {
+			c.Close()
+		}
+		return s.startCarriers()
+	}}, modeSpec{mode: "admin-fail", order: 99, start: func(s *Server) error {
+		return errors.New("refused")
+	}})
+	e := setup(t, "admin-probe", mock.Options{}, false, Options{AdminAddr: "127.0.0.1:0"})
+	if dialed != nil {
+		t.Errorf("the admin port as the mode started: %v", dialed)
+	}
+	if e.srv.AdminAddr() == nil {
+		t.Fatal("no admin address")
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the failing server's admin
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := Start(context.Background(), Options{Mode: "admin-fail", Addr: "127.0.0.1:0", AdminAddr: addr, Backend: "http://127.0.0.1:1/fruits", Threads: 1}); err == nil {
+		t.Fatal("a mode that fails to start: no error")
+	}
+	ln, err = net.Listen("tcp", addr) // free again: the failed start closed it
+	if err != nil {
+		t.Errorf("the admin port after a failed start: %v", err)
+	} else {
+		ln.Close()
+	}
 }

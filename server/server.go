@@ -229,6 +229,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{o: o, backend: b, done: make(chan struct{}), m: newMetrics(o.Mode.String())}
+	if o.AdminAddr != "" {
+		// Bound before the mode answers: whoever saw /health answer may
+		// read the admin port at once (its connections wait in the
+		// backlog until it serves).
+		if s.adminLn, err = net.Listen("tcp", o.AdminAddr); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	if spec, ok := lookupMode(o.Mode); ok {
 		err = spec.start(s)
 	} else {
@@ -281,8 +289,11 @@ func (s *Server) Close() error {
 func (s *Server) shutdown() {
 	s.closeOnce.Do(func() {
 		var errs []error
-		if s.admin != nil {
+		switch {
+		case s.admin != nil:
 			errs = append(errs, s.admin.Close())
+		case s.adminLn != nil: // bound, never served: New failed
+			errs = append(errs, s.adminLn.Close())
 		}
 		if s.hs != nil {
 			errs = append(errs, s.hs.Close())
