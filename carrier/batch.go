@@ -43,10 +43,9 @@ var batch struct {
 
 // batches reports whether g batches the process's other threads: its
 // carriers block in their pollers on threads of their own, and share
-// their CPUs with the other threads (NoBatch). It is g.batching from New
-// on.
+// their CPUs with the other threads (NoBatch).
 func (g *Group) batches() bool {
-	o := g.opts
+	o := &g.opts
 	return !o.NoBatch && !o.Float && !o.ParkIdle && !o.NPlusOne
 }
 
@@ -105,7 +104,7 @@ func (g *Group) batchLeave() {
 // batchOwn makes thread tid c's (it binds, or the carrier moved to it):
 // under SCHED_NORMAL, and left so by the groups' sweeps.
 func (c *Carrier) batchOwn(tid int) {
-	if !c.g.batching {
+	if !c.g.batches() {
 		return
 	}
 	batch.mu.Lock()
@@ -125,7 +124,7 @@ func ownThread(tid int) {
 // batchDrop batches thread tid, which c left (a hand-off's blocked run
 // holds it, or the carrier moved on to another).
 func (c *Carrier) batchDrop(tid int) {
-	if !c.g.batching {
+	if !c.g.batches() {
 		return
 	}
 	batch.mu.Lock()

@@ -77,8 +77,8 @@ func TestBatch(t *testing.T) {
 			closeAtEnd(t, g)
 			after, _ := helperThread(t, false)
 			tc.batch = tc.batch && !g.opts.ParkIdle // the suite's parking run parks every group
-			if g.batching != tc.batch {
-				t.Errorf("batching %v, want %v", g.batching, tc.batch)
+			if g.batches() != tc.batch {
+				t.Errorf("batching %v, want %v", g.batches(), tc.batch)
 			}
 			for i := range g.Len() {
 				if c := int(g.Carrier(i).tid.Load()); batched(t, c) {
@@ -109,7 +109,7 @@ func TestBatchTwoGroups(t *testing.T) {
 	checkLeaks(t)
 	other, _ := helperThread(t, false)
 	a := newGroup(t, Options{Carriers: 1})
-	if !a.batching {
+	if !a.batches() {
 		t.Skip("the suite's parking run: no group batches")
 	}
 	b := newGroup(t, Options{Carriers: 1})

@@ -406,6 +406,11 @@ func (c *Carrier) loop() {
 // began), and otherwise (a backlog: the pass ran out of budget mid-round)
 // once Options.BacklogPollGap drain budgets have passed since the last
 // poll. Timers are looked at before every pass.
+func (c *Carrier) pollDue(now int64) bool {
+	o := &c.g.opts
+	return c.quota == [roundQueues]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)
+}
+
 // wallRebase is how long the carrier's wall clock (clock) follows the
 // monotonic clock before it reads the system's clock again.
 const wallRebase = int64(time.Second)
@@ -419,11 +424,6 @@ func (c *Carrier) clock() time.Time {
 		c.wallAt, _ = wait.Mono(c.wall)
 	}
 	return c.wall.Add(time.Duration(c.now - c.wallAt))
-}
-
-func (c *Carrier) pollDue(now int64) bool {
-	o := &c.g.opts
-	return c.quota == [roundQueues]int{} || now-c.polledAt >= int64(o.BacklogPollGap)*int64(o.DrainBudget)
 }
 
 // wakeAt is the deadline of an idle wait: the next timer, or the next trim
@@ -676,10 +676,25 @@ func (c *Carrier) bindThread() error {
 	if err == nil && len(c.affinity) > 0 {
 		err = cpu.Pin(c.affinity)
 	}
-	c.setSlice()
+	c.takeThread()
 	c.readSlice()
-	c.batchOwn(int(c.tid.Load()))
 	return err
+}
+
+// takeThread gives the calling thread, the carrier's now, the carrier's
+// scheduling: Options.Slice, and SCHED_NORMAL where the group batches the
+// others (batch.go). giveThread undoes it for a thread the carrier left.
+func (c *Carrier) takeThread() {
+	c.setSlice()
+	c.batchOwn(int(c.tid.Load()))
+}
+
+// giveThread gives thread tid, the carrier's no longer, the scheduling of
+// the process's other threads: the kernel's default slice, and SCHED_BATCH
+// where the group batches them.
+func (c *Carrier) giveThread(tid int) {
+	c.dropSlice(tid)
+	c.batchDrop(tid)
 }
 
 // setSlice gives the calling thread, the carrier's, Options.Slice where it

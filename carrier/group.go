@@ -43,16 +43,15 @@ type Group struct {
 	// stop and await the hand-off monitor (nil without one).
 	allowed  cpu.Set
 	spareCPU bool // the process may run on more CPUs than it has carriers: the park watch may use one (handoff_park.go)
-	// batching is whether the group batches the process's other threads
-	// (batches, fixed at New); batchJoined whether it is one of the
-	// groups that do (batch.go; under batch.mu).
-	batching, batchJoined bool
-	stopMonitor           chan struct{}
-	monitorDone           chan struct{}
-	clock                 *unix.Timer // the monitor's sleep
-	alert                 alertState  // the monitor's threshold for waits
-	surge                 surgeState  // the monitor's spare P for detached runs that compute
-	handing               int         // carriers that hand off
+	// batchJoined is whether the group is one of those that batch the
+	// process's other threads (batch.go; under batch.mu).
+	batchJoined bool
+	stopMonitor chan struct{}
+	monitorDone chan struct{}
+	clock       *unix.Timer // the monitor's sleep
+	alert       alertState  // the monitor's threshold for waits
+	surge       surgeState  // the monitor's spare P for detached runs that compute
+	handing     int         // carriers that hand off
 	// lastHandoffLog and handoffsUnlogged pace the default hand-off
 	// report (reportHandoff); the monitor alone uses them.
 	lastHandoffLog   time.Time
@@ -83,7 +82,6 @@ func New(o Options) (*Group, error) {
 		return nil, fmt.Errorf("carrier: place carriers: %w", err)
 	}
 	g := &Group{opts: o, listeners: map[*Listener]struct{}{}}
-	g.batching = g.batches()
 	g.maxSearching = int32(max(1, p.n/2))
 	for i := 0; i < p.n; i++ {
 		c, err := g.newCarrier(i, p)
@@ -123,7 +121,7 @@ func New(o Options) (*Group, error) {
 			return nil, fmt.Errorf("carrier: n+1: %w", err)
 		}
 	}
-	if g.batching {
+	if g.batches() {
 		g.batchJoin()
 	}
 	if slices.ContainsFunc(g.carriers, func(c *Carrier) bool { return c.ho.on }) {

@@ -243,12 +243,8 @@ func (c *Carrier) moveTo(m uintptr) {
 		_ = cpu.Pin(c.affinity) // best effort: the carrier runs on, unpinned, if it fails
 		_ = cpu.PinThread(old, c.g.offCarrier())
 	}
-	if c.g.opts.Slice > 0 { // else nothing to move: the slices are the kernel's defaults
-		c.setSlice()
-		c.dropSlice(old)
-	}
-	c.batchOwn(int(c.tid.Load()))
-	c.batchDrop(old)
+	c.takeThread()
+	c.giveThread(old)
 	add(&c.stats.threadMoves, 1)
 }
 
@@ -572,8 +568,7 @@ func (c *Carrier) leaveThread() {
 	if len(c.affinity) > 0 {
 		_ = cpu.PinThread(old, c.g.offCarrier()) // the blocked thread leaves the carrier's CPU
 	}
-	c.dropSlice(old)
-	c.batchDrop(old)
+	c.giveThread(old)
 	_ = unix.SetThreadNameOf(old, fmt.Sprintf("handed-off-%d", c.id))
 }
 

@@ -838,7 +838,7 @@ func checkSlices(t *testing.T, now, was int, released chan struct{}) {
 // hand-off left, was, under SCHED_BATCH, until released is closed.
 func checkBatch(t *testing.T, g *Group, now, was int, released chan struct{}) {
 	t.Helper()
-	if !g.batching {
+	if !g.batches() {
 		return
 	}
 	var a, b bool

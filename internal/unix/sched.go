@@ -64,20 +64,13 @@ const (
 // runtime's new threads, a child process) start with the kernel's default
 // slice rather than inherit it.
 func SetSlice(tid int, ns uint64) error {
-	attr, err := xunix.SchedGetAttr(tid, 0)
-	if err != nil {
-		return wrap("sched_getattr", err)
-	}
-	if !fair(attr) {
-		return nil
-	}
-	attr.Size = xunix.SizeofSchedAttr
-	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK // not the utilisation clamps, which would be set anew
-	if ns > 0 {
-		attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
-	}
-	attr.Runtime = ns
-	return wrap("sched_setattr", xunix.SchedSetAttr(tid, attr, 0))
+	_, err := setFair(tid, func(attr *xunix.SchedAttr) {
+		if ns > 0 {
+			attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
+		}
+		attr.Runtime = ns
+	})
+	return err
 }
 
 // Slice returns the time slice of thread tid (0: the caller) under the
@@ -109,30 +102,43 @@ func fair(attr *xunix.SchedAttr) bool {
 // It reports whether the policy changed. A thread that has exited is not
 // an error (ESRCH: gone between a listing and the call).
 func SetBatch(tid int, on bool) (bool, error) {
-	attr, err := xunix.SchedGetAttr(tid, 0)
-	switch {
-	case errors.Is(err, xunix.ESRCH):
-		return false, nil
-	case err != nil:
-		return false, wrap("sched_getattr", err)
-	case !fair(attr):
-		return false, nil
-	}
-	want := uint32(xunix.SCHED_NORMAL)
-	if on {
-		want = xunix.SCHED_BATCH
-	}
-	if attr.Policy == want {
-		return false, nil
-	}
-	attr.Size = xunix.SizeofSchedAttr
-	attr.Policy = want
-	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK // as SetSlice: not the utilisation clamps
-	err = xunix.SchedSetAttr(tid, attr, 0)
+	changed, err := setFair(tid, func(attr *xunix.SchedAttr) {
+		attr.Policy = xunix.SCHED_NORMAL
+		if on {
+			attr.Policy = xunix.SCHED_BATCH
+		}
+	})
 	if errors.Is(err, xunix.ESRCH) {
 		return false, nil
 	}
-	return err == nil, wrap("sched_setattr", err)
+	return changed, err
+}
+
+// setFair changes the scheduling attributes of thread tid (0: the caller)
+// with change, where its policy is the fair class's (a real-time or
+// SCHED_IDLE thread is left as it is): it reads them, keeps the
+// reset-on-fork flag (not the utilisation clamps, which would be set
+// anew), and sets them again if change made a difference, which it
+// reports.
+func setFair(tid int, change func(attr *xunix.SchedAttr)) (bool, error) {
+	attr, err := xunix.SchedGetAttr(tid, 0)
+	if err != nil {
+		return false, wrap("sched_getattr", err)
+	}
+	if !fair(attr) {
+		return false, nil
+	}
+	attr.Size = xunix.SizeofSchedAttr
+	attr.Flags &= xunix.SCHED_FLAG_RESET_ON_FORK
+	was := *attr
+	change(attr)
+	if *attr == was {
+		return false, nil
+	}
+	if err := xunix.SchedSetAttr(tid, attr, 0); err != nil {
+		return false, wrap("sched_setattr", err)
+	}
+	return true, nil
 }
 
 // Batch reports whether thread tid (0: the caller) is under SCHED_BATCH.
