@@ -134,3 +134,28 @@ func (c *Carrier) batchDrop(tid int) {
 		_, _ = unix.SetBatch(tid, true)
 	}
 }
+
+// batchCount counts the process's threads that are no batching group's
+// carriers' (others) and those of them under SCHED_BATCH (batched), for
+// Telemetry: fewer batched than others says the kernel refused some (a
+// sandbox's seccomp filter, say), or a thread started since the last
+// sweep from one that was not batched.
+func batchCount() (others, batched int) {
+	batch.mu.Lock()
+	defer batch.mu.Unlock()
+	_ = cpu.EachThread(func(tid int) error {
+		if batch.carriers[tid] {
+			return nil
+		}
+		on, err := unix.Batch(tid)
+		if err != nil { // it ended as we looked
+			return nil
+		}
+		others++
+		if on {
+			batched++
+		}
+		return nil
+	})
+	return others, batched
+}

@@ -91,6 +91,15 @@ func TestBatch(t *testing.T) {
 			if got := batched(t, after); got != tc.batch {
 				t.Errorf("a thread started after the group (inheriting): batched %v, want %v", got, tc.batch)
 			}
+			for _, tel := range g.Snapshot() {
+				others, batched := tel.OtherThreads, tel.BatchedThreads
+				switch {
+				case !tc.batch && (others != -1 || batched != -1):
+					t.Errorf("carrier %d's telemetry: %d of %d other threads batched, want -1 of -1 (the group does not batch)", tel.Carrier, batched, others)
+				case tc.batch && (others < 3 || batched != others): // before, userBatch, after and the runtime's
+					t.Errorf("carrier %d's telemetry: %d of %d other threads batched, want all of 3 or more", tel.Carrier, batched, others)
+				}
+			}
 			g.Close()
 			if batched(t, before) || batched(t, after) {
 				t.Errorf("after Close: the thread started before batched %v, after %v; want neither", batched(t, before), batched(t, after))
@@ -131,5 +140,21 @@ func TestBatchTwoGroups(t *testing.T) {
 	a.Close()
 	if batched(t, other) {
 		t.Error("another thread is still batched after both groups closed")
+	}
+}
+
+// ProbeBatch answers what a batching group gets here: nil where the
+// group's telemetry finds every other thread batched, an error where it
+// finds none.
+func TestProbeBatch(t *testing.T) {
+	checkLeaks(t)
+	probe := ProbeBatch()
+	g := newGroup(t, Options{Carriers: 1})
+	if !g.batches() {
+		t.Skip("the suite's parking run: no group batches")
+	}
+	tel := g.Snapshot()[0]
+	if all := tel.BatchedThreads == tel.OtherThreads; all != (probe == nil) {
+		t.Errorf("ProbeBatch: %v, but the group batched %d of %d other threads", probe, tel.BatchedThreads, tel.OtherThreads)
 	}
 }

@@ -287,8 +287,13 @@ func (g *Group) Go(fn func(*Task)) error {
 // Snapshot returns each carrier's telemetry.
 func (g *Group) Snapshot() []Telemetry {
 	out := make([]Telemetry, len(g.carriers))
+	others, batched := -1, -1
+	if g.batches() {
+		others, batched = batchCount()
+	}
 	for i, c := range g.carriers {
 		out[i] = c.stats.snapshot(c.id, c.cpu)
+		out[i].OtherThreads, out[i].BatchedThreads = others, batched
 	}
 	return out
 }

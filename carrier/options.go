@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -333,6 +334,31 @@ func CheckSlice(d time.Duration) error {
 		return fmt.Errorf("slice %v is outside %v-%v", d, time.Duration(unix.MinSlice), time.Duration(unix.MaxSlice))
 	}
 	return nil
+}
+
+// ProbeBatch says whether the batching of the process's other threads
+// (Options.NoBatch) can work here: on a thread of its own it asks for
+// SCHED_BATCH and reads the policy back. An error names what refused it
+// (a sandbox's seccomp filter, say), where carriers would leave the other
+// threads as they are. It works without privileges.
+func ProbeBatch() error {
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its policy with it
+		if _, err := unix.SetBatch(0, true); err != nil {
+			done <- err
+			return
+		}
+		switch on, err := unix.Batch(0); {
+		case err != nil:
+			done <- err
+		case !on:
+			done <- errors.New("the kernel accepted SCHED_BATCH but the thread is not under it")
+		default:
+			done <- nil
+		}
+	}()
+	return <-done
 }
 
 // ProbeSlice says what Options.Slice gets on this kernel: on a thread of

@@ -190,6 +190,8 @@ type Telemetry struct {
 	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
 	Surges         uint64            `json:"surges"`           // hand-offs of computing runs that gave parking carriers a spare P (handoff.go, surgeState)
 	GoConnsDropped uint64            `json:"go_conns_dropped"` // Go conns of foreign callers closed because only the carrier's tasks used their conn for a while (foreign.go): out of Go's netpoller
+	OtherThreads   int               `json:"other_threads"`    // gauge, the process's: its threads that are no batching group's carriers', counted as the snapshot was taken; -1 when this carrier's group does not batch them (Options.NoBatch)
+	BatchedThreads int               `json:"batched_threads"`  // gauge, the process's: those of OtherThreads under SCHED_BATCH (fewer where the kernel refused; -1 as OtherThreads)
 
 	// io_uring poller only (zero with epoll).
 	RingEnters      uint64    `json:"ring_enters,omitempty"`       // io_uring_enter calls

@@ -71,7 +71,7 @@ type Group struct {
 	AllThreads, ActiveThreads, WaitPct, Migrations Stat
 	// Carrier telemetry.
 	IOCycles, EventsPerCycle, TasksPerDrain, QueueDepthAvg, QueueDepthP50 Stat
-	SubmitP50, SubmitP99, Steals, Moved, Handoffs, Slice                  Stat
+	SubmitP50, SubmitP99, Steals, Moved, Handoffs, Slice, Batched         Stat
 	// io_uring pollers only: enters per 10 s, SQEs per enter, CQEs per pass.
 	RingEnters, SubmitsPerEnter, CQEsPerPass Stat
 	// Mix has each request target's figures over the runs, when the load
@@ -280,6 +280,7 @@ func (g *Group) fill(ss []Summary) error {
 	g.Moved = car(func(c *CarrierFigures) float64 { return float64(c.Migrations) })
 	g.Handoffs = car(func(c *CarrierFigures) float64 { return float64(c.HandoffsPer10s) })
 	g.Slice = car(func(c *CarrierFigures) float64 { return float64(c.SliceUs) })
+	g.Batched = car(func(c *CarrierFigures) float64 { return 100 * float64(c.BatchedShare) })
 	ring := func(f func(c *CarrierFigures) Num) Stat {
 		return car(func(c *CarrierFigures) float64 {
 			if c.RingEntersPer10s == 0 { // a result written before ring figures existed

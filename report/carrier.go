@@ -13,9 +13,13 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 	const nsPerUs = 1e3
 	var tot carrier.Telemetry
 	var slice uint64
+	batched := math.NaN() // the carriers do not batch
 	for _, t := range ts {
 		tot = tot.Add(t)
 		slice = max(slice, t.SliceNs)
+		if t.OtherThreads > 0 && t.BatchedThreads >= 0 {
+			batched = float64(t.BatchedThreads) / float64(t.OtherThreads) // the process's figure: the same for every carrier
+		}
 	}
 	sliceUs := math.NaN() // reported by none
 	if slice > 0 {
@@ -40,6 +44,7 @@ func CarrierFiguresOf(ts []carrier.Telemetry, window time.Duration) CarrierFigur
 		SpunCPUs:         Num(float64(tot.SpunNs) / float64(window)),
 		HandoffsPer10s:   Num(per10s(tot.Handoffs)),
 		SliceUs:          Num(sliceUs),
+		BatchedShare:     Num(batched),
 
 		RingEntersPer10s:    Num(ringEnters),
 		SubmissionsPerEnter: Num(tot.SubmissionsPerEnter()),

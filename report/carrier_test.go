@@ -69,3 +69,36 @@ func TestCarrierFiguresSlice(t *testing.T) {
 		t.Errorf("an older result's slice reads %v, want NaN", old.SliceUs)
 	}
 }
+
+// CarrierFiguresOf gives the share of the server's other threads that its
+// carriers batched, and leaves it missing (NaN) where they do not batch
+// (-1) or report nothing; an older result without it reads as missing.
+func TestCarrierFiguresBatched(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		others, batched int
+		want            float64 // NaN: missing
+	}{
+		{"all batched", 9, 9, 1},
+		{"the kernel refused some", 8, 6, 0.75},
+		{"the kernel refused all", 8, 0, 0},
+		{"not batching", -1, -1, math.NaN()},
+		{"an older carrier's telemetry", 0, 0, math.NaN()},
+	} {
+		ts := []carrier.Telemetry{
+			{IOCycles: 1, OtherThreads: tc.others, BatchedThreads: tc.batched},
+			{IOCycles: 1, OtherThreads: tc.others, BatchedThreads: tc.batched},
+		}
+		got := float64(CarrierFiguresOf(ts, time.Second).BatchedShare)
+		if math.IsNaN(got) != math.IsNaN(tc.want) || (!math.IsNaN(got) && got != tc.want) {
+			t.Errorf("%s: batched share %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var old CarrierFigures
+	if err := json.Unmarshal([]byte(`{"carriers":1,"io_cycles_per_10s":5}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(float64(old.BatchedShare)) {
+		t.Errorf("an older result's batched share reads %v, want NaN", old.BatchedShare)
+	}
+}

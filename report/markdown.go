@@ -202,14 +202,14 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		cs := slices.DeleteFunc(slices.Clone(gs), func(g *Group) bool { return g.IOCycles.N == 0 }) // carrier modes
 		if len(cs) > 0 {
 			b.WriteString("Carrier telemetry (all carriers, observers' window):\n\n")
-			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals | of them started (floating) | hand-offs/10s | time slice µs |\n")
-			b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			b.WriteString("| configuration | I/O cycles/10s | events/cycle | tasks/drain | queue depth avg | queue depth p50 | submit→run p50 µs | submit→run p99 µs | steals | of them started (floating) | hand-offs/10s | time slice µs | other threads batched % |\n")
+			b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, g := range cs {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name,
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.Name,
 					g.IOCycles.Format(0, ""), g.EventsPerCycle.Format(2, ""), g.TasksPerDrain.Format(2, ""),
 					g.QueueDepthAvg.Format(2, ""), g.QueueDepthP50.Format(1, ""), g.SubmitP50.Format(1, ""),
 					g.SubmitP99.Format(1, ""), g.Steals.Format(0, ""), g.Moved.Format(0, ""), g.Handoffs.Format(1, "not recorded: an older result"),
-					g.Slice.Format(0, sliceNA))
+					g.Slice.Format(0, sliceNA), g.Batched.Format(0, batchedNA))
 			}
 			b.WriteString("\n")
 			rs := slices.DeleteFunc(slices.Clone(cs), func(g *Group) bool { return g.RingEnters.N == 0 }) // io_uring pollers
@@ -300,6 +300,9 @@ const busyThreshold = 0.1
 
 // sliceNA is why the carrier telemetry's time slice is missing.
 const sliceNA = "none reported: Linux before 6.12, floating carriers, or an older result"
+
+// batchedNA is why the carrier telemetry's batched share is missing.
+const batchedNA = "not batching: floating, parking or N+1 carriers, --batch-others=false, or an older result"
 
 // busiest is the largest median other load of any group (0 if unknown).
 func (r *Report) busiest() float64 {

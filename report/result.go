@@ -255,6 +255,14 @@ type CarrierFigures struct {
 	// which have no thread of their own) and in results written before it
 	// existed.
 	SliceUs Num `json:"slice_us"`
+	// BatchedShare is the share of the server's other threads (those that
+	// are not its carriers') under SCHED_BATCH at the window's end
+	// (carrier.Telemetry.BatchedThreads over OtherThreads; serve's
+	// --batch-others): below 1 where the kernel refused some. NaN (n/a)
+	// where the carriers do not batch the other threads (floating,
+	// parking or N+1 carriers, --batch-others=false) and in results
+	// written before it existed.
+	BatchedShare Num `json:"batched_share"`
 	// RingEntersPer10s is io_uring_enter calls per 10 seconds, all
 	// carriers; SubmissionsPerEnter the SQEs each submitted; and
 	// CompletionsPerPass the CQEs reaped per pass that found any. Only
@@ -269,7 +277,7 @@ type CarrierFigures struct {
 // before it existed lacks is NaN (n/a), not 0.
 func (c *CarrierFigures) UnmarshalJSON(b []byte) error {
 	type plain CarrierFigures // without this method
-	p := plain{HandoffsPer10s: Num(math.NaN()), SliceUs: Num(math.NaN())}
+	p := plain{HandoffsPer10s: Num(math.NaN()), SliceUs: Num(math.NaN()), BatchedShare: Num(math.NaN())}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}

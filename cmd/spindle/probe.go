@@ -68,13 +68,14 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 		}
 	}
 	pr.Slice = sliceLine(carrier.ProbeSlice())
+	pr.Batch = batchLine(carrier.ProbeBatch())
 	if a.json {
 		return writeJSONOut("-", stdout, pr)
 	}
 	if err := writeProbe(stdout, r); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "pollers:        %s\ntime slice:     %s\n", named(pr.Pollers, carrier.Pollers), pr.Slice)
+	_, err = fmt.Fprintf(stdout, "pollers:        %s\ntime slice:     %s\nother threads:  %s\n", named(pr.Pollers, carrier.Pollers), pr.Slice, pr.Batch)
 	return err
 }
 
@@ -90,6 +91,15 @@ func sliceLine(def, granted time.Duration, err error) string {
 	return fmt.Sprintf("the kernel's default %v, a carrier's %v (a carrier woken by I/O preempts the process's other threads on its CPU: --slice)", def, granted)
 }
 
+// batchLine says what carriers' batching of the process's other threads
+// (--batch-others) gets here, from carrier.ProbeBatch's answer.
+func batchLine(err error) string {
+	if err != nil {
+		return observe.NA(err.Error() + ": --batch-others has no effect, a woken runtime thread may preempt a carrier")
+	}
+	return "under SCHED_BATCH while carriers block in their pollers (a woken runtime thread waits for a carrier's CPU instead of preempting it: --batch-others)"
+}
+
 // probeReport is the spectrum's probe with what the carriers' I/O can use.
 type probeReport struct {
 	*spectrum.ProbeReport
@@ -97,6 +107,8 @@ type probeReport struct {
 	Pollers map[string]string `json:"pollers"`
 	// Slice is what a carrier's time slice gets here (sliceLine).
 	Slice string `json:"time_slice"`
+	// Batch is what the batching of the other threads gets here (batchLine).
+	Batch string `json:"other_threads"`
 }
 
 func yesNo(b bool) string {

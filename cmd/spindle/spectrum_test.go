@@ -187,3 +187,22 @@ func TestSliceLine(t *testing.T) {
 		})
 	}
 }
+
+// probe's other threads line: whether carriers' --batch-others works here.
+func TestBatchLine(t *testing.T) {
+	tests := []struct {
+		name          string
+		err           error
+		want, wantNot string
+	}{
+		{"works", nil, "under SCHED_BATCH while carriers block", "n/a"},
+		{"refused", errors.New("sched_setattr: operation not permitted"), "n/a (sched_setattr: operation not permitted: --batch-others has no effect", "under SCHED_BATCH while"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := batchLine(tt.err); !strings.Contains(got, tt.want) || strings.Contains(got, tt.wantNot) {
+				t.Errorf("batchLine = %q: want it to contain %q and not %q", got, tt.want, tt.wantNot)
+			}
+		})
+	}
+}
