@@ -33,12 +33,17 @@ const (
 	// yielding before the watchdog counts it as holding its carrier: 20 ms,
 	// the threshold of the JDK's jdk.VirtualThreadPinned event.
 	DefaultPinnedThreshold = 20 * time.Millisecond
-	// DefaultSlice is a carrier thread's time slice (Options.Slice), the
-	// shortest the kernel grants: on a one-CPU server at 10,000 req/s the
-	// blocking carrier's p99 was lower with it in 16 of 19 rounds, its
-	// maximum throughput 1.004-1.065x (the GC's workers on the spare P give
-	// way sooner; docs/PERFORMANCE.md, "Eighteenth session").
-	DefaultSlice = 100 * time.Microsecond
+	// DefaultSlice is a carrier thread's time slice (Options.Slice): shorter
+	// than the kernel's default for the other threads (0.75-3 ms by the
+	// number of CPUs), so that a carrier woken by I/O preempts them, and long
+	// enough that a carrier's run rarely spends it, after which any thread
+	// that wakes on its CPU, batched or not, ends the carrier's turn. With
+	// 100µs (the kernel's shortest, the default until the twentieth session)
+	// a fifth to a third of the GC cycles at 10,000 req/s had a 0.5-1 ms
+	// sweep termination: the carrier, waking the spare P's thread as it
+	// restarted the world, lost its CPU to it at once; with 700µs almost
+	// none had (docs/PERFORMANCE.md, "Twentieth session").
+	DefaultSlice = 700 * time.Microsecond
 	// DefaultHandoffThreshold is the hand-off threshold
 	// (Options.HandoffThreshold 0): a millisecond, twenty drain budgets, long
 	// against a request's run here (tens of µs), short against the stall a

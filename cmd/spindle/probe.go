@@ -87,6 +87,8 @@ func sliceLine(def, granted time.Duration, err error) string {
 		return observe.NA(err.Error())
 	case granted == 0:
 		return observe.NA("the kernel keeps no time slice per thread (before Linux 6.12): carriers' --slice has no effect")
+	case granted >= def:
+		return fmt.Sprintf("the kernel's default %v, a carrier's %v: not shorter, so a carrier woken by I/O waits for the running thread's slice to end (set --slice below %v)", def, granted, def)
 	}
 	return fmt.Sprintf("the kernel's default %v, a carrier's %v (a carrier woken by I/O preempts the process's other threads on its CPU: --slice)", def, granted)
 }

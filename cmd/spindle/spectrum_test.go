@@ -174,7 +174,8 @@ func TestSliceLine(t *testing.T) {
 		err           error
 		want, wantNot string
 	}{
-		{"6.12 and later", 1400 * time.Microsecond, 100 * time.Microsecond, nil, "the kernel's default 1.4ms, a carrier's 100µs", "n/a"},
+		{"6.12 and later", 1400 * time.Microsecond, 700 * time.Microsecond, nil, "the kernel's default 1.4ms, a carrier's 700µs (a carrier woken by I/O preempts", "n/a"},
+		{"a default no longer than the carrier's", 700 * time.Microsecond, 700 * time.Microsecond, nil, "not shorter, so a carrier woken by I/O waits for the running thread's slice to end (set --slice below 700µs)", "preempts"},
 		{"before 6.12", 0, 0, nil, "n/a (the kernel keeps no time slice per thread (before Linux 6.12)", "default"},
 		{"refused", 0, 0, errors.New("sched_getattr: operation not permitted"), "n/a (sched_getattr: operation not permitted)", "default"},
 	}
