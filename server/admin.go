@@ -193,6 +193,9 @@ type carrierCollector struct {
 	submit   *prometheus.Desc
 	detached *prometheus.Desc
 	cpu      *prometheus.Desc
+	// others and batched are the process's, without a carrier label:
+	// Telemetry.OtherThreads and BatchedThreads, where the group batches.
+	others, batched *prometheus.Desc
 }
 
 type carrierCounter struct {
@@ -249,6 +252,8 @@ func newCarrierCollector(g *carrier.Group) *carrierCollector {
 		submit:   desc("submit_to_run_seconds", "Time from submission to a task's first run (the telemetry's log2 buckets of ns: le (2^i-1) ns)."),
 		detached: desc("detached_seconds", "Time a handed-off task spent away from its carrier (blocked or computing), from the hand-off until it came back (log2 buckets of ns: le (2^i-1) ns)."),
 		cpu:      desc("cpu", "The CPU a pinned carrier runs on (absent for carriers not pinned)."),
+		others:   prometheus.NewDesc("spindle_carrier_other_threads", "The process's threads that are not its carriers' (absent where the carriers do not batch them: floating, parking or N+1 carriers, --batch-others=false).", nil, nil),
+		batched:  prometheus.NewDesc("spindle_carrier_batched_threads", "Of spindle_carrier_other_threads, those under SCHED_BATCH (--batch-others): fewer where the kernel refused the policy.", nil, nil),
 	}
 }
 
@@ -265,6 +270,8 @@ func (c *carrierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.submit
 	ch <- c.detached
 	ch <- c.cpu
+	ch <- c.others
+	ch <- c.batched
 }
 
 // Bucket ranges of the exported carrier histograms, as indexes of the
@@ -282,7 +289,12 @@ const (
 
 // Collect implements prometheus.Collector.
 func (c *carrierCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, t := range c.g.Snapshot() {
+	snap := c.g.Snapshot()
+	if len(snap) > 0 && snap[0].OtherThreads >= 0 { // the process's figures, the same in every carrier's
+		ch <- prometheus.MustNewConstMetric(c.others, prometheus.GaugeValue, float64(snap[0].OtherThreads))
+		ch <- prometheus.MustNewConstMetric(c.batched, prometheus.GaugeValue, float64(snap[0].BatchedThreads))
+	}
+	for _, t := range snap {
 		labels := []string{strconv.Itoa(t.Carrier)}
 		if t.CPU >= 0 {
 			ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.GaugeValue, float64(t.CPU), labels...)

@@ -673,6 +673,12 @@ func TestMetricsSeries(t *testing.T) {
 				t.Errorf("/metrics lacks %s", w)
 			}
 		}
+		if mode == ModeCarrier { // blocking carriers batch the other threads; parking ones do not
+			others, batched := value(m, "spindle_carrier_other_threads"), value(m, "spindle_carrier_batched_threads")
+			if others < 1 || batched < 0 || batched > others {
+				t.Errorf("/metrics: %v of %v other threads batched", batched, others)
+			}
+		}
 		for _, bad := range []string{`cpu="-1"`, "open_conns", "spindle_carrier_cpu{"} { // unpinned: no CPU
 			if strings.Contains(m, bad) {
 				t.Errorf("/metrics has %s", bad)
