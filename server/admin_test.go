@@ -188,3 +188,26 @@ func TestAdminBoundBeforeTheMode(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// metrics.request counts every status code under its own label: those the
+// server writes through their pre-resolved children, any other (in the
+// children's range or not) through the vector.
+func TestMetricsRequestCodes(t *testing.T) {
+	m := newMetrics("carrier")
+	codes := []int{200, 200, 502, 418, 599, 600, 999, -1}
+	for _, code := range codes {
+		m.request(code)
+	}
+	for _, tc := range []struct {
+		label string
+		want  float64
+	}{{"200", 2}, {"502", 1}, {"418", 1}, {"599", 1}, {"600", 1}, {"999", 1}, {"-1", 1}, {"404", 0}} {
+		var out dto.Metric
+		if err := m.requests.WithLabelValues(tc.label).Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.GetCounter().GetValue(); got != tc.want {
+			t.Errorf("code %s: counted %v, want %v", tc.label, got, tc.want)
+		}
+	}
+}
