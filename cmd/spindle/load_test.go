@@ -201,9 +201,14 @@ func TestLoadMix(t *testing.T) {
 			t.Errorf("%s: completed %d, the server received %d", e.Target, e.Completed, got[e.Target])
 		}
 	}
-	// Fixed rate the shares are exact but for the ends of the window.
-	if d := r.Mix[0].Sent - 3*r.Mix[1].Sent; d < -8 || d > 8 {
-		t.Errorf("sent %d and %d, want 3:1", r.Mix[0].Sent, r.Mix[1].Sent)
+	// At a fixed rate each rank of the send order has its entry, so the
+	// shares are exact for the ranks sent; but here each connection's
+	// ranks are all one entry's (4 connections, a cycle of 4), and a
+	// connection held up near the window's end (a stall of a busy 2-CPU
+	// machine: one sent 9 fewer than the others in a CI run) leaves its
+	// entry's share short. A 2:1 or 4:1 mix is still far outside this.
+	if ratio := float64(r.Mix[0].Sent) / float64(r.Mix[1].Sent); ratio < 2.6 || ratio > 3.4 {
+		t.Errorf("sent %d and %d (%.2f:1), want 3:1", r.Mix[0].Sent, r.Mix[1].Sent, ratio)
 	}
 }
 
