@@ -1,6 +1,7 @@
 package carrier
 
 import (
+	"maps"
 	"sync"
 
 	"github.com/spindle-lab/spindle/cpu"
@@ -67,7 +68,9 @@ func (g *Group) batchJoin() {
 	batch.groups++
 	g.batchJoined = true
 	for _, c := range g.carriers {
-		ownThread(int(c.tid.Load())) // as it bound; again, in case another group's sweep came between
+		tid := int(c.tid.Load())
+		ownThread(tid) // as it bound; again, in case another group's sweep came between
+		_, _ = unix.SetBatch(tid, false)
 	}
 	_ = cpu.EachThread(func(tid int) error {
 		if !batch.carriers[tid] {
@@ -101,12 +104,10 @@ func (g *Group) batchLeave() {
 	batch.before = nil
 }
 
-// batchOwn makes thread tid c's (it binds, or the carrier moved to it):
-// under SCHED_NORMAL, and left so by the groups' sweeps.
-func (c *Carrier) batchOwn(tid int) {
-	if !c.g.batches() {
-		return
-	}
+// batchOwn records thread tid as a carrier's (it binds, or the carrier
+// moved to it), so that the groups' sweeps leave it under SCHED_NORMAL,
+// which takeThread gives it.
+func batchOwn(tid int) {
 	batch.mu.Lock()
 	defer batch.mu.Unlock()
 	ownThread(tid)
@@ -118,33 +119,33 @@ func ownThread(tid int) {
 		batch.carriers = map[int]bool{}
 	}
 	batch.carriers[tid] = true
-	_, _ = unix.SetBatch(tid, false)
 }
 
-// batchDrop batches thread tid, which c left (a hand-off's blocked run
-// holds it, or the carrier moved on to another).
-func (c *Carrier) batchDrop(tid int) {
-	if !c.g.batches() {
-		return
-	}
+// batchDrop forgets thread tid as a carrier's (a hand-off's blocked run
+// holds it, or the carrier moved on to another) and reports whether it
+// goes under SCHED_BATCH, which giveThread gives it: while any group
+// batches. The caller's group is one of them, so the answer holds until
+// giveThread's change: the last group's batchLeave runs after its
+// carriers have stopped.
+func batchDrop(tid int) bool {
 	batch.mu.Lock()
 	defer batch.mu.Unlock()
 	delete(batch.carriers, tid)
-	if batch.groups > 0 {
-		_, _ = unix.SetBatch(tid, true)
-	}
+	return batch.groups > 0
 }
 
 // batchCount counts the process's threads that are no batching group's
 // carriers' (others) and those of them under SCHED_BATCH (batched), for
 // Telemetry: fewer batched than others says the kernel refused some (a
-// sandbox's seccomp filter, say), or a thread started since the last
-// sweep from one that was not batched.
+// sandbox's seccomp filter, say), a thread started since the last
+// sweep from one that was not batched, or a carrier that moved to another
+// thread while the count ran (its new thread not yet counted as its).
 func batchCount() (others, batched int) {
 	batch.mu.Lock()
-	defer batch.mu.Unlock()
+	carriers := maps.Clone(batch.carriers) // the walk below runs without the lock, which thread moves take
+	batch.mu.Unlock()
 	_ = cpu.EachThread(func(tid int) error {
-		if batch.carriers[tid] {
+		if carriers[tid] {
 			return nil
 		}
 		on, err := unix.Batch(tid)

@@ -681,28 +681,30 @@ func (c *Carrier) bindThread() error {
 	return err
 }
 
-// takeThread gives the calling thread, the carrier's now, the carrier's
-// scheduling: Options.Slice, and SCHED_NORMAL where the group batches the
-// others (batch.go). giveThread undoes it for a thread the carrier left.
+// takeThread gives the calling thread, the carrier's now (c.tid), the
+// carrier's scheduling in one sched_setattr: Options.Slice where set, and
+// SCHED_NORMAL where the group batches the others (batch.go).
+// giveThread undoes it for a thread the carrier left.
 func (c *Carrier) takeThread() {
-	c.setSlice()
-	c.batchOwn(int(c.tid.Load()))
+	f := unix.Fair{SetSlice: c.g.opts.Slice > 0, Slice: uint64(max(c.g.opts.Slice, 0))}
+	if c.g.batches() {
+		batchOwn(int(c.tid.Load()))
+		f.SetBatch = true // off: SCHED_NORMAL
+	}
+	_, _ = unix.SetFair(0, f) // best effort: the carrier runs on as the kernel left it
 }
 
 // giveThread gives thread tid, the carrier's no longer, the scheduling of
-// the process's other threads: the kernel's default slice, and SCHED_BATCH
-// where the group batches them.
+// the process's other threads in one sched_setattr: the kernel's default
+// slice where Options.Slice gave it another, and SCHED_BATCH where the
+// group batches them (best effort: it only runs Go code less eagerly, or
+// preempts a carrier, if it fails).
 func (c *Carrier) giveThread(tid int) {
-	c.dropSlice(tid)
-	c.batchDrop(tid)
-}
-
-// setSlice gives the calling thread, the carrier's, Options.Slice where it
-// is set (best effort).
-func (c *Carrier) setSlice() {
-	if s := c.g.opts.Slice; s > 0 {
-		_ = unix.SetSlice(0, uint64(s))
+	f := unix.Fair{SetSlice: c.g.opts.Slice > 0}
+	if c.g.batches() {
+		f.SetBatch, f.Batch = true, batchDrop(tid)
 	}
+	_, _ = unix.SetFair(tid, f)
 }
 
 // readSlice records the slice the kernel reports for the calling thread,
@@ -714,15 +716,6 @@ func (c *Carrier) readSlice() {
 		ns = 0
 	}
 	c.stats.sliceNs.Store(ns)
-}
-
-// dropSlice gives thread tid, the carrier's no longer, the kernel's default
-// slice again where Options.Slice gave it another (best effort: it only
-// runs Go code less eagerly if it fails).
-func (c *Carrier) dropSlice(tid int) {
-	if c.g.opts.Slice > 0 {
-		_ = unix.SetSlice(tid, 0)
-	}
 }
 
 // shutdown stops every coroutine (parked tasks unwind with errStopped and

@@ -346,24 +346,17 @@ func CheckSlice(d time.Duration) error {
 // SCHED_BATCH and reads the policy back. An error names what refused it
 // (a sandbox's seccomp filter, say), where carriers would leave the other
 // threads as they are. It works without privileges.
-func ProbeBatch() error {
-	done := make(chan error)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its policy with it
-		if _, err := unix.SetBatch(0, true); err != nil {
-			done <- err
+func ProbeBatch() (err error) {
+	onThrowawayThread(func() {
+		if _, err = unix.SetBatch(0, true); err != nil {
 			return
 		}
-		switch on, err := unix.Batch(0); {
-		case err != nil:
-			done <- err
-		case !on:
-			done <- errors.New("the kernel accepted SCHED_BATCH but the thread is not under it")
-		default:
-			done <- nil
+		var on bool
+		if on, err = unix.Batch(0); err == nil && !on {
+			err = errors.New("the kernel accepted SCHED_BATCH but the thread is not under it")
 		}
-	}()
-	return <-done
+	})
+	return err
 }
 
 // ProbeSlice says what Options.Slice gets on this kernel: on a thread of
@@ -372,10 +365,7 @@ func ProbeBatch() error {
 // kernel keeps no slice per thread (before Linux 6.12), which then ignores
 // Options.Slice. It works without privileges.
 func ProbeSlice() (def, granted time.Duration, err error) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its slice with it
+	onThrowawayThread(func() {
 		read := func(ns uint64) (time.Duration, error) {
 			if err := unix.SetSlice(0, ns); err != nil {
 				return 0, err
@@ -386,9 +376,21 @@ func ProbeSlice() (def, granted time.Duration, err error) {
 		if def, err = read(0); err == nil { // whatever the thread had before
 			granted, err = read(uint64(DefaultSlice))
 		}
+	})
+	return def, granted, err
+}
+
+// onThrowawayThread runs probe on a thread of its own and waits for it:
+// the goroutine stays locked to its thread, so the thread ends with it and
+// takes along what probe changed of its scheduling.
+func onThrowawayThread(probe func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked
+		probe()
 	}()
 	<-done
-	return def, granted, err
 }
 
 func (o Options) withDefaults() Options {

@@ -64,13 +64,17 @@ const (
 // runtime's new threads, a child process) start with the kernel's default
 // slice rather than inherit it.
 func SetSlice(tid int, ns uint64) error {
-	_, err := setFair(tid, func(attr *xunix.SchedAttr) {
-		if ns > 0 {
-			attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
-		}
-		attr.Runtime = ns
-	})
+	_, err := setFair(tid, func(attr *xunix.SchedAttr) { withSlice(attr, ns) })
 	return err
+}
+
+// withSlice sets attr's slice to ns (0: the kernel's default), with
+// SCHED_FLAG_RESET_ON_FORK for a slice above 0 (SetSlice).
+func withSlice(attr *xunix.SchedAttr, ns uint64) {
+	if ns > 0 {
+		attr.Flags |= xunix.SCHED_FLAG_RESET_ON_FORK
+	}
+	attr.Runtime = ns
 }
 
 // Slice returns the time slice of thread tid (0: the caller) under the
@@ -92,6 +96,44 @@ func fair(attr *xunix.SchedAttr) bool {
 	return attr.Policy == xunix.SCHED_NORMAL || attr.Policy == xunix.SCHED_BATCH
 }
 
+// Fair is what SetFair changes of a thread's fair-class attributes: its
+// time slice where SetSlice (Slice ns; 0: the kernel's default, see
+// SetSlice), its policy where SetBatch (SCHED_BATCH where Batch, else
+// SCHED_NORMAL, see SetBatch).
+type Fair struct {
+	SetSlice bool
+	Slice    uint64
+	SetBatch bool
+	Batch    bool
+}
+
+// SetFair makes the changes f asks of thread tid (0: the caller) in one
+// sched_getattr and at most one sched_setattr, keeping its nice and its
+// reset-on-fork flag (set with a slice, as SetSlice does); a thread under
+// another class (real-time, SCHED_IDLE) is left as it is. It reports
+// whether anything changed. A thread that has exited is not an error
+// (ESRCH: gone between a listing and the call).
+func SetFair(tid int, f Fair) (bool, error) {
+	if !f.SetSlice && !f.SetBatch {
+		return false, nil
+	}
+	changed, err := setFair(tid, func(attr *xunix.SchedAttr) {
+		if f.SetSlice {
+			withSlice(attr, f.Slice)
+		}
+		if f.SetBatch {
+			attr.Policy = xunix.SCHED_NORMAL
+			if f.Batch {
+				attr.Policy = xunix.SCHED_BATCH
+			}
+		}
+	})
+	if errors.Is(err, xunix.ESRCH) {
+		return false, nil
+	}
+	return changed, err
+}
+
 // SetBatch puts thread tid (0: the caller) under SCHED_BATCH (on) or back
 // under SCHED_NORMAL (off), keeping its nice, its slice and its
 // reset-on-fork flag; it needs no privilege. The fair scheduler weighs a
@@ -100,18 +142,9 @@ func fair(attr *xunix.SchedAttr) bool {
 // another CPU that is idle, or after the running one's slice at a tick. A
 // thread under any other policy (real-time, SCHED_IDLE) is left as it is.
 // It reports whether the policy changed. A thread that has exited is not
-// an error (ESRCH: gone between a listing and the call).
+// an error (SetFair).
 func SetBatch(tid int, on bool) (bool, error) {
-	changed, err := setFair(tid, func(attr *xunix.SchedAttr) {
-		attr.Policy = xunix.SCHED_NORMAL
-		if on {
-			attr.Policy = xunix.SCHED_BATCH
-		}
-	})
-	if errors.Is(err, xunix.ESRCH) {
-		return false, nil
-	}
-	return changed, err
+	return SetFair(tid, Fair{SetBatch: true, Batch: on})
 }
 
 // setFair changes the scheduling attributes of thread tid (0: the caller)

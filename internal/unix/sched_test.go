@@ -177,3 +177,63 @@ func TestSetBatch(t *testing.T) {
 		}
 	})
 }
+
+// SetFair changes the slice, the policy or both in one call, leaves the
+// rest (nice, the other attribute) as it was, and reports whether anything
+// changed; a change that asks for nothing makes no call.
+func TestSetFair(t *testing.T) {
+	onThread(func() {
+		tid := Gettid()
+		if err := setNice(tid, 2); err != nil {
+			t.Fatal(err)
+		}
+		def, err := Slice(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if def == 0 {
+			t.Skip("the kernel keeps no time slice per thread (before Linux 6.12)")
+		}
+		for _, tc := range []struct {
+			name      string
+			f         Fair
+			changed   bool
+			slice     uint64 // 0: the kernel's default (def)
+			batch     bool
+			resetFork bool
+		}{
+			{"nothing asked", Fair{}, false, 0, false, false},
+			{"a carrier's: slice, normal", Fair{SetSlice: true, Slice: 700_000, SetBatch: true}, true, 700_000, false, true},
+			{"the same again", Fair{SetSlice: true, Slice: 700_000, SetBatch: true}, false, 700_000, false, true},
+			{"given up: default slice, batched", Fair{SetSlice: true, SetBatch: true, Batch: true}, true, 0, true, true},
+			{"policy alone", Fair{SetBatch: true}, true, 0, false, true},
+			{"slice alone", Fair{SetSlice: true, Slice: 2_000_000}, true, 2_000_000, false, true},
+		} {
+			changed, err := SetFair(0, tc.f)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			attr, err := xunix.SchedGetAttr(0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.slice
+			if want == 0 {
+				want = def
+			}
+			n, err := nice(tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := attr.Policy == xunix.SCHED_BATCH
+			resetFork := attr.Flags&xunix.SCHED_FLAG_RESET_ON_FORK != 0
+			if changed != tc.changed || attr.Runtime != want || batch != tc.batch || n != 2 || resetFork != tc.resetFork {
+				t.Errorf("%s: changed %v, slice %d, batch %v, nice %d, reset-on-fork %v; want %v, %d, %v, 2, %v",
+					tc.name, changed, attr.Runtime, batch, n, resetFork, tc.changed, want, tc.batch, tc.resetFork)
+			}
+		}
+	})
+	if changed, err := SetFair(1<<22+7, Fair{SetBatch: true, Batch: true}); changed || err != nil {
+		t.Errorf("SetFair of a thread that does not exist: %v, %v; want no change and no error", changed, err)
+	}
+}
