@@ -410,8 +410,8 @@ func (c Config) Validate(strict bool) error {
 	switch {
 	case c.Threads < 1:
 		return fmt.Errorf("threads %d: want at least 1", c.Threads)
-	case c.Rate < 0:
-		return fmt.Errorf("rate %d: want 0 (max throughput) or more", c.Rate)
+	case c.Rate < 0 || c.Rate > load.MaxRate:
+		return fmt.Errorf("rate %d: want 0 (max throughput) to %d", c.Rate, int(load.MaxRate))
 	case c.BacklogPollGap < 0:
 		return fmt.Errorf("backlog poll gap %d: want at least 1 (0: the default)", c.BacklogPollGap)
 	case c.Connections < 1 || c.LoadThreads < 1 || c.MockThreads < 1:

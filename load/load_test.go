@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -313,6 +314,8 @@ func TestBadOptions(t *testing.T) {
 		{"conns < threads", func(o *Options) { o.Threads, o.Connections = 4, 2 }, "connections"},
 		{"duration", func(o *Options) { o.Duration = 0 }, "duration"},
 		{"rate", func(o *Options) { o.Rate = -1 }, "rate"},
+		{"rate past a nanosecond", func(o *Options) { o.Rate = 1e20 }, "rate 1e+20 is above 1e+09"},
+		{"rate infinite", func(o *Options) { o.Rate = math.Inf(1) }, "is above 1e+09"},
 		{"timeout", func(o *Options) { o.Timeout = 0 }, "timeout"},
 		{"header", func(o *Options) { o.Headers = []string{"no colon"} }, "header"},
 		{"pipeline negative", func(o *Options) { o.Pipeline = -1 }, "pipeline must be 1 to 1024"},

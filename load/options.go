@@ -49,6 +49,13 @@ const (
 	DefaultInterval = time.Second
 	// MaxPipeline bounds Options.Pipeline (TechEmpower pipelines 16).
 	MaxPipeline = 1024
+	// MaxRate bounds Options.Rate, requests/s: one request per nanosecond.
+	// The schedule's clock counts whole nanoseconds, so above it intended
+	// send times collide, and it is a thousand times what one host's
+	// HTTP/1.1 load generator sends (wrk's best runs: a few million
+	// requests/s on many cores): a larger rate is a typo (1e20 for 1e4),
+	// not a plan.
+	MaxRate = 1e9
 )
 
 // Errors callers test with errors.Is.
@@ -81,9 +88,9 @@ type Options struct {
 	// Warmup is a window before Duration whose requests are sent but
 	// excluded from the histograms and counts.
 	Warmup time.Duration
-	// Rate is the total intended request rate in requests/s; 0 runs closed
-	// loop (each connection sends its next request as soon as the previous
-	// response arrives).
+	// Rate is the total intended request rate in requests/s, at most
+	// MaxRate; 0 runs closed loop (each connection sends its next request
+	// as soon as the previous response arrives).
 	Rate float64
 	// Timeout bounds a request (from its send) and a connect (for https,
 	// the connect and the TLS handshake together).
@@ -179,6 +186,8 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("warmup must not be negative (got %s)", o.Warmup)
 	case o.Rate < 0 || o.Rate != o.Rate:
 		return target{}, badOptions("rate must be positive (got %g)", o.Rate)
+	case o.Rate > MaxRate:
+		return target{}, badOptions("rate %g is above %g requests/s (one per nanosecond)", o.Rate, float64(MaxRate))
 	case o.Timeout <= 0:
 		return target{}, badOptions("timeout must be positive (got %s)", o.Timeout)
 	case o.Interval < 0 || (o.Interval > 0 && o.Interval < time.Millisecond):

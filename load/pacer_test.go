@@ -1,6 +1,7 @@
 package load
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -99,6 +100,37 @@ func TestCountBefore(t *testing.T) {
 		}
 		if got := s.countBefore(end); got != want {
 			t.Fatalf("%+v countBefore(%d) = %d, want %d", s, end, got, want)
+		}
+	}
+}
+
+// countBefore answers at once for any schedule: a fraction of a nanosecond
+// between sends (load -R 1e20: 1e-10 ns over 10 connections) or an end
+// far away once overflowed int64 and looped about 2^63 times.
+func TestCountBeforeExtremes(t *testing.T) {
+	for _, tc := range []struct {
+		s    schedule
+		end  int64
+		want int64
+	}{
+		{schedule{start: 0, interval: 1e-10}, 1e9, maxCount},
+		{schedule{start: 7, interval: 1e-300}, math.MaxInt64, maxCount},
+		{schedule{start: 0, interval: 1}, math.MaxInt64, maxCount},
+		{schedule{start: 0, interval: 1}, 1 << 40, 1 << 40},
+		{schedule{start: 0, interval: 0.5}, 1000, 2000},
+		{schedule{start: 100, interval: 3}, 100, 0},
+		{schedule{start: 100, interval: 3}, 101, 1},
+		{schedule{start: 0, interval: 1e9}, math.MaxInt64, 9223372037},
+	} {
+		got := make(chan int64, 1)
+		go func() { got <- tc.s.countBefore(tc.end) }()
+		select {
+		case n := <-got:
+			if n != tc.want {
+				t.Errorf("%+v countBefore(%d) = %d, want %d", tc.s, tc.end, n, tc.want)
+			}
+		case <-time.After(time.Second):
+			t.Fatalf("%+v countBefore(%d) still running after 1s", tc.s, tc.end)
 		}
 	}
 }

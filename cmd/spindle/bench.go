@@ -135,7 +135,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
 	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: "+server.ModeHelp())
 	cliflag.AtLeast(&a.threads, 0).Var(fs.FlagSet, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
-	cliflag.AtLeast(&a.rate, 0).Var(fs.FlagSet, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
+	cliflag.Within(&a.rate, 0, load.MaxRate).Var(fs.FlagSet, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
 	cliflag.AtLeast(&a.conns, 1).Var(fs.FlagSet, "connections", bench.DefaultConnections, "load generator connections")
 	cliflag.AtLeast(&a.loadThreads, 0).Var(fs.FlagSet, "load-threads", 0, "load generator threads (default: one per load CPU)")
 	fs.Var(&a.loadCPUs, "load-cpuset", "CPUs of the load generator (default: from the layout)")

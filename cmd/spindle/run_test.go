@@ -158,6 +158,9 @@ func TestErrorsNameCommandOnce(t *testing.T) {
 		{[]string{"load"}, "load: want exactly one URL"},
 		{[]string{"mock", "extra"}, "mock takes no arguments"},
 		{[]string{"version", "x"}, "version takes no arguments"},
+		{[]string{"load", "-d", "1s", "-R", "1e20", "http://127.0.0.1:1/"}, `load: -R "1e20": want a number above 0 and at most 1e+09`},
+		{[]string{"load", "--rate", "1e300", "http://127.0.0.1:1/"}, `load: --rate "1e300": want a number above 0 and at most 1e+09`},
+		{[]string{"bench", "--rate", "2G"}, `bench: --rate "2G": want a whole number from 0 to 1000000000`},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "spindle "+tc.args[0]+":") || strings.Contains(err.Error(), "\n") {

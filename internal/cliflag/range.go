@@ -282,6 +282,8 @@ type Metric struct {
 	// Positive refuses a value that is not above 0; without it any finite
 	// number is accepted.
 	Positive bool
+	// Max, when above 0, refuses a larger value.
+	Max float64
 }
 
 // Placeholder names the value in help.
@@ -301,6 +303,9 @@ func (f Metric) Set(s string) error {
 	r := Any(&v)
 	if f.Positive {
 		r = Positive(&v)
+	}
+	if f.Max > 0 {
+		r.Max = f.Max
 	}
 	if err := r.Set(s); err != nil {
 		return fmt.Errorf("%w (k, M, G suffixes allowed)", err)
