@@ -45,6 +45,10 @@ type pollDesc struct {
 	// stream still waits to be read and no further edge will announce it
 	// (data and FIN arriving together make one event).
 	hup bool
+	// onHup is the hang-up watch (Conn.WatchHangup): run once, by the
+	// carrier, when the poller reports the peer gone with nothing left
+	// to read.
+	onHup func()
 	// The ring engine's (ringconn.go): the conn's read and write when the
 	// poller does them, the task parked in Close until the write-behind
 	// buffer is sent, that buffer, and the reads and writes the kernel
@@ -129,6 +133,7 @@ func (pd *pollDesc) shut() {
 	c.poll.remove(pd.fd, pd.token(), true)
 	c.forget(pd)
 	pd.wb.drop()
+	pd.onHup = nil
 	if pd.kops > 0 {
 		// The kernel still has a read or write of this fd (cancelled by
 		// remove): the last completion closes it (opEnded).
@@ -538,6 +543,36 @@ func (cn *Conn) PeerClosed() bool {
 	}
 	defer t.leave(t.enter())
 	return cn.pd.hup
+}
+
+// WatchHangup arranges for f to run once, on the conn's carrier, when the
+// poller reports that the peer has gone while the conn is not being read:
+// it ended its stream with nothing left unread (a client that closed or
+// half-closed after its request), or the connection failed. Data still
+// unread is no hang-up: a pipelined request after a half-close is read in
+// its turn. f must not block (it runs in the carrier's event loop; a
+// context's cancel is the intended use). WatchHangup(nil) stops the watch.
+// It reports true, and arms nothing, when the peer is gone already. With
+// the io_uring poller, whose conns have no readiness poll, it never fires
+// (a read or write of the conn still sees the end). From a goroutine
+// other than a task of the conn's carrier it does nothing and reports
+// false.
+func (cn *Conn) WatchHangup(f func()) (gone bool) {
+	pd := &cn.pd
+	t := pd.current()
+	if t == nil {
+		return false
+	}
+	defer t.leave(t.enter())
+	pd.onHup = nil
+	if f == nil || pd.closed() {
+		return false
+	}
+	if pd.hup && unix.PeerGone(pd.fd) {
+		return true
+	}
+	pd.onHup = f
+	return false
 }
 
 // RemoteAddr returns the peer's address.

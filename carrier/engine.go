@@ -160,6 +160,17 @@ func (readiness) completed(*ioOp) {}
 
 func (readiness) busy(*pollDesc) bool { return false }
 
+// hangup runs pd's hang-up watch if the peer is gone with nothing left to
+// read (Conn.WatchHangup).
+func (pd *pollDesc) hangup() {
+	if !unix.PeerGone(pd.fd) {
+		return
+	}
+	f := pd.onHup
+	pd.onHup = nil
+	f()
+}
+
 // readyEvent records a readiness event's edges on pd (unread, hup) and
 // wakes the tasks parked on pd in the ready directions, except one that
 // waits for a read or write the poller does (it waits for the completion,
@@ -171,6 +182,8 @@ func (pd *pollDesc) readyEvent(e uint32) {
 		pd.hup = pd.hup || e&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0
 		if pd.rwait != nil && !pd.rop.pending {
 			c.wakeTask(pd.rwait, true)
+		} else if pd.hup && pd.onHup != nil {
+			pd.hangup()
 		}
 	}
 	if e&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 && pd.wwait != nil && !pd.wop.pending {

@@ -142,3 +142,21 @@ func PeerAddr(fd int) (Sockaddr, error) {
 	sa, err := xunix.Getpeername(fd)
 	return sa, wrap("getpeername", err)
 }
+
+// PeerGone reports whether a connected non-blocking socket's peer has
+// ended its stream with nothing left to read, or the connection failed: a
+// one-byte MSG_PEEK read that sees the end of stream or an error other than
+// EAGAIN. Data still to be read, or none yet, is not gone.
+func PeerGone(fd int) bool {
+	var b [1]byte
+	for {
+		n, _, err := xunix.Recvfrom(fd, b[:], xunix.MSG_PEEK|xunix.MSG_DONTWAIT)
+		switch {
+		case err == xunix.EINTR:
+			continue
+		case err != nil:
+			return err != xunix.EAGAIN
+		}
+		return n == 0
+	}
+}
