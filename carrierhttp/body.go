@@ -73,6 +73,9 @@ func (b *body) next(limit int) ([]byte, error) {
 		b.err = b.decodeError(err)
 		return nil, b.err
 	}
+	if err == io.EOF && !c.w.handlerDone {
+		c.watchGone() // the request is read: the client's end of stream now means gone
+	}
 	return data, err
 }
 

@@ -52,8 +52,16 @@ type conn struct {
 	remote   string
 	tlsState *tls.ConnectionState
 	rdl      time.Time // the read deadline last set on rwc (setReadDeadline)
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// ctx is the connection's context, cancelled when the client is gone
+	// (gone), the connection ends or the server closes; each request's
+	// context derives from it and is cancelled (rcancel) once its handler
+	// returned, as net/http's. goneFn is gone, bound once, the hang-up
+	// watch's function while a handler runs (watchGone).
+	ctx     context.Context
+	cancel  context.CancelFunc
+	rcancel context.CancelFunc
+	goneFn  func()
+	watched bool // the hang-up watch is armed
 
 	// idle is set while the connection waits for its next request; nudged
 	// while a close by Shutdown is queued. Written by the connection's
@@ -78,8 +86,8 @@ type conn struct {
 	hp      http1.HeadParser
 	headSrc headSource // the connection as hp's loop reads it
 	preq    http1.Request
-	tmpl    *http.Request // carries ctx; copied into req for every request
-	req     http.Request
+	blank   *http.Request // empty: each request is a copy with its context (build)
+	req     *http.Request // the request being served
 	url     url.URL
 	hdr     http.Header
 	vals    []string
@@ -138,6 +146,7 @@ func (c *conn) serve() {
 			c.cn.SetDeadline(time.Now().Add(d))
 		}
 		if err := tc.Handshake(); err != nil {
+			plainHTTP(err)
 			return // net/http logs handshake errors; they are the client's
 		}
 		c.cn.SetDeadline(time.Time{})
@@ -168,7 +177,7 @@ func (c *conn) serve() {
 	}
 	c.ctx, c.cancel = context.WithCancel(carrier.ContextWithTask(base, c.t))
 	defer c.cancel()
-	c.tmpl = (&http.Request{}).WithContext(c.ctx)
+	c.blank, c.goneFn = new(http.Request), c.gone
 	c.t.SetNote(c)
 	h := s.handler()
 	for first := true; ; first = false {
@@ -328,8 +337,10 @@ func (c *conn) fill() error {
 
 // gone cancels the requests' context once the connection cannot carry
 // more: as net/http's, it is cancelled when the client closes, as soon as
-// a read or write of the task sees it (a task parked elsewhere, on a
-// backend, sees it at its next read or write of the client connection).
+// a read or write of the task sees it, or, while a handler runs with its
+// request read, as soon as the carrier's poller sees the client's end of
+// stream (watchGone; net/http's background read). It runs in the
+// connection's task or on its carrier's event loop.
 func (c *conn) gone() {
 	if c.cancel != nil {
 		c.cancel()
@@ -352,6 +363,23 @@ func (c *conn) flush() error {
 		c.gone()
 	}
 	return err
+}
+
+// plainHTTP answers 400 to a client that spoke plain HTTP to the TLS
+// server (the handshake's first record header is the start of a request
+// line), as net/http does, instead of closing without a word.
+func plainHTTP(handshake error) {
+	var re tls.RecordHeaderError
+	if !errors.As(handshake, &re) || re.Conn == nil {
+		return
+	}
+	start := string(re.RecordHeader[:])
+	for _, m := range [...]string{"GET /", "HEAD ", "POST ", "PUT /", "OPTIO"} {
+		if start == m {
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			return
+		}
+	}
 }
 
 // requestError is a request refused before its handler: the answer's
@@ -431,8 +459,9 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 func (c *conn) build(n int) error {
 	hs := newHeadStrings(c.Buf[c.Start : c.Start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
-	req := &c.req
-	*req = *c.tmpl
+	ctx, cancel := context.WithCancel(c.ctx)
+	req := c.blank.WithContext(ctx)
+	c.req, c.rcancel = req, cancel
 	req.Method = hs.sub(pr.Method)
 	req.RequestURI = hs.sub(pr.Target)
 	req.ProtoMajor, req.ProtoMinor = pr.Major, pr.Minor
@@ -536,27 +565,37 @@ func (c *conn) parseURL(req *http.Request) error {
 // handle runs the handler for c.req and finishes its response; it reports
 // whether the connection may carry another request.
 func (c *conn) handle(h http.Handler) bool {
-	req := &c.req
+	req := c.req
 	w := &c.w
 	w.reset(req)
+	defer c.rcancel() // after the response is finished, as net/http's
 	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
 		h = generalOptions
 	}
 	c.noteRequest()
+	if req.ContentLength == 0 {
+		c.watchGone() // else once the body is read (body.next)
+	}
 	pinned, handed := c.t.Pinned(), c.t.Handoffs()
-	p := c.call(h, w, req)
+	p, stack := c.call(h, w, req)
+	c.unwatchGone()
+	w.endCloseNotify()
 	c.watchdog(pinned, handed)
 	if p != nil && p != http.ErrAbortHandler {
-		buf := make([]byte, panicStack)
-		buf = buf[:runtime.Stack(buf, false)]
-		c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, buf)
+		c.s.logf("http: panic serving %v: %v\n%s", c.remote, p, stack)
 	}
 	if c.hijacked { // the conn is the handler's, panic or not (net/http leaves it open too)
 		w.handlerDone = true
 		return false
 	}
 	if p != nil {
-		if !w.committed && len(c.out) == w.mark {
+		switch {
+		case p == http.ErrAbortHandler: // no answer: what the handler sent is all the client gets
+			if !w.committed {
+				c.out = c.out[:w.mark]
+			}
+			c.flush()
+		case !w.committed && len(c.out) == w.mark:
 			w.panicAnswer()
 			c.flush()
 		}
@@ -564,6 +603,29 @@ func (c *conn) handle(h http.Handler) bool {
 	}
 	w.finish()
 	return w.reusable()
+}
+
+// watchGone has the carrier cancel the request's context when the client
+// goes away while the handler runs (carrier.Conn.WatchHangup), once the
+// request is read and nothing of the client's is buffered, as net/http's
+// background read does; a client gone already cancels it at once.
+func (c *conn) watchGone() {
+	if c.watched || c.hijacked || c.Start != c.End {
+		return
+	}
+	if c.cn.WatchHangup(c.goneFn) {
+		c.gone()
+		return
+	}
+	c.watched = true
+}
+
+// unwatchGone stops the hang-up watch once the handler has returned.
+func (c *conn) unwatchGone() {
+	if c.watched {
+		c.watched = false
+		c.cn.WatchHangup(nil)
+	}
 }
 
 // watchdog logs and counts a handler that ran longer than the carrier's
@@ -581,12 +643,41 @@ func (c *conn) watchdog(pinned, handed uint64) {
 		return
 	}
 	c.s.pinned.Add(1)
+	held, ok := c.s.watchLog.due(time.Now())
+	if !ok {
+		return
+	}
 	what := "it held its carrier; wrap it in OffloadHandler"
 	if c.t.Handoffs() != handed {
 		what = "its carrier handed the run off and went on without it"
 	}
-	c.s.logf("carrierhttp: the handler of %s %s from %s ran over %v without parking (it blocks the Go way or computes): %s",
-		c.req.Method, c.req.RequestURI, c.remote, thr, what)
+	more := ""
+	if held > 0 {
+		more = fmt.Sprintf(" (and %d more since the last such line)", held)
+	}
+	c.s.logf("carrierhttp: the handler of %s %s from %s ran over %v without parking (it blocks the Go way or computes): %s%s",
+		c.req.Method, c.req.RequestURI, c.remote, thr, what, more)
+}
+
+// logEvery bounds a kind of log line to one per period: a server whose
+// handlers all sleep would otherwise log every request.
+type logEvery struct {
+	last atomic.Int64 // Unix ns of the last line; 0: none yet
+	held atomic.Int64 // lines held back since
+}
+
+// watchLogPeriod is the shortest time between two watchdog lines.
+const watchLogPeriod = time.Second
+
+// due reports whether a line may be logged at now and, if so, how many
+// were held back since the last one.
+func (l *logEvery) due(now time.Time) (held int64, ok bool) {
+	last, ns := l.last.Load(), now.UnixNano()
+	if last != 0 && ns-last < int64(watchLogPeriod) || !l.last.CompareAndSwap(last, ns) {
+		l.held.Add(1)
+		return 0, false
+	}
+	return l.held.Swap(0), true
 }
 
 // generalOptions answers "OPTIONS *" as net/http's server does: 200,
@@ -599,13 +690,19 @@ var generalOptions = http.HandlerFunc(func(w http.ResponseWriter, r *http.Reques
 	}
 })
 
-// call runs the handler, returning what it panicked with.
-func (c *conn) call(h http.Handler, w *response, req *http.Request) (p any) {
+// call runs the handler, returning what it panicked with and, for a panic
+// other than http.ErrAbortHandler, the stack where it did (taken before the
+// deferred recover returns, so that it holds the handler's frames).
+func (c *conn) call(h http.Handler, w *response, req *http.Request) (p any, stack []byte) {
 	defer func() {
 		if p = recover(); p != nil && carrier.IsStop(p) {
 			panic(p) // the carrier unwinds the parked task: let it
 		}
+		if p != nil && p != http.ErrAbortHandler {
+			stack = make([]byte, panicStack)
+			stack = stack[:runtime.Stack(stack, false)]
+		}
 	}()
 	h.ServeHTTP(w, req)
-	return nil
+	return nil, nil
 }

@@ -19,7 +19,9 @@ import (
 // An unchanged net/http service on carriers: the handlers run in their
 // connections' tasks, and the http.Client inside /greet calls /name over a
 // carrierhttp.Transport, so that exchange is polled by the same carrier.
-// The handler that blocks the Go way is wrapped in OffloadHandler.
+// A handler that blocks the Go way delays only its own request (the
+// carrier hands itself off); /slow, which blocks on every request, is
+// wrapped in OffloadHandler to run on a goroutine from the start.
 func Example() {
 	g, err := carrier.New(carrier.Options{Carriers: 2})
 	if err != nil {

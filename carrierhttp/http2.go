@@ -139,7 +139,7 @@ func (c *conn) sawPreface() (bool, error) {
 // (the server may ignore an Upgrade, and reading a whole body here would
 // hold it in memory), or one followed by pipelined input.
 func (c *conn) upgradeH2c() bool {
-	req := &c.req
+	req := c.req
 	if req.ProtoMajor != 1 || req.ProtoMinor != 1 || req.ContentLength != 0 || c.Start != c.End {
 		return false
 	}
@@ -162,7 +162,7 @@ func (c *conn) upgradeH2c() bool {
 		return true // the conn failed: nothing more to serve on it (c.h2 stays nil)
 	}
 	c.startHTTP2(http2.ServeConnOpts{Settings: settings})
-	up := req.Clone(c.h2ctx) // c.req is the connection's, reused
+	up := req.Clone(c.h2ctx) // req's Header and URL are the connection's, reused
 	up.Body = http.NoBody
 	up.Proto, up.ProtoMajor, up.ProtoMinor = "HTTP/2.0", 2, 0
 	for _, k := range []string{"Upgrade", "Connection", "Http2-Settings"} {

@@ -1,6 +1,7 @@
 package carrierhttp
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -53,6 +54,10 @@ type response struct {
 	prefixed bool     // a TrailerPrefix key was set
 	keys     []string // sorted handler keys
 	pending  []byte   // body held before the head is sent
+	// closeCh is CloseNotify's channel, closeStop the end of its watch of
+	// the connection's context.
+	closeCh   chan bool
+	closeStop func() bool
 }
 
 func (w *response) reset(req *http.Request) {
@@ -533,3 +538,24 @@ func (w *response) SetReadDeadline(t time.Time) error { return w.c.setReadDeadli
 // SetWriteDeadline sets the connection's write deadline
 // (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
+// CloseNotify implements http.CloseNotifier, deprecated in net/http but
+// still called by some frameworks (gin's Context.Stream): the channel
+// receives true once if the client goes away while the handler runs (the
+// connection's context ends: the client closed, as the request's context
+// sees it, or the server closed). Prefer Request.Context.
+func (w *response) CloseNotify() <-chan bool {
+	if w.closeCh == nil {
+		ch := make(chan bool, 1)
+		w.closeCh, w.closeStop = ch, context.AfterFunc(w.c.ctx, func() { ch <- true })
+	}
+	return w.closeCh
+}
+
+// endCloseNotify stops CloseNotify's watch once the handler has returned.
+func (w *response) endCloseNotify() {
+	if w.closeStop != nil {
+		w.closeStop()
+		w.closeStop = nil
+	}
+}

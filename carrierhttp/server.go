@@ -6,8 +6,10 @@
 //
 // A connection's task reads requests with http1's head parser and chunked
 // decoder, builds an *http.Request (method, URL, proto, headers, Host,
-// RemoteAddr, ContentLength, TransferEncoding, TLS, a Context cancelled
-// when the connection ends or the server closes) and calls the handler.
+// RemoteAddr, ContentLength, TransferEncoding, TLS, a Context of its own,
+// cancelled once the handler returns, when the client goes away, even
+// while the handler waits, or when the server closes) and calls the
+// handler.
 // The ResponseWriter sends Content-Length when the handler's body fits its
 // buffer and chunked encoding otherwise, answers HEAD with the head only,
 // implements http.Flusher, http.Hijacker (websockets: the hijacked
@@ -22,16 +24,21 @@
 // "h2"), and h2c with UnencryptedHTTP2, served by golang.org/x/net/http2's
 // server on goroutines (http2.go says why); HTTP/1.1 stays in the tasks.
 //
-// Handlers run on the carrier's thread. A handler that blocks the Go way
-// (channels, mutexes, time.Sleep, database/sql, net.Conn) holds its
-// carrier, and every other connection of that carrier waits: wrap such a
-// handler in OffloadHandler, which runs it on a goroutine. The carriers'
-// watchdog (carrier.Options.PinnedThreshold, 20 ms by default) counts task
-// runs that hold their carrier too long; Server logs each request whose
-// handler did so, once, naming it, and counts them (Pinned).
+// Handlers run in their connection's task, on its carrier's thread. A
+// handler that blocks the Go way (channels, mutexes, time.Sleep,
+// database/sql, net.Conn) or computes for long delays only its own
+// request: past carrier.Options.HandoffThreshold (1 ms by default) the
+// carrier hands itself off to another thread and serves its other
+// connections, and the handler rejoins it at its next carrier operation
+// (the hand-off; docs/carrierhttp.md). OffloadHandler runs a handler on a
+// goroutine from the start, for handlers known to block on every request,
+// where a hand-off per request would cost more. The carriers' watchdog
+// (carrier.Options.PinnedThreshold, 20 ms by default) counts task runs
+// that ran that long; Server logs such requests, naming them (at most one
+// line a second), and counts them all (Pinned).
 //
-// The *http.Request, its Header and URL, and the ResponseWriter are reused
-// for the connection's next request: a handler must not keep them after it
+// The Header and URL of a request and the ResponseWriter are reused for
+// the connection's next request: a handler must not keep them after it
 // returns (use r.Clone to keep a copy), as net/http already asks of the
 // ResponseWriter.
 package carrierhttp
@@ -130,6 +137,7 @@ type Server struct {
 	baseCtx   context.Context
 	cancel    context.CancelFunc
 	pinned    atomic.Uint64
+	watchLog  logEvery // the watchdog's lines
 	tlsConfig *tls.Config
 	protos    http.Protocols
 	// h1 carries the settings x/net's HTTP/2 server reads (timeouts,

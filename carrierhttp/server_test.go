@@ -76,10 +76,15 @@ func TestTLS(t *testing.T) {
 			t.Fatalf("request %d: got %d bytes %.40q, ALPN %v", i, len(b), b, resp.TLS)
 		}
 	}
-	// A client that is not TLS gets nothing and is closed.
+	// A client that speaks plain HTTP is told so, as by net/http, and
+	// closed; one that speaks neither gets nothing.
 	got := exchange(t, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", nil, time.Second)
-	if len(got.Responses) != 0 || !got.Closed {
+	if len(got.Responses) != 1 || !strings.Contains(got.Responses[0], " 400 ") ||
+		!strings.Contains(got.Responses[0], "Client sent an HTTP request to an HTTPS server.") || !got.Closed {
 		t.Fatalf("plain HTTP to a TLS server: %s", got)
+	}
+	if got := exchange(t, addr, "hello there, server\r\n\r\n", nil, time.Second); len(got.Responses) != 0 || !got.Closed {
+		t.Fatalf("garbage to a TLS server: %s", got)
 	}
 }
 

@@ -116,3 +116,28 @@ func TestOffloadHandler(t *testing.T) {
 		t.Errorf("the watchdog counted the offloaded handler: %q", l)
 	}
 }
+
+// TestLogEvery: the watchdog logs at most one line a second, and the line
+// after a quiet second says how many it held back.
+func TestLogEvery(t *testing.T) {
+	var l logEvery
+	t0 := time.Unix(1000, 0)
+	for _, step := range []struct {
+		at       time.Duration
+		wantOK   bool
+		wantHeld int64
+	}{
+		{0, true, 0},
+		{10 * time.Millisecond, false, 0},
+		{999 * time.Millisecond, false, 0},
+		{time.Second, true, 2},
+		{1500 * time.Millisecond, false, 0},
+		{3 * time.Second, true, 1},
+		{5 * time.Second, true, 0},
+	} {
+		held, ok := l.due(t0.Add(step.at))
+		if ok != step.wantOK || held != step.wantHeld {
+			t.Errorf("at +%v: due = %d, %v; want %d, %v", step.at, held, ok, step.wantHeld, step.wantOK)
+		}
+	}
+}

@@ -124,7 +124,7 @@ type shared struct {
 }
 
 func newShared(rt http.RoundTripper) *shared {
-	return &shared{client: &http.Client{Transport: rt, Timeout: 5 * time.Second}}
+	return &shared{client: &http.Client{Transport: rt}} // deadlines by context: docs/carrierhttp.md, "The Transport"
 }
 
 func (s *shared) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -133,6 +133,8 @@ func (s *shared) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the task, so that the call is polled by the task's carrier.
 	ctx := context.WithoutCancel(r.Context())
 	v, err, _ := s.calls.Do("backend", func() (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *s.url.Load(), nil)
 		if err != nil {
 			return nil, err
