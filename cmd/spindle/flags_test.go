@@ -131,7 +131,7 @@ func TestFlagErrorMessages(t *testing.T) {
 		{[]string{"mock", "--fail-rate", "1.5"}, `mock: --fail-rate "1.5": want a number from 0 to 1`},
 		{[]string{"mock", "--seed", "-1"}, `mock: --seed "-1": want a whole number of at least 0`},
 		{[]string{"load", "-c", "1.5", "http://x/"}, `load: -c "1.5": want a whole number from 1 to 2147483647`},
-		{[]string{"load", "-R", "-5", "http://x/"}, `load: -R "-5": want a number above 0 (k, M, G suffixes allowed)`},
+		{[]string{"load", "-R", "-5", "http://x/"}, `load: -R "-5": want a number above 0 and at most 1e+09 (k, M, G suffixes allowed)`},
 		{[]string{"load", "--mix", "95/fruits", "http://x/"}, `load: --mix "95/fruits": want WEIGHT:TARGET such as 95:/fruits`},
 		{[]string{"load", "--mix", "5:/a\tb", "http://x/"}, `load: --mix "5:/a\tb": want a target without spaces or control characters ('\t' at byte 2)`},
 		{[]string{"compare", "--rounds", "99999999999999999999"}, `compare: --rounds "99999999999999999999": want a whole number of at least 1, at most 9223372036854775807`},
