@@ -39,9 +39,24 @@ type pollerKind struct {
 // poller's registration is its line here (Pollers, CheckPoller and
 // newPoller read nothing else).
 var pollerKinds = []pollerKind{
-	{PollerEpoll, nil, func(efd int, _ bool, _ *stats) (poller, error) { return newEpollPoller(efd) }},
-	{PollerURing, uringSupport, func(efd int, moves bool, s *stats) (poller, error) { return newURingPoller(efd, moves, true, s) }},
-	{PollerURingPoll, uringSupport, func(efd int, moves bool, s *stats) (poller, error) { return newURingPoller(efd, moves, false, s) }},
+	{PollerEpoll, nil, func(efd int, _ bool, _ *stats) (poller, error) { return asPoller(newEpollPoller(efd)) }},
+	{PollerURing, uringSupport, func(efd int, moves bool, s *stats) (poller, error) {
+		return asPoller(newURingPoller(efd, moves, true, s))
+	}},
+	{PollerURingPoll, uringSupport, func(efd int, moves bool, s *stats) (poller, error) {
+		return asPoller(newURingPoller(efd, moves, false, s))
+	}},
+}
+
+// asPoller returns a constructor's poller as the interface: nil, not a
+// typed nil pointer inside it, when the constructor failed, so that a
+// carrier's "c.poll != nil" (closeFDs) does not close a poller that was
+// never made (a nil dereference when file descriptors ran out).
+func asPoller[P poller](p P, err error) (poller, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Pollers lists the poller names in the order a usage message shows them.

@@ -3,6 +3,8 @@ package carrier
 import (
 	"slices"
 	"testing"
+
+	"github.com/spindle-lab/spindle/internal/unix"
 )
 
 // The poller table (pollerKinds) is what Pollers, CheckPoller, knownPoller
@@ -39,5 +41,49 @@ func TestPollerKinds(t *testing.T) {
 	}
 	if err := CheckPoller(""); err != nil {
 		t.Errorf("CheckPoller(\"\") = %v, want nil (epoll runs everywhere)", err)
+	}
+}
+
+// A poller that cannot be made (no file descriptor left: EMFILE) is no
+// poller at all, not a typed nil pointer in the interface, which a
+// carrier's closeFDs then closed: serve --threads 600 under ulimit -n 1024
+// panicked with a nil dereference.
+func TestPollerOutOfFDs(t *testing.T) {
+	efd, err := unix.Eventfd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	old, err := unix.GetNofile()
+	if err != nil {
+		t.Skipf("cannot read RLIMIT_NOFILE: %v", err)
+	}
+	for _, k := range pollerKinds {
+		if k.check != nil && k.check() != nil {
+			continue // the kernel refuses io_uring here: nothing to make
+		}
+		if err := unix.SetNofile(unix.Rlimit{Cur: uint64(lowestFreeFD(t) + 8), Max: old.Max}); err != nil {
+			t.Skipf("cannot lower RLIMIT_NOFILE: %v", err)
+		}
+		var fill []int // every descriptor left under the limit
+		for {
+			fd, err := unix.DupCloexec(efd)
+			if err != nil {
+				break
+			}
+			fill = append(fill, fd)
+		}
+		p, err := k.make(efd, false, &stats{})
+		for _, fd := range fill {
+			unix.Close(fd)
+		}
+		unix.SetNofile(old)
+		if err == nil {
+			p.close()
+			t.Skipf("%s: made a poller without a free file descriptor", k.name)
+		}
+		if p != nil {
+			t.Errorf("%s without a file descriptor: %#v, %v; want no poller", k.name, p, err)
+		}
 	}
 }

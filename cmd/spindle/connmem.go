@@ -210,7 +210,8 @@ type measuredChild struct {
 // line.
 func startMeasured(ctx context.Context, exe string, args []string) (*measuredChild, error) {
 	cmd := exec.Command(exe, args...)
-	cmd.Stderr = os.Stderr
+	errOut := &childStderr{w: os.Stderr}
+	cmd.Stderr = errOut
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("connmem: %w", err)
@@ -235,15 +236,56 @@ func startMeasured(ctx context.Context, exe string, args []string) (*measuredChi
 		addr, ok := strings.CutPrefix(l, "listening on ")
 		if !ok {
 			ch.stop()
+			if why := errOut.lastLine(); why != "" { // its own one-line reason (too many open files, say)
+				return nil, fmt.Errorf("connmem: %s did not start: %s", args[0], strings.TrimPrefix(why, "spindle: "))
+			}
 			return nil, fmt.Errorf("connmem: %s printed %q, not its address", args[0], l)
 		}
 		ch.addr = addr
+		errOut.pass()
 		return ch, nil
 	case <-time.After(10 * time.Second):
 	case <-ctx.Done():
 	}
 	ch.stop()
 	return nil, fmt.Errorf("connmem: %s did not say where it listens within 10s", args[0])
+}
+
+// childStderr is the measured child's stderr: held until the child is
+// listening, so that a child that fails to start is told in connmem's one
+// line (lastLine), then passed on to w.
+type childStderr struct {
+	mu      sync.Mutex
+	w       io.Writer
+	held    []byte
+	through bool
+}
+
+func (c *childStderr) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.through {
+		return c.w.Write(p)
+	}
+	c.held = append(c.held, p...)
+	return len(p), nil
+}
+
+// pass writes what was held to w, and from now on everything.
+func (c *childStderr) pass() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.through = true
+	c.w.Write(c.held)
+	c.held = nil
+}
+
+// lastLine is the last line held, "" for none.
+func (c *childStderr) lastLine() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(c.held)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // stop ends the child: SIGTERM, then SIGKILL after 5 s.

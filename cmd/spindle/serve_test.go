@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,6 +314,40 @@ func TestAppMode(t *testing.T) {
 			}
 			if got := appMode(fs, *app, *mode); got != tt.want {
 				t.Errorf("%s %q: mode %q, want %q", cmd, tt.args, got, tt.want)
+			}
+		}
+	}
+}
+
+// A server or mock that runs out of file descriptors while it makes its
+// carriers exits 1 with one line that says so: the machine's limit, not the
+// flag, is short (the same --threads runs under a higher ulimit -n). It
+// panicked with a nil dereference: a poller that could not be made was a
+// typed nil that the carrier's cleanup closed.
+func TestOutOfFDsOneLine(t *testing.T) {
+	exe := spindleBinary(t)
+	for _, args := range []string{
+		"mock --port 0 --threads 200",
+		"serve --port 0 --threads 200",
+		"serve --port 0 --threads 200 --poller io_uring",
+		"serve --port 0 --threads 200 --park-idle",
+		"connmem --mode mock --threads 200",
+	} {
+		// Each carrier takes an eventfd, then its poller's fd: one of two
+		// limits in a row runs out at the poller.
+		for _, limit := range []string{"128", "129"} {
+			cmd := exec.Command("sh", "-c", "ulimit -n "+limit+" && exec \"$0\" "+args, exe)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Errorf("%s under ulimit -n %s: %v, want exit status 1; stderr:\n%s", args, limit, err, stderr.String())
+				continue
+			}
+			msg := strings.TrimSuffix(stderr.String(), "\n")
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "too many open files") || strings.Contains(msg, "panic") {
+				t.Errorf("%s under ulimit -n %s: stderr %q, want one line saying too many open files", args, limit, msg)
 			}
 		}
 	}
