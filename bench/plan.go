@@ -664,8 +664,10 @@ type CompareOptions struct {
 	// rate and the sweep's shares are of (one of those that run); "" for
 	// the lowest configuration's.
 	Reference string
-	// Warmup and Duration override the preset's when positive.
+	// Warmup and Duration override the preset's when positive; NoWarmup
+	// runs no warm-up at all (Warmup is then ignored).
 	Warmup, Duration time.Duration
+	NoWarmup         bool
 	// Connections overrides the preset's load generator connections when
 	// positive.
 	Connections int
@@ -762,7 +764,10 @@ func ComparePlan(o CompareOptions) (Plan, error) {
 		base.Connections = base.MixConnections()
 	}
 	base.App, base.Target, base.DBPool = o.App, o.Target, o.DBPool
-	if o.Warmup > 0 {
+	switch {
+	case o.NoWarmup:
+		base.Warmup = 0
+	case o.Warmup > 0:
 		base.Warmup = o.Warmup
 	}
 	if o.Duration > 0 {
@@ -893,12 +898,16 @@ func describeMix(c Config) string {
 // PlanFile is where RunPlan records the plan, fixed rate included.
 const PlanFile = "plan.json"
 
-func variantNames() string {
+func variantNames() string { return strings.Join(VariantNames(), ", ") }
+
+// VariantNames are the names of Variants, in report order: what
+// CompareOptions.Only (compare --only) accepts.
+func VariantNames() []string {
 	names := make([]string, len(Variants))
 	for i, v := range Variants {
 		names[i] = v.Name
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // RateFor returns the fixed-phase rate: FixedRateShare of the lowest of the

@@ -569,3 +569,27 @@ func TestPlanPreamble(t *testing.T) {
 		t.Fatal("the rounds note the test relies on is empty")
 	}
 }
+
+// NoWarmup runs no warm-up (compare --warmup 0), where a Warmup of 0 is
+// the preset's; Warmup and Duration override it when positive.
+func TestComparePlanWarmup(t *testing.T) {
+	for _, tc := range []struct {
+		o            CompareOptions
+		warm, window time.Duration
+	}{
+		{CompareOptions{}, QuickWarmup, QuickDuration},
+		{CompareOptions{NoWarmup: true}, 0, QuickDuration},
+		{CompareOptions{NoWarmup: true, Warmup: time.Second, Full: true}, 0, DefaultDuration},
+		{CompareOptions{Warmup: 2 * time.Second, Duration: 4 * time.Second}, 2 * time.Second, 4 * time.Second},
+	} {
+		tc.o.CPUs, tc.o.Only = cpus(2), []string{"nethttp"}
+		p, err := ComparePlan(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Phases[0].Configs[0]
+		if c.Warmup != tc.warm || c.Duration != tc.window || !strings.Contains(p.Description, fmt.Sprintf("warm-up %v, window %v", tc.warm, tc.window)) {
+			t.Errorf("%+v: warm-up %v window %v (%q), want %v %v", tc.o, c.Warmup, c.Duration, p.Description, tc.warm, tc.window)
+		}
+	}
+}

@@ -156,7 +156,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.BoolVar(&a.nplus1, "nplus1", false, "N+1: leave one server CPU to everything that is not a carrier")
 	fs.Var(&a.mix, "mix", "load request mix entry `WEIGHT:TARGET`, repeatable, instead of /fruits alone (spindle load --mix); --connections is then rounded up to a multiple of the weights' sum, so that each connection sends one target at a fixed rate")
 	fs.BoolVar(&a.blockingEndpoint, "blocking-endpoint", false, "the server also serves GET /block?kind=sleep|mutex|singleflight&d=DURATION, a handler that blocks the Go way (for a --mix entry)")
-	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window")
+	fs.durationVar(&a.warmup, "warmup", bench.DefaultWarmup, "warm-up before the measured window; 0: none")
 	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", bench.DefaultDuration, "measured window")
 	fs.BoolVar(&a.perfStat, "perf-stat", false, "run perf stat on the server (CPUs utilized, context switches, IPC)")
 	fs.BoolVar(&a.perfSched, "perf-sched", false, "run perf sched (per-thread runs per CPU, migrations; heavy)")

@@ -79,6 +79,14 @@ func newFlagSet(name, args, doc string) *flagSet {
 	return fs
 }
 
+// given reports whether the flag name was set on the command line (a
+// value equal to the default included).
+func (fs *flagSet) given(name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // example adds command lines to the help's examples.
 func (fs *flagSet) example(lines ...string) { fs.examples = append(fs.examples, lines...) }
 

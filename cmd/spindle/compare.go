@@ -46,6 +46,7 @@ type compareArgs struct {
 	jsonPath         string
 	hosts            hostFlags
 	budget           time.Duration
+	budgetGiven      bool
 	blocking         string
 	blockingShare    int
 	app              appFlags
@@ -73,16 +74,19 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.StringVar(&a.only, "only", "", "comma-separated configurations to run (default: all the layout allows)")
 	fs.StringVar(&a.reference, "reference", "", "the configuration whose median max throughput the fixed rate and --sweep's shares are of\n"+
 		"(one of those that run; default: the lowest configuration's)")
-	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up (default: %v, %v with --io-bound, %v with --full)",
+	// The defaults below are the presets', which depend on --full and
+	// --io-bound: 0 stands for "not given", and a 0 typed means what it
+	// says (no warm-up, no extra rounds) or is refused (bench's rules).
+	fs.durationVar(&a.warmup, "warmup", 0, fmt.Sprintf("override the warm-up; 0: none (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickWarmup, bench.IOWarmup, bench.DefaultWarmup))
-	fs.durationVar(&a.duration, "duration", 0, fmt.Sprintf("override the measured window (default: %v, %v with --io-bound, %v with --full)",
+	cliflag.Positive(&a.duration).Var(fs.FlagSet, "duration", 0, fmt.Sprintf("override the measured window, above 0 (default: %v, %v with --io-bound, %v with --full)",
 		bench.QuickDuration, bench.IODuration, bench.DefaultDuration))
-	cliflag.AtLeast(&a.connections, 0).Var(fs.FlagSet, "connections", 0, fmt.Sprintf("override the load generator's connections (default: %d, %d with --io-bound)",
+	cliflag.AtLeast(&a.connections, 1).Var(fs.FlagSet, "connections", 0, fmt.Sprintf("override the load generator's connections, at least 1 (default: %d, %d with --io-bound)",
 		bench.DefaultConnections, bench.IOConnections))
 	fs.durationVar(&a.budget, "time-budget", 0, fmt.Sprintf("the whole comparison's wall time, extra rounds included: runs left out by the checks\n"+
 		"make compare run extra rounds of the configurations short of valid runs while they fit (default: %s\n"+
 		"where the plan's estimate is under that, as the quick comparison's, else %.2f times the estimate;\n"+
-		"a budget shorter than the plan itself leaves no time for extra rounds)",
+		"a budget shorter than the plan itself leaves no time for extra rounds; 0: no extra rounds)",
 		strings.TrimSuffix(bench.QuickBudget.String(), "0s"), bench.BudgetFactor))
 	fs.StringVar(&a.outDir, "output-dir", "", "output directory, new or empty (default: results/compare-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets (2-CPU machines must share one)")
@@ -150,7 +154,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case len(pos) > 0:
 		return badInput("compare takes no arguments (got %q)", pos[0])
 	}
-	rates, err := parseRates(a.rates)
+	opts, err := a.options(fs)
 	if err != nil {
 		return err
 	}
@@ -168,19 +172,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	var only []string
-	if a.only != "" {
-		only = strings.Split(a.only, ",")
-	}
-	// The app's flags, checked on a configuration of a mode every app
-	// runs in; ComparePlan keeps the variants of the app's modes.
-	probe := bench.Config{Mode: bench.ModeNetHTTP, BlockingEndpoint: a.blocking != ""}
-	if err := a.app.apply(&probe); err != nil {
-		return err
-	}
-	plan, err := bench.ComparePlan(bench.CompareOptions{CPUs: all, Topology: topo, Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
-		Rounds: a.rounds, Only: only, Reference: a.reference, Connections: a.connections, Warmup: a.warmup, Duration: a.duration, Sweep: a.sweep, Rates: rates,
-		Blocking: a.blocking, BlockingShare: a.blockingShare, App: probe.App, Target: probe.Target, DBPool: probe.DBPool})
+	opts.CPUs, opts.Topology = all, topo
+	plan, err := bench.ComparePlan(opts)
 	if err != nil {
 		return asBadInput(err)
 	}
@@ -206,8 +199,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := hosts.CheckCPUs(plan.Phases[0].Configs[0]); err != nil { // every configuration shares the layout
 		return asBadInput(err)
 	}
-	if probe.TFB() && hosts.Remote() {
-		return badInput("--app %s runs every role on this machine (its database is started here): no --server-host, --mock-host or --load-hosts", probe.App)
+	if opts.App == string(server.AppTFB) && hosts.Remote() {
+		return badInput("--app %s runs every role on this machine (its database is started here): no --server-host, --mock-host or --load-hosts", opts.App)
 	}
 	fmt.Fprintf(stdout, "spindle compare: %s\n", plan.Description)
 	if hosts.Remote() {
@@ -219,12 +212,43 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "%s (%s x %s x %s), about %s -> %s\n", report.Count(plan.Runs(), "run", "runs"),
 		report.Count(len(plan.Phases[0].Configs), "configuration", "configurations"), report.Count(len(plan.Phases), "load", "loads"),
 		report.Count(plan.Rounds, "round", "rounds"), plan.Estimate(bench.DefaultOverhead).Round(time.Second), dir)
-	db, err := startDB(ctx, probe, plan.Layout.Mock, stdout)
+	db, err := startDB(ctx, plan.Phases[0].Configs[0], plan.Layout.Mock, stdout)
 	if err != nil {
 		return err
 	}
 	err = compareRun(ctx, a, plan, dir, hosts, db, jsonOut, stdout, stderr)
 	return stopDB(db, err)
+}
+
+// options turns the flags into the plan's options, but for the machine's
+// CPUs and topology: a flag typed with 0 means what it says (--warmup 0:
+// none) where the flags' own 0 stands for the preset's.
+func (a *compareArgs) options(fs *flagSet) (bench.CompareOptions, error) {
+	rates, err := parseRates(a.rates)
+	if err != nil {
+		return bench.CompareOptions{}, err
+	}
+	var only []string
+	if fs.given("only") {
+		if strings.TrimSpace(strings.ReplaceAll(a.only, ",", "")) == "" {
+			return bench.CompareOptions{}, badInput("--only %q: want a comma-separated list of configurations (%s)", a.only, strings.Join(bench.VariantNames(), ", "))
+		}
+		only = strings.Split(a.only, ",")
+	}
+	if fs.given("blocking-share") && a.blocking == "" {
+		return bench.CompareOptions{}, badInput("--blocking-share %d goes with --blocking KIND (%s): without it no request blocks", a.blockingShare, strings.Join(server.BlockKinds, ", "))
+	}
+	// The app's flags, checked on a configuration of a mode every app
+	// runs in; ComparePlan keeps the variants of the app's modes.
+	probe := bench.Config{Mode: bench.ModeNetHTTP, BlockingEndpoint: a.blocking != ""}
+	if err := a.app.apply(&probe); err != nil {
+		return bench.CompareOptions{}, err
+	}
+	a.budgetGiven = fs.given("time-budget")
+	return bench.CompareOptions{Exclusive: a.strict, Full: a.full, IOBound: a.ioBound,
+		Rounds: a.rounds, Only: only, Reference: a.reference, Connections: a.connections,
+		Warmup: a.warmup, NoWarmup: fs.given("warmup") && a.warmup == 0, Duration: a.duration, Sweep: a.sweep, Rates: rates,
+		Blocking: a.blocking, BlockingShare: a.blockingShare, App: probe.App, Target: probe.Target, DBPool: probe.DBPool}, nil
 }
 
 // compareRun runs plan into dir and writes its report.
@@ -234,10 +258,14 @@ func compareRun(ctx context.Context, a *compareArgs, plan bench.Plan, dir string
 	}
 	line := newProgressLine(stderr, "compare")
 	budget := a.budget
-	if budget == 0 {
+	if !a.budgetGiven {
 		budget = plan.Budget(bench.DefaultOverhead)
 	}
-	fmt.Fprintf(stdout, "time budget %v: runs left out by the checks get extra rounds while they fit\n", budget)
+	if budget > 0 {
+		fmt.Fprintf(stdout, "time budget %v: runs left out by the checks get extra rounds while they fit\n", budget)
+	} else {
+		fmt.Fprintln(stdout, "time budget 0: no extra rounds")
+	}
 	results, runErr := bench.RunPlan(ctx, plan, bench.RunPlanOptions{Dir: dir, Run: bench.RunOptions{Hosts: hosts, DB: db}, Progress: line.show, Budget: budget,
 		Failed: func(r report.Result, err error) {
 			line.done()

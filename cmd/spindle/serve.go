@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -157,9 +156,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 // or the app runs in the default mode, else the app's own default (tfb:
 // nethttp-carrier, its carrier mode), so that "--app tfb" alone runs.
 func appMode(fs *flagSet, app, mode string) string {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "mode" })
-	if given || server.App(app) != server.AppTFB {
+	if fs.given("mode") || server.App(app) != server.AppTFB {
 		return mode
 	}
 	return string(server.ModeNetHTTPCarrier)
