@@ -44,8 +44,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	cliflag.AtLeast(&f.ThinkJitter, 0).Var(fs, "think-jitter", 0, "extra think time drawn uniformly from [0, jitter)")
 	cliflag.AtLeast(&f.Threads, 1).Var(fs, "threads", DefaultThreads, "number of carriers")
 	cliflag.CPUsVar(fs, &f.CPUs, "cpuset", "CPUs the carriers may run on, e.g. \"0\" or \"4-7\" (default: all allowed)")
-	cliflag.Within(&f.FailRate, 0, 1).Var(fs, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1)")
-	cliflag.Within(&f.CloseRate, 0, 1).Var(fs, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1)")
+	cliflag.Within(&f.FailRate, 0, 1).Var(fs, "fail-rate", 0, "fraction of /fruits requests answered 500 (0 to 1; with --close-rate at most 1 in all)")
+	cliflag.Within(&f.CloseRate, 0, 1).Var(fs, "close-rate", 0, "fraction of /fruits requests whose connection is closed without an answer (0 to 1; with --fail-rate at most 1 in all)")
 	cliflag.Any(&f.Seed).Var(fs, "seed", DefaultSeed, "seed of the fault and jitter draws")
 	f.Conn.Register(fs)
 }

@@ -82,7 +82,8 @@ type Options struct {
 	// FailRate is the fraction (0 to 1) of /fruits requests answered 500.
 	FailRate float64
 	// CloseRate is the fraction (0 to 1) of /fruits requests whose
-	// connection is closed, after the think time, without an answer.
+	// connection is closed, after the think time, without an answer. The
+	// two are shares of the same requests: together at most 1.
 	CloseRate float64
 	// Seed seeds the fault and jitter draws (carrier i uses Seed+i).
 	Seed uint64
@@ -123,6 +124,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("%w: think time %v and jitter %v must not be negative", ErrBadOptions, o.ThinkTime, o.ThinkJitter)
 	case !(o.FailRate >= 0 && o.FailRate <= 1) || !(o.CloseRate >= 0 && o.CloseRate <= 1):
 		return nil, fmt.Errorf("%w: fail rate %v and close rate %v must be within 0 and 1", ErrBadOptions, o.FailRate, o.CloseRate)
+	case o.FailRate+o.CloseRate > 1:
+		return nil, fmt.Errorf("%w: fail rate %v and close rate %v add up to more than 1 (each is a share of the requests)", ErrBadOptions, o.FailRate, o.CloseRate)
 	case o.MaxConns < 0:
 		return nil, fmt.Errorf("%w: max conns %d: must not be negative", ErrBadOptions, o.MaxConns)
 	}
@@ -200,10 +203,16 @@ func (s *Server) serve(t *carrier.Task, c *carrier.Conn) {
 			if think > 0 {
 				t.Sleep(think)
 			}
+			// One draw for both faults, so that each is its own share of
+			// the requests: [0, close) closes, [close, close+fail) fails.
+			u := 1.0
+			if s.o.CloseRate > 0 || s.o.FailRate > 0 {
+				u = rng.Float64()
+			}
 			switch {
-			case s.o.CloseRate > 0 && rng.Float64() < s.o.CloseRate:
+			case u < s.o.CloseRate:
 				rep.Abort = true
-			case s.o.FailRate > 0 && rng.Float64() < s.o.FailRate:
+			case u < s.o.CloseRate+s.o.FailRate:
 				rep.Status, rep.ContentType, rep.Body = 500, "text/plain; charset=utf-8", failBody
 			default:
 				rep.ContentType, rep.Body = "application/json", Body

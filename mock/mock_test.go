@@ -156,8 +156,53 @@ func TestFaults(t *testing.T) {
 	})
 }
 
+// Each fault flag is its own share of the /fruits requests: the two were
+// drawn one after the other, so that --fail-rate 0.7 --close-rate 0.3
+// failed 0.7 x 0.7 = 49% and answered 21%, where the help promises 70%
+// and none.
+func TestFaultShares(t *testing.T) {
+	for _, tc := range []struct{ fail, close float64 }{
+		{0.7, 0.3},
+		{0.5, 0.5},
+		{0.3, 0.2},
+	} {
+		s := start(t, Options{FailRate: tc.fail, CloseRate: tc.close, Seed: 11})
+		const n = 300
+		var ok, failed, closed int
+		for range n {
+			c, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			c.Write([]byte("GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"))
+			b := make([]byte, 12)
+			_, err = io.ReadFull(c, b)
+			c.Close()
+			switch {
+			case err != nil:
+				closed++
+			case string(b) == "HTTP/1.1 500":
+				failed++
+			default:
+				ok++
+			}
+		}
+		// 300 draws: each share within 5 sigma (at most 0.15 at p=0.5).
+		for _, got := range []struct {
+			what string
+			n    int
+			p    float64
+		}{{"answered 500", failed, tc.fail}, {"closed", closed, tc.close}, {"answered 200", ok, 1 - tc.fail - tc.close}} {
+			if share := float64(got.n) / n; share < got.p-0.15 || share > got.p+0.15 {
+				t.Errorf("fail %v close %v: %.2f %s, want %.2f", tc.fail, tc.close, share, got.what, got.p)
+			}
+		}
+	}
+}
+
 func TestOptionsRejected(t *testing.T) {
-	for _, o := range []Options{{FailRate: 2}, {CloseRate: -1}, {ThinkTime: -1}, {Threads: -1}} {
+	for _, o := range []Options{{FailRate: 2}, {CloseRate: -1}, {ThinkTime: -1}, {Threads: -1}, {FailRate: 0.7, CloseRate: 0.7}} {
 		s, err := Start(context.Background(), o)
 		if err == nil {
 			s.Close()

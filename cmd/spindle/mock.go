@@ -40,6 +40,9 @@ func runMock(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if len(pos) > 0 {
 		return badInput("mock takes no arguments (got %q)", pos[0])
 	}
+	if sum := a.FailRate + a.CloseRate; sum > 1 {
+		return badInput("--fail-rate %v and --close-rate %v add up to %v: want at most 1 in all (each is its share of the /fruits requests)", a.FailRate, a.CloseRate, sum)
+	}
 	if err := checkCPUs("cpuset", a.CPUs); err != nil {
 		return err
 	}

@@ -160,6 +160,7 @@ func TestErrorsNameCommandOnce(t *testing.T) {
 		{[]string{"version", "x"}, "version takes no arguments"},
 		{[]string{"load", "-d", "1s", "-R", "1e20", "http://127.0.0.1:1/"}, `load: -R "1e20": want a number above 0 and at most 1e+09`},
 		{[]string{"load", "--rate", "1e300", "http://127.0.0.1:1/"}, `load: --rate "1e300": want a number above 0 and at most 1e+09`},
+		{[]string{"mock", "--fail-rate", "0.7", "--close-rate", "0.7"}, "mock: --fail-rate 0.7 and --close-rate 0.7 add up to 1.4: want at most 1"},
 		{[]string{"bench", "--rate", "2G"}, `bench: --rate "2G": want a whole number from 0 to 1000000000`},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
