@@ -54,12 +54,12 @@ type conn struct {
 	rdl      time.Time // the read deadline last set on rwc (setReadDeadline)
 	// ctx is the connection's context, cancelled when the client is gone
 	// (gone), the connection ends or the server closes; each request's
-	// context derives from it and is cancelled (rcancel) once its handler
+	// context (rctx) derives from it and is cancelled once its handler
 	// returned, as net/http's. goneFn is gone, bound once, the hang-up
 	// watch's function while a handler runs (watchGone).
 	ctx     context.Context
 	cancel  context.CancelFunc
-	rcancel context.CancelFunc
+	rctx    *requestContext
 	goneFn  func()
 	watched bool // the hang-up watch is armed
 
@@ -459,9 +459,9 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 func (c *conn) build(n int) error {
 	hs := newHeadStrings(c.Buf[c.Start : c.Start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
-	ctx, cancel := context.WithCancel(c.ctx)
-	req := c.blank.WithContext(ctx)
-	c.req, c.rcancel = req, cancel
+	c.rctx = &requestContext{conn: c.ctx}
+	req := c.blank.WithContext(c.rctx)
+	c.req = req
 	req.Method = hs.sub(pr.Method)
 	req.RequestURI = hs.sub(pr.Target)
 	req.ProtoMajor, req.ProtoMinor = pr.Major, pr.Minor
@@ -568,7 +568,7 @@ func (c *conn) handle(h http.Handler) bool {
 	req := c.req
 	w := &c.w
 	w.reset(req)
-	defer c.rcancel() // after the response is finished, as net/http's
+	defer c.rctx.end() // after the response is finished, as net/http's
 	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
 		h = generalOptions
 	}
