@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"image/png"
 	"maps"
@@ -180,6 +181,21 @@ func TestDiscoverErrors(t *testing.T) {
 	}
 	if _, err := Load(dir); err == nil {
 		t.Error("Load of a broken summary.json succeeded")
+	}
+	// A summary without a field every run writes is refused, naming the
+	// file and the field: "{}" made a report with a nameless configuration.
+	for _, tc := range []struct{ json, field string }{
+		{`{}`, `"name"`},
+		{`{"name": "carrier", "started": "2026-11-30T04:01:00Z"}`, `"mode"`},
+		{`{"name": "carrier", "mode": "carrier"}`, `"started"`},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, SummaryFile), []byte(tc.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(dir)
+		if !errors.Is(err, ErrIncompleteSummary) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), filepath.Join(dir, SummaryFile)) {
+			t.Errorf("Load of %s: %v, want the file and its missing %s", tc.json, err, tc.field)
+		}
 	}
 }
 

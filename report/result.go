@@ -17,6 +17,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -301,8 +302,22 @@ func Load(dir string) (Result, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return Result{}, fmt.Errorf("result %s: %s: %w", dir, SummaryFile, err)
 	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{"name", s.Name == ""}, {"mode", s.Mode == ""}, {"started", s.Started.IsZero()}} {
+		if f.missing {
+			return Result{}, fmt.Errorf("result %s: %w %q (every summary spindle bench writes has name, mode and started)",
+				filepath.Join(dir, SummaryFile), ErrIncompleteSummary, f.name)
+		}
+	}
 	return Result{Dir: dir, Summary: s}, nil
 }
+
+// ErrIncompleteSummary is wrapped by Load's error for a summary.json that
+// lacks a field every run writes (a file written by hand, or truncated to
+// "{}"): a report of it would have a configuration without a name.
+var ErrIncompleteSummary = errors.New("summary without the field")
 
 // Discover returns the result directories at or under root: root itself if
 // it holds a summary.json, else every directory below it that does, in
