@@ -92,6 +92,9 @@ func Plan(preset string, m Machine, o PlanOptions) ([]Cell, error) {
 	if len(cores) == 0 {
 		return nil, fmt.Errorf("plan %s: no allowed CPUs", preset)
 	}
+	if err := checkCounts(preset, m, cores, o); err != nil {
+		return nil, err
+	}
 	switch preset {
 	case PresetKnee:
 		return planKnee(m, cores, kernels, o), nil
@@ -103,6 +106,58 @@ func Plan(preset string, m Machine, o PlanOptions) ([]Cell, error) {
 		return planBursty(m, cores, kernels[0], modes, o), nil
 	}
 	return nil, fmt.Errorf("unknown preset %q (want one of %v)", preset, Presets)
+}
+
+// CountError is Plan's error for a thread count (PlanOptions.FG or BG)
+// above what the preset can run on the machine's CPUs: the cells would be
+// labelled with the count asked for and run fewer threads.
+type CountError struct {
+	// Option is "FG" or "BG"; Value the count asked for; Max the most the
+	// preset runs here; Why says what bounds it.
+	Option     string
+	Value, Max int
+	Preset     string
+	Why        string
+}
+
+func (e *CountError) Error() string {
+	return fmt.Sprintf("%s %d: the %s preset runs at most %d here (%s)", e.Option, e.Value, e.Preset, e.Max, e.Why)
+}
+
+// checkCounts refuses an FG or BG that the preset would have to cap: the
+// knee's threads are the allowed CPUs, the background preset's foreground
+// and background threads the first threads of the cores, the bursty
+// preset's foreground the cores its layout leaves. The placement preset
+// and the bursty background list a count they cannot place as skipped,
+// with the reason, rather than capping it.
+func checkCounts(preset string, m Machine, cores []cpu.Set, o PlanOptions) error {
+	refuse := func(option string, value, most int, why string) error {
+		if value > most {
+			return &CountError{Option: option, Value: value, Max: most, Preset: preset, Why: why}
+		}
+		return nil
+	}
+	first := firstThreads(cores)
+	switch preset {
+	case PresetKnee:
+		return refuse("FG", o.FG, len(threadOrder(cores)), "one foreground thread per allowed CPU, "+m.Allowed.String())
+	case PresetBackground:
+		if err := refuse("FG", o.FG, len(first), fmt.Sprintf("one thread per core, %d cores", len(first))); err != nil {
+			return err
+		}
+		fg := o.FG
+		if fg <= 0 {
+			fg = defaultFG(len(first))
+		}
+		if len(first) > fg { // none left: its cells say so, skipped
+			return refuse("BG", o.BG, len(first)-fg, fmt.Sprintf("one thread per core left after %d foreground of %d cores", fg, len(first)))
+		}
+	case PresetBursty:
+		if fgs, _, _, err := burstyLayout(cores, o.BG); err == nil {
+			return refuse("FG", o.FG, len(fgs), fmt.Sprintf("the cores left by the background threads and the burst driver, of %d", len(first)))
+		}
+	}
+	return nil
 }
 
 // coresOf lists the allowed CPUs core by core: each element is one core's

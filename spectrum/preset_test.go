@@ -256,6 +256,37 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
+// A thread count a preset cannot run is refused with the bound, not
+// capped: spectrum --fg 100000 knee ran fg=1 and fg=2 under that label.
+func TestPlanCounts(t *testing.T) {
+	vm := machine(cputest.Topologies(t)["vm2"]) // 2 CPUs
+	for _, tc := range []struct {
+		preset string
+		o      PlanOptions
+		max    int // 0: planned
+	}{
+		{PresetKnee, PlanOptions{FG: 100000}, 2},
+		{PresetKnee, PlanOptions{FG: 3}, 2},
+		{PresetKnee, PlanOptions{FG: 2}, 0},
+		{PresetBackground, PlanOptions{FG: 3}, 2},
+		{PresetBackground, PlanOptions{FG: 2}, 0}, // no core left: skipped cells
+		{PresetBackground, PlanOptions{BG: 5}, 1},
+		{PresetBackground, PlanOptions{BG: 1}, 0},
+		{PresetBursty, PlanOptions{FG: 2}, 1},
+		{PresetBursty, PlanOptions{FG: 1}, 0},
+		{PresetBursty, PlanOptions{BG: 5}, 0}, // skipped: topology, with the reason
+	} {
+		_, err := Plan(tc.preset, vm, tc.o)
+		var ce *CountError
+		switch {
+		case tc.max == 0 && err != nil:
+			t.Errorf("%s %+v: %v, want cells", tc.preset, tc.o, err)
+		case tc.max > 0 && (!errors.As(err, &ce) || ce.Max != tc.max):
+			t.Errorf("%s %+v: %v, want a CountError at most %d", tc.preset, tc.o, err, tc.max)
+		}
+	}
+}
+
 func TestWakePair(t *testing.T) {
 	vm := machine(cputest.Topologies(t)["vm2"])
 	bursty, err := Plan(PresetBursty, vm, PlanOptions{Quick: true})

@@ -181,6 +181,8 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"report"}, "result directory"},
 		{[]string{"report", t.TempDir()}, "no summary.json"},
 		{[]string{"report", used}, `/summary.json: summary without the field "name"`},
+		{[]string{"spectrum", "--out", "", "--fg", "100000", "knee"}, "spectrum: --fg 100000: the knee preset runs at most"},
+		{[]string{"spectrum", "--out", "", "--fg", "100000", "background"}, "spectrum: --fg 100000: the background preset runs at most"},
 		{[]string{"report", "--spread", "../../report/testdata/compare"}, "two result directories"},
 		{[]string{"report", "--spread", "../../report/testdata/compare", t.TempDir()}, "no summary.json"},
 		{[]string{"bench", "--app", "tfb", "--mode", "handoff"}, "--app tfb runs in modes nethttp, nethttp-carrier, carrier (not handoff)"},

@@ -151,6 +151,10 @@ func runSpectrum(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	rep, err := spectrum.Run(ctx, o, stderr, progress)
+	if ce := (*spectrum.CountError)(nil); errors.As(err, &ce) {
+		return badInput("--%s %d: the %s preset runs at most %d here (%s)",
+			strings.ToLower(ce.Option), ce.Value, ce.Preset, ce.Max, ce.Why)
+	}
 	if pe := (*spectrum.PlanError)(nil); errors.As(err, &pe) {
 		return asBadInput(pe.Err)
 	} else if err != nil {
