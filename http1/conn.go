@@ -330,10 +330,14 @@ func (r *reader) read(m incoming, src Source) error {
 // reuses it.
 type ServerReader struct {
 	reader
-	now     func() time.Time // the connection's clock (clockOf)
-	opened  time.Time        // when the reader was made: the connection's accept
-	started bool             // a request was begun: later waits are idle
-	first   time.Time        // when the clock of the request being read started; zero: idle
+	// beforeWait, when set, runs before each read from the connection
+	// (ServeConn writes out the responses it holds: a client may wait for
+	// them before it sends the rest of a request begun in the buffer).
+	beforeWait func() error
+	now        func() time.Time // the connection's clock (clockOf)
+	opened     time.Time        // when the reader was made: the connection's accept
+	started    bool             // a request was begun: later waits are idle
+	first      time.Time        // when the clock of the request being read started; zero: idle
 }
 
 // NewServerReader returns a reader of requests from c, a connection
@@ -372,6 +376,11 @@ type serverSource ServerReader
 // reads.
 func (s *serverSource) Refill(in *InBuf) error {
 	r := (*ServerReader)(s)
+	if r.beforeWait != nil {
+		if err := r.beforeWait(); err != nil {
+			return err
+		}
+	}
 	now := r.now()
 	var err error
 	switch {
@@ -406,7 +415,10 @@ type ClientReader struct{ reader }
 func NewClientReader(c Conn, o Options) *ClientReader { return &ClientReader{newReader(c, o)} }
 
 // Next reads the next response into resp, waiting until deadline at most;
-// its slices are valid until the next call. It returns io.ErrUnexpectedEOF
+// its slices are valid until the next call. Interim (1xx) responses before
+// it other than 101 are read and dropped, as a client must take ones it
+// did not ask for (RFC 9110 §15.2; "103 Early Hints", a "100 Continue"),
+// up to max1xx of them; 101 is returned. It returns io.ErrUnexpectedEOF
 // when the server closed before a whole response, and an error wrapping
 // os.ErrDeadlineExceeded when the deadline passed. After an error the
 // stream is out of step: Reset before reading again.
@@ -419,11 +431,22 @@ func (r *ClientReader) Next(resp *Response, deadline time.Time) error {
 	if err := r.b.setDeadline(r.c, deadline, 0); err != nil {
 		return err
 	}
-	if err := r.read(resp, (*plainSource)(&r.reader)); err != io.EOF {
-		return err
+	for interim := 0; ; interim++ {
+		err := r.read(resp, (*plainSource)(&r.reader))
+		switch {
+		case err == io.EOF:
+			return io.ErrUnexpectedEOF // closed before a response
+		case err != nil || resp.Status/100 != 1 || resp.Status == 101:
+			return err
+		case interim == max1xx:
+			return fmt.Errorf("http1: more than %d interim (1xx) responses", max1xx)
+		}
 	}
-	return io.ErrUnexpectedEOF // closed before a response
 }
+
+// max1xx bounds the interim responses ClientReader.Next drops before a
+// response: a server that sends them without end is broken.
+const max1xx = 5
 
 // Reset discards buffered input and reads from c from now on (a new
 // backend connection after a failure).

@@ -1,11 +1,13 @@
 package http1
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -730,6 +732,46 @@ func TestServeConnClock(t *testing.T) {
 			}
 			if tc.clock == (c.clockCalls == 0) {
 				t.Errorf("Now called %d times with a clock: %v", c.clockCalls, tc.clock)
+			}
+		})
+	}
+}
+
+// TestServeConnAnswersBeforeWaiting: a response is written before
+// ServeConn waits for the rest of a request begun behind it in the same
+// read, not held until that request completes (a client that sends the
+// rest only after the answer would otherwise wait for a timeout).
+func TestServeConnAnswersBeforeWaiting(t *testing.T) {
+	for _, tc := range []struct{ name, first, rest string }{
+		{"part of the next head", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HT", "TP/1.1\r\nHost: x\r\n\r\n"},
+		{"the next head, part of its body", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbo", "dy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := pipeConn(t)
+			o := Options{IdleTimeout: time.Minute, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Minute}
+			done := make(chan error, 1)
+			go func() {
+				done <- ServeConn(server.(ServerConn), o, func(req *Request, rep *Reply) { rep.Body = append([]byte(nil), req.Target...) }, nil)
+			}()
+			br := bufio.NewReader(client)
+			client.SetDeadline(time.Now().Add(5 * time.Second))
+			client.Write([]byte(tc.first))
+			for i, want := range []string{"/a", "/b"} {
+				if i == 1 {
+					client.Write([]byte(tc.rest))
+				}
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("answer %d: %v (held until the next request's timeout?)", i, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				if string(b) != want {
+					t.Fatalf("answer %d: %q, want %q", i, b, want)
+				}
+			}
+			client.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -284,7 +285,8 @@ func FuzzChunkedDecoder(f *testing.F) {
 
 // FuzzClientReaderChunking checks that however the input is split into
 // reads, ClientReader yields the responses (and the final error) that
-// ParseResponse yields on the whole input.
+// ParseResponse yields on the whole input, but for the interim (1xx, not
+// 101) ones, which ClientReader drops, up to max1xx in a row.
 func FuzzClientReaderChunking(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "responses", "*.http"))
 	for _, name := range files {
@@ -303,6 +305,7 @@ func FuzzClientReaderChunking(f *testing.F) {
 		var want []got
 		var wantErr error
 		var r Response
+		interim := 0                       // in a row
 		for rest := bytes.Clone(data); ; { // the parser rewrites obs-folds
 			n, err := ParseResponse(rest, &r, true, Options{})
 			if err != nil {
@@ -312,14 +315,22 @@ func FuzzClientReaderChunking(f *testing.F) {
 				}
 				break
 			}
-			want = append(want, got{r.Status, fmt.Sprintf("%q", r.Headers), string(r.Body), r.KeepAlive})
 			rest = rest[n:]
+			if r.Status/100 == 1 && r.Status != 101 {
+				if interim++; interim > max1xx {
+					wantErr = errTooMany1xx
+					break
+				}
+				continue
+			}
+			interim = 0
+			want = append(want, got{r.Status, fmt.Sprintf("%q", r.Headers), string(r.Body), r.KeepAlive})
 		}
 		rd := NewClientReader(&chunkConn{data: data, sizes: sizes}, Options{})
 		for i := 0; ; i++ {
 			err := rd.Next(&r, time.Time{})
 			if err != nil {
-				if i != len(want) || err != wantErr {
+				if i != len(want) || (err != wantErr && !(wantErr == errTooMany1xx && strings.Contains(err.Error(), "interim"))) {
 					t.Fatalf("after %d responses: %v; want %d responses, then %v", i, err, len(want), wantErr)
 				}
 				return
@@ -329,6 +340,47 @@ func FuzzClientReaderChunking(f *testing.F) {
 			}
 		}
 	})
+}
+
+// errTooMany1xx stands for ClientReader's error after more than max1xx
+// interim responses in a row, in FuzzClientReaderChunking's expectations.
+var errTooMany1xx = errors.New("too many interim responses")
+
+// TestClientReaderInterim: interim responses before a response are
+// dropped (a backend's "100 Continue" or "103 Early Hints" that the
+// client did not ask for), 101 is a response, and more than max1xx of
+// them in a row is an error.
+func TestClientReaderInterim(t *testing.T) {
+	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	for _, tc := range []struct {
+		name, in   string
+		wantStatus int
+		wantErr    string
+	}{
+		{"100 then 200", "HTTP/1.1 100 Continue\r\n\r\n" + ok, 200, ""},
+		{"103 then 200", "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" + ok, 200, ""},
+		{"five interim", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", max1xx) + ok, 200, ""},
+		{"six interim", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", max1xx+1) + ok, 0, "interim"},
+		{"101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", 101, ""},
+		{"interim then end", "HTTP/1.1 100 Continue\r\n\r\n", 0, io.ErrUnexpectedEOF.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Response
+			err := NewClientReader(&chunkConn{data: []byte(tc.in), piece: 7}, Options{}).Next(&r, time.Time{})
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Next: %v, want an error with %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatalf("Next: %v", err)
+			case r.Status != tc.wantStatus:
+				t.Fatalf("status %d, want %d", r.Status, tc.wantStatus)
+			case r.Status == 200 && string(r.Body) != "ok":
+				t.Fatalf("body %q", r.Body)
+			}
+		})
+	}
 }
 
 // chunkedResponse returns a response with a chunked body of size bytes in

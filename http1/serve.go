@@ -94,6 +94,15 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		out = out[:0]
 		return err
 	}
+	// Held responses go out before any wait for input: a part of the next
+	// request buffered (Buffered above 0) must not hold its predecessors'
+	// answers until the rest comes, which the client may send only once
+	// it has them.
+	rd.beforeWait = func() error {
+		err := wd.flush(c, out, o.WriteTimeout)
+		out = out[:0]
+		return err
+	}
 	for {
 		err := rd.Next(&req)
 		if err != nil {
