@@ -67,6 +67,32 @@ func TestFraming(t *testing.T) {
 	})
 }
 
+// TestFramingAfterObsFold: a request with an obs-folded field (net/http
+// accepts it, http1 refuses it with 400) is answered and its connection
+// closed in every mode, so that a request behind it with faulty framing
+// (HTTP/1.0 with Transfer-Encoding, whose body smuggles a GET) is never
+// served: the nethttp mode's watcher cannot follow the stream past a head
+// its parser refuses.
+func TestFramingAfterObsFold(t *testing.T) {
+	raw := "GET /health HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n" +
+		"POST /health HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf(get, "/fruits")
+	forModes(t, func(t *testing.T, mode Mode) {
+		e := setup(t, mode, mock.Options{}, false, Options{})
+		c := e.dialFor(t)
+		e.send(c, raw)
+		status := 400 // http1's answer to obs-fold
+		if mode == ModeNetHTTP {
+			status = 200 // net/http's: it unfolds the field
+		}
+		resp, _ := c.read(status)
+		if !resp.Close {
+			t.Fatal("the connection stays open after a request the server cannot follow")
+		}
+		c.closed(2 * time.Second)
+	})
+}
+
 // TestTimeoutRule checks the one timeout rule of every mode from raw
 // sockets: a new connection that sends nothing, a body trickled a byte at a
 // time, and a client that pipelines requests and never reads are closed.

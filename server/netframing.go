@@ -58,12 +58,16 @@ type framingConn struct {
 	cd      http1.ChunkedDecoder
 	// lost is set when the stream can no longer be followed (a head this
 	// parser refuses, a bad chunked body): net/http answers those itself
-	// (or the handler does), and the connection's later requests get no
-	// verdict.
+	// (or the handler does), or it accepts what http1 refuses (obs-fold),
+	// so every request the watcher has no verdict for from then on is
+	// answered and the connection closed (next), lest a later request's
+	// faulty framing pass unwatched (request smuggling). untracked is
+	// lost as the handler's goroutine reads it.
 	lost bool
 
-	mu       sync.Mutex
-	verdicts []framing // one per head parsed, oldest first
+	mu        sync.Mutex
+	verdicts  []framing // one per head parsed, oldest first
+	untracked bool
 }
 
 func newFramingConn(c net.Conn, o http1.Options) *framingConn {
@@ -89,16 +93,28 @@ func (c *framingConn) CloseWrite() error {
 	return errors.ErrUnsupported
 }
 
-// next returns the verdict on the oldest request not yet asked about.
+// next returns the verdict on the oldest request not yet asked about:
+// close after it when the watcher lost the stream before that request.
 func (c *framingConn) next() framing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.verdicts) == 0 {
+		if c.untracked {
+			return framingCloseAfter
+		}
 		return framingOK
 	}
 	v := c.verdicts[0]
 	c.verdicts = append(c.verdicts[:0], c.verdicts[1:]...)
 	return v
+}
+
+// loseTrack gives up following the stream (lost).
+func (c *framingConn) loseTrack() {
+	c.lost = true
+	c.mu.Lock()
+	c.untracked = true
+	c.mu.Unlock()
 }
 
 func (c *framingConn) push(v framing) {
@@ -119,7 +135,7 @@ func (c *framingConn) watch(p []byte) {
 			n, _, err := c.cd.Decode(p)
 			p = p[n:]
 			if err != nil || (n == 0 && !c.cd.Done()) {
-				c.lost = true
+				c.loseTrack()
 			} else if c.cd.Done() {
 				c.chunked = false
 			}
@@ -149,7 +165,7 @@ func (c *framingConn) watchHead(p []byte) []byte {
 	case errors.Is(err, http1.ErrIncomplete):
 		switch {
 		case len(buf) > c.o.MaxHeaderBytes: // net/http answers 431
-			c.lost = true
+			c.loseTrack()
 		case len(c.head) == 0:
 			c.head = append(c.head, p...) // at the offsets the parser saw
 		}
@@ -158,14 +174,14 @@ func (c *framingConn) watchHead(p []byte) []byte {
 		if c.req.Major == 1 && c.req.Minor == 0 && c.req.Get("Transfer-Encoding") != nil {
 			c.push(framingRefuse) // RFC 9112 §6.1; the connection closes after the 400
 		}
-		c.lost = true
+		c.loseTrack()
 		return nil
 	}
 	rest := p[len(p)-(len(buf)-n):]
 	v := framingOK
 	if c.req.Chunked && c.req.Get("Content-Length") != nil {
 		v = framingCloseAfter // RFC 9112 §6.3; nothing after it is read
-		c.lost = true
+		c.loseTrack()
 	}
 	c.push(v)
 	if c.req.Chunked {

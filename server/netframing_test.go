@@ -15,8 +15,9 @@ import (
 )
 
 // watchAll feeds stream to a fresh watcher in pieces of at most step bytes
-// (0: whole) and returns the verdicts and whether it lost the stream.
-func watchAll(stream string, step int) ([]framing, bool) {
+// (0: whole) and returns the verdicts, whether it lost the stream, and the
+// verdict on a request after those.
+func watchAll(stream string, step int) ([]framing, bool, framing) {
 	c := newFramingConn(nil, http1.Options{})
 	p := []byte(stream)
 	for len(p) > 0 && !c.lost {
@@ -31,7 +32,7 @@ func watchAll(stream string, step int) ([]framing, bool) {
 	for len(c.verdicts) > 0 {
 		vs = append(vs, c.next())
 	}
-	return vs, c.lost
+	return vs, c.lost, c.next()
 }
 
 const (
@@ -58,15 +59,22 @@ func TestFramingWatch(t *testing.T) {
 		{"length and chunked closes after", wGet + wBoth + wGet, []framing{ok, closeAfter}, true},
 		{"http/1.0 chunked refused", wGet + wTE10, []framing{ok, refuse}, true},
 		{"head net/http answers itself", "GET /health HTTP/1.1\r\nHost: a b\r\n\r\n" + wBoth, nil, true},
+		{"obs-fold, then http/1.0 chunked", "GET /health HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n" + wTE10 + wGet, nil, true},
 		{"bad chunked body", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + wBoth, []framing{ok}, true},
 		{"partial head", "GET /health HTTP/1.1\r\nHo", nil, false},
 	}
 	for _, tt := range tests {
 		for _, step := range []int{0, 1, 7, 64} {
 			t.Run(fmt.Sprintf("%s/reads of %d", tt.name, step), func(t *testing.T) {
-				got, lost := watchAll(tt.stream, step)
+				got, lost, later := watchAll(tt.stream, step)
 				if fmt.Sprint(got) != fmt.Sprint(tt.want) || lost != tt.lost {
 					t.Fatalf("verdicts %v lost %v, want %v lost %v", got, lost, tt.want, tt.lost)
+				}
+				// A request the watcher has no verdict for once it lost the
+				// stream (one net/http accepts and http1 refuses, say) is
+				// answered, then the connection closed.
+				if want := map[bool]framing{false: ok, true: closeAfter}[lost]; later != want {
+					t.Fatalf("a later request's verdict %v, want %v", later, want)
 				}
 			})
 		}
@@ -94,8 +102,8 @@ func FuzzFramingWatch(f *testing.F) {
 		f.Add(s, uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, stream string, step uint8) {
-		whole, lostWhole := watchAll(stream, 0)
-		split, lostSplit := watchAll(stream, int(step%32)+1)
+		whole, lostWhole, _ := watchAll(stream, 0)
+		split, lostSplit, _ := watchAll(stream, int(step%32)+1)
 		if fmt.Sprint(whole) != fmt.Sprint(split) || lostWhole != lostSplit {
 			t.Fatalf("whole: %v lost %v; in reads of %d: %v lost %v", whole, lostWhole, step%32+1, split, lostSplit)
 		}
