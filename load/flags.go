@@ -78,7 +78,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	}
 	f.Headers = nil
 	for _, n := range []string{"H", "header"} {
-		fs.Var(&f.Headers, n, `request header "Name: value" (repeatable)`)
+		fs.Var(headerFlag{&f.Headers}, n, `request header "Name: value" (repeatable; not Content-Length, Transfer-Encoding, Expect or Upgrade, which the generator sets or cannot honour)`)
 	}
 	cliflag.DurationVar(fs, &f.Timeout, "timeout", DefaultTimeout, "per-request and connect timeout")
 	fs.StringVar(&f.Method, "method", DefaultMethod, "request method")
@@ -107,3 +107,24 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 // Args is the inverse of Register: the flags of "spindle load" that give f
 // (those that differ from their defaults), without the URL.
 func (f Flags) Args() []string { return cliflag.Args(f, (*Flags).Register) }
+
+// headerFlag is -H: each header is checked as it is given (CheckHeader),
+// so that a refused one is answered with the flag as typed.
+type headerFlag struct{ p *cliflag.Strings }
+
+func (f headerFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f headerFlag) Set(s string) error {
+	if err := CheckHeader(s); err != nil {
+		return err
+	}
+	return f.p.Set(s)
+}
+
+// Values are the headers given, in order (cliflag.Repeated).
+func (f headerFlag) Values() []string { return f.p.Values() }

@@ -216,9 +216,8 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("SNI %q is not a host name", o.SNI)
 	}
 	for _, h := range o.Headers {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") {
-			return target{}, badOptions("header %q is not \"Name: value\"", h)
+		if err := CheckHeader(h); err != nil {
+			return target{}, badOptions("header %q: %v", h, err)
 		}
 	}
 	t, err := parseTarget(o.URL)
@@ -240,6 +239,33 @@ func (o *Options) validate() (target, error) {
 		return target{}, badOptions("%s: insecure and SNI apply to https URLs only", o.URL)
 	}
 	return t, nil
+}
+
+// framingHeaders are the request headers the generator writes or acts on
+// itself and so cannot take from Options.Headers, lower case, with why: a
+// Content-Length without that body sent no request the server could
+// answer (0 requests, exit 0).
+var framingHeaders = map[string]string{
+	"content-length":    "the load generator writes Content-Length itself, from the body (--body)",
+	"transfer-encoding": "the load generator frames a body with Content-Length, never chunked",
+	"expect":            "the load generator sends a body at once and reads no 100 Continue",
+	"upgrade":           "the load generator speaks HTTP/1.1 alone and cannot switch protocols",
+}
+
+// CheckHeader checks one of Options.Headers: "Name: value" on one line,
+// and no header that frames the request (Content-Length,
+// Transfer-Encoding, Expect, Upgrade), which the generator cannot honour.
+// The error says what is valid; it does not repeat h.
+func CheckHeader(h string) error {
+	name, _, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.ContainsAny(h, "\r\n") {
+		return errors.New(`want "Name: value" on one line`)
+	}
+	if why, ok := framingHeaders[strings.ToLower(name)]; ok {
+		return fmt.Errorf("%s: leave %s out", why, name)
+	}
+	return nil
 }
 
 // parseTarget parses and resolves an http or https URL.

@@ -243,11 +243,15 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 			r.Corrected.WithinStdev)
 	}
 	q := r.ThreadReqPerSec
-	ew.printf("    %-10s%s%s%s%8.2f%%\n", "Req/Sec",
-		latency.Units(latency.FormatMetric(q.Mean), 8),
-		latency.Units(latency.FormatMetric(q.StdDev), 10),
-		latency.Units(latency.FormatMetric(q.Max), 9),
-		q.WithinStdev)
+	if q.Samples == 0 {
+		ew.printf("    %-10sn/a (no %v rate sample in the %v window)\n", "Req/Sec", rateSample, r.window())
+	} else {
+		ew.printf("    %-10s%s%s%s%8.2f%%\n", "Req/Sec",
+			latency.Units(latency.FormatMetric(q.Mean), 8),
+			latency.Units(latency.FormatMetric(q.StdDev), 10),
+			latency.Units(latency.FormatMetric(q.Max), 9),
+			q.WithinStdev)
+	}
 	if withLatency || withUncorrected {
 		if ew.err == nil {
 			ew.err = latency.WriteDistribution(w, corrected, "Recorded Latency")
@@ -300,11 +304,20 @@ func (r *Result) WriteText(w io.Writer, withLatency, withUncorrected bool) error
 		}
 		ew.printf("\n")
 	}
-	ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
-	ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))
+	if r.Completed == 0 && r.window() < rateSample {
+		// A window this short cannot hold a request: 0 would be no figure.
+		na := fmt.Sprintf("n/a (no request completed in the %v window)", r.window())
+		ew.printf("Requests/sec: %s\nTransfer/sec: %s\n", na, na)
+	} else {
+		ew.printf("Requests/sec: %9.2f\n", r.AchievedRate)
+		ew.printf("Transfer/sec: %10sB\n", latency.FormatBinary(r.TransferRate))
+	}
 	r.writeMix(ew)
 	return ew.err
 }
+
+// window is the measured window.
+func (r *Result) window() time.Duration { return time.Duration(r.DurationS * float64(time.Second)) }
 
 // SendLagLine describes the send lag in one line of the wrk2 layout's
 // footer: "Send lag: p50 4us, p99 38us, p99.9 120us, max 1.20ms (29,870
