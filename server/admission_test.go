@@ -53,6 +53,9 @@ func TestFraming(t *testing.T) {
 				if tc.body != "" && body != tc.body {
 					t.Fatalf("body %q, want %q", body, tc.body)
 				}
+				if got := resp.Header.Get("Allow"); (tc.status == 405) != (got == allowMethods) {
+					t.Fatalf("Allow %q with a %d (RFC 9110 §15.5.6: a 405 lists the allowed methods)", got, tc.status)
+				}
 				if resp.Close != tc.closes {
 					t.Fatalf("Connection: close %v, want %v", resp.Close, tc.closes)
 				}

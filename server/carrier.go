@@ -90,6 +90,7 @@ func (s *Server) serveCarrier(t *carrier.Task, c *carrier.Conn) {
 	s.serveTimed(t, c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
 		r := routeFor(req.Method, req.Target)
 		rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, blockQuery(r, req.Target), fetch)
+		rep.Allow = allowFor(rep.Status)
 	})
 }
 
@@ -120,6 +121,7 @@ func (s *Server) serveHandoff(t *carrier.Task, c *carrier.Conn) {
 		start := wait.Now()
 		t.Offload(func() {
 			rep.Status, rep.ContentType, rep.Body, rep.Close = s.answer(r, q, func() ([]byte, error) { return b.get(context.Background()) })
+			rep.Allow = allowFor(rep.Status)
 		})
 		s.m.handledIn(t, rep.Status, time.Duration(wait.Now()-start))
 	}, s.m.request)

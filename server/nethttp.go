@@ -222,6 +222,9 @@ func (s *Server) write(w http.ResponseWriter, status int, ctype string, body []b
 	h := w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if a := allowFor(status); a != "" {
+		h.Set("Allow", a)
+	}
 	if closeConn {
 		h.Set("Connection", "close")
 	}

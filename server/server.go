@@ -336,7 +336,8 @@ func ignoreClosed(err error) error {
 var (
 	healthBody   = []byte("OK")
 	notFoundBody = []byte("Not Found")
-	// methodNotAllowedBody answers CONNECT.
+	// methodNotAllowedBody answers CONNECT, with allowMethods in its
+	// Allow field (RFC 9110 §15.5.6: a 405 must list what is allowed).
 	methodNotAllowedBody = []byte("Method Not Allowed")
 	textPlain            = "text/plain; charset=utf-8"
 	appJSON              = "application/json"
@@ -428,6 +429,19 @@ func (s *Server) fruits(body []byte, err error) (status int, ctype string, out [
 		return be.status(), textPlain, []byte(http1.StatusText(be.status()))
 	}
 	return 200, appJSON, out
+}
+
+// allowMethods is the Allow field of the 405 answering CONNECT: the
+// methods the study's endpoints are for (others are served as GET).
+const allowMethods = "GET, HEAD"
+
+// allowFor is the Allow field of an answer of status: allowMethods for a
+// 405, else none.
+func allowFor(status int) string {
+	if status == 405 {
+		return allowMethods
+	}
+	return ""
 }
 
 // answer decides the response to a request for r; query is the target's
