@@ -277,7 +277,11 @@ func (cn *Conn) Read(p []byte) (int, error) {
 	if t == nil {
 		return cn.foreignRead(p)
 	}
-	defer t.leave(t.enter())
+	outer, err := t.enterIO()
+	if err != nil {
+		return 0, err
+	}
+	defer t.leave(outer)
 	cn.pd.rl.lock(t)
 	defer cn.pd.rl.unlock(t)
 	return cn.pd.eng.read(cn, t, p)
@@ -294,7 +298,11 @@ func (cn *Conn) Write(p []byte) (int, error) {
 	if t == nil {
 		return cn.foreignWrite(p)
 	}
-	defer t.leave(t.enter())
+	outer, err := t.enterIO()
+	if err != nil {
+		return 0, err
+	}
+	defer t.leave(outer)
 	cn.pd.wl.lock(t)
 	defer cn.pd.wl.unlock(t)
 	if err := cn.pd.beginHomeWrite(t); err != nil {
@@ -398,7 +406,11 @@ func (cn *Conn) CloseWrite() error {
 	if t == nil {
 		return cn.foreignCloseWrite()
 	}
-	defer t.leave(t.enter())
+	outer, err := t.enterIO()
+	if err != nil {
+		return err
+	}
+	defer t.leave(outer)
 	if cn.pd.ended() {
 		return net.ErrClosed
 	}
@@ -433,10 +445,14 @@ func (cn *Conn) SetDeadline(t time.Time) error {
 // Now returns the time a caller arms the conn's deadlines from: for a task
 // of its carrier, that carrier's latest clock reading (Task.Time), which
 // costs no clock read; for any other caller, time.Now. http1's servers and
-// readers take their deadlines and Date header from it (http1.Clock).
+// readers take their deadlines and Date header from it (http1.Clock). A
+// task handed off whose carrier stopped gets time.Now.
 func (cn *Conn) Now() time.Time {
 	if t := cn.pd.current(); t != nil {
-		return t.Time()
+		if outer, err := t.enterIO(); err == nil {
+			defer t.leave(outer)
+			return t.home.clock()
+		}
 	}
 	return time.Now()
 }
@@ -563,7 +579,11 @@ func (cn *Conn) WatchHangup(f func()) (gone bool) {
 	if t == nil {
 		return false
 	}
-	defer t.leave(t.enter())
+	outer, err := t.enterIO()
+	if err != nil {
+		return false
+	}
+	defer t.leave(outer)
 	pd.onHup = nil
 	if f == nil || pd.closed() {
 		return false

@@ -305,7 +305,12 @@ var ErrCloseInTask = errors.New("carrier: Group.Close called from one of its tas
 
 // Close stops every carrier, closing every conn and listener, waits for
 // offloaded functions to return, and restores the affinity of threads moved
-// by NPlusOne and GOMAXPROCS. No goroutine or fd of the group survives it.
+// by NPlusOne and GOMAXPROCS. Tasks parked or queued unwind (errStopped);
+// a task handed off (it blocked the Go way or computed, on a thread of its
+// own) is not waited for: its conns' Read, Write and CloseWrite return
+// ErrCarrierStopped from then on, its other carrier operations unwind it,
+// and it ends when its code returns to one of them or to its end. No fd of
+// the group, and no goroutine of its own, survives it.
 // Closing twice is harmless. It must not be called from the group's tasks
 // (use Offload).
 func (g *Group) Close() error {

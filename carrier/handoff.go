@@ -151,6 +151,29 @@ func (t *Task) end() bool {
 	return t.rejoin()
 }
 
+// enterIO is enter for a conn's I/O, which has an error to return: a task
+// handed off whose carrier stopped meanwhile gets ErrCarrierStopped
+// (net.ErrClosed) rather than the panic that unwinds it, so that code
+// between its handler and the I/O (a web framework's recover middleware)
+// sees a closed connection's error, as under net/http, and not a panic
+// it takes for its own. Its other carrier operations, and the conn's
+// Close, still unwind it.
+func (t *Task) enterIO() (outer bool, err error) {
+	c := t.home
+	if c != nil && c.ho.on && t.co.phase.Load() == phaseStopped {
+		return false, ErrCarrierStopped
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if p != errStopped {
+				panic(p)
+			}
+			err = ErrCarrierStopped
+		}
+	}()
+	return t.enter(), nil
+}
+
 // leave ends the carrier operation enter began (outer as enter reported).
 func (t *Task) leave(outer bool) {
 	if outer {

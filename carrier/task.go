@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"runtime"
 	"runtime/pprof"
 	"sync"
@@ -83,6 +84,11 @@ func (t *Task) release() {
 
 // errStopped unwinds a parked task's coroutine when its carrier stops.
 var errStopped = errors.New("carrier: stopped")
+
+// ErrCarrierStopped is what a conn's Read, Write and CloseWrite return to a
+// task that was handed off and whose carrier stopped meanwhile
+// (Group.Close): the conn is closed. It wraps net.ErrClosed.
+var ErrCarrierStopped = fmt.Errorf("carrier stopped while its task was handed off: %w", net.ErrClosed)
 
 // ErrNotInTask is returned where an operation must wait on a conn's home
 // carrier and no task of it can (a flush of write-behind bytes outside any

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -192,5 +195,45 @@ func TestCloseNotify(t *testing.T) {
 	c.Close()
 	if got := <-result; got != "notified" {
 		t.Fatal(got)
+	}
+}
+
+// TestHandedOffHandlerAfterGroupClose: a handler that blocks the Go way (its
+// carrier handed it off) and writes after its group was closed gets a
+// closed connection's error from the write, as under net/http, and no
+// panic that a framework's recover middleware would catch and log.
+func TestHandedOffHandlerAfterGroupClose(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	result := make(chan string, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				result <- fmt.Sprint("the handler's write panicked: ", p, string(debug.Stack()))
+			}
+		}()
+		entered <- struct{}{}
+		time.Sleep(300 * time.Millisecond) // blocks the Go way: handed off
+		io.WriteString(w, strings.Repeat("x", 128<<10))
+		if err := http.NewResponseController(w).Flush(); !errors.Is(err, net.ErrClosed) {
+			result <- fmt.Sprintf("flush after the group closed: %v, want net.ErrClosed", err)
+			return
+		}
+		result <- ""
+	})
+	g := newCarriers(t, carrier.Options{Carriers: 1})
+	s := &Server{Handler: h, ErrorLog: log.New(io.Discard, "", 0)}
+	addr := listenOn(t, g, s)
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-entered
+	time.Sleep(50 * time.Millisecond) // past the hand-off threshold
+	g.Close()
+	select {
+	case msg := <-result:
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler did not end")
 	}
 }

@@ -287,9 +287,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close stops the server at once: it closes the listeners and every
 // connection, HTTP/2 ones too, but for hijacked ones (a handler running on
 // one sees its writes fail and its request context cancelled). It does not
-// wait for handlers to return: carrier.Group.Close waits for the HTTP/1
-// ones (tasks) and closes the hijacked connections left; HTTP/2 handlers
-// are goroutines, waited for by nobody, as under net/http.
+// wait for handlers to return: carrier.Group.Close unwinds the HTTP/1 ones
+// parked in their tasks and closes the hijacked connections left; a
+// handler its carrier handed off (it blocked the Go way) runs on, sees
+// net.ErrClosed from its writes, and ends when it returns, as HTTP/2
+// handlers do (goroutines, waited for by nobody, as under net/http). Close
+// the Server before its Group, so that every request's context is
+// cancelled first.
 func (s *Server) Close() error {
 	s.init()
 	s.shutdown.Store(true)
