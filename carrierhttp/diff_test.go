@@ -330,3 +330,29 @@ func TestHandlerDeadlineEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestTrailerBytes: the trailer section is net/http's byte for byte:
+// declared and TrailerPrefix fields together, sorted by name (the
+// differential suite's parsed answers do not see the order).
+func TestTrailerBytes(t *testing.T) {
+	h := testMux()
+	_, ca := startCarrier(t, h, nil)
+	na := startNetHTTP(t, h)
+	trailer := func(addr string) string {
+		c := dial(t, addr)
+		io.WriteString(c, "GET /trailer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, ok := strings.Cut(string(b), "\r\n0\r\n")
+		if !ok {
+			t.Fatalf("no last chunk in %q", b)
+		}
+		return after
+	}
+	if got, want := trailer(ca), trailer(na); got != want {
+		t.Fatalf("trailer section %q, net/http's %q", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package carrierhttp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -486,14 +487,29 @@ func (w *response) finish() {
 func (w *response) endChunks() {
 	c := w.c
 	c.out = append(c.out, "0\r\n"...)
-	for _, k := range w.trailers {
-		if vv, ok := w.header[k]; ok {
-			c.out = appendField(c.out, k, vv)
+	{
+		// As net/http: the TrailerPrefix fields (set any time before the
+		// handler returns), then the declared ones (which win a name both
+		// give), written sorted by name.
+		var t http.Header
+		for k, vv := range w.header {
+			if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+				if t == nil {
+					t = make(http.Header)
+				}
+				t[http.CanonicalHeaderKey(name)] = vv
+			}
 		}
-	}
-	for k, vv := range w.header {
-		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
-			c.out = appendField(c.out, http.CanonicalHeaderKey(name), vv)
+		for _, k := range w.trailers {
+			if vv, ok := w.header[k]; ok {
+				if t == nil {
+					t = make(http.Header)
+				}
+				t[k] = vv
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			c.out = appendField(c.out, k, t[k])
 		}
 	}
 	c.out = append(c.out, "\r\n"...)
