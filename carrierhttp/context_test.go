@@ -237,3 +237,22 @@ func TestHandedOffHandlerAfterGroupClose(t *testing.T) {
 		t.Fatal("the handler did not end")
 	}
 }
+
+// TestSuperfluousWriteHeaderNamesCaller: the log line of a second
+// WriteHeader names the handler that made it, as net/http's does.
+func TestSuperfluousWriteHeaderNamesCaller(t *testing.T) {
+	var logs syncbuf.Buffer
+	_, _, addr := startOne(t, http.HandlerFunc(twiceWriteHeader), &logs)
+	got := exchange(t, addr, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", nil, 100*time.Millisecond)
+	if len(got.Responses) != 1 || !strings.Contains(got.Responses[0], " 201 ") {
+		t.Fatalf("answer: %s", got)
+	}
+	if l := logs.String(); !strings.Contains(l, "superfluous response.WriteHeader call from github.com/spindle-lab/spindle/carrierhttp.twiceWriteHeader (context_test.go:") {
+		t.Fatalf("log %q does not name the caller", l)
+	}
+}
+
+func twiceWriteHeader(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusCreated)
+	w.WriteHeader(http.StatusAccepted)
+}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"net/http"
 	"net/textproto"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +85,7 @@ func (w *response) WriteHeader(code int) {
 		return
 	}
 	if w.wroteHeader {
-		w.c.s.logf("http: superfluous response.WriteHeader call")
+		w.c.s.logf("http: superfluous response.WriteHeader call from %s", callerOutside())
 		return
 	}
 	if code < 100 || code > 999 {
@@ -573,5 +575,22 @@ func (w *response) endCloseNotify() {
 	if w.closeStop != nil {
 		w.closeStop()
 		w.closeStop = nil
+	}
+}
+
+// callerOutside names the first caller outside this package, as
+// "function (file.go:line)": whose WriteHeader was superfluous (net/http's
+// log names it too).
+func callerOutside() string {
+	var pcs [16]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/spindle-lab/spindle/carrierhttp.") || strings.HasSuffix(f.File, "_test.go") {
+			return fmt.Sprintf("%s (%s:%d)", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return "an unknown caller"
+		}
 	}
 }
