@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -385,43 +386,103 @@ type Config struct {
 	AdminPort  int `json:"admin_port"`
 }
 
+// ConfigError is Validate's error about fields of a Config: Fields are
+// the fields at fault with their values as Go names them ("WaitB",
+// "5ms"), Err what is wrong or what is valid. Its message names the
+// fields ("WaitB 5ms: ..."); a command names its flags instead.
+type ConfigError struct {
+	Fields []Field
+	Err    error
+}
+
+// Field is a field of Config and its value as a ConfigError names it: ""
+// for a switch that is on, a string quoted.
+type Field struct{ Name, Value string }
+
+func (e *ConfigError) Error() string {
+	names := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		names[i] = strings.TrimSpace(f.Name + " " + f.Value)
+	}
+	return strings.Join(names, ", ") + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// fieldErr is a ConfigError of one field.
+func fieldErr(name, value string, format string, args ...any) error {
+	return &ConfigError{Fields: []Field{{name, value}}, Err: fmt.Errorf(format, args...)}
+}
+
+// carrierFields maps carrier.Options' fields, as a carrier.ConflictError
+// names them, to Config's.
+var carrierFields = map[string]string{"Float": "Float", "Pin": "Topology", "NPlusOne": "NPlus1", "CPUs": "ServerCPUs", "Slice": "Slice"}
+
 // Validate checks the configuration; strict also rejects overlapping CPU
-// sets.
+// sets. Its errors about fields are *ConfigError.
 func (c Config) Validate(strict bool) error {
-	if _, err := server.ParseMode(c.Mode); err != nil {
-		return fmt.Errorf("mode %q: want %s", c.Mode, server.ModeHelp())
+	mode, err := server.ParseMode(c.Mode)
+	if err != nil {
+		return fieldErr("Mode", fmt.Sprintf("%q", c.Mode), "want %s", server.ModeHelp())
 	}
 	// The server's own rules, so that a plan fails before anything starts.
 	pin, err := carrier.ParsePinning(c.Topology)
 	if err != nil {
-		return fmt.Errorf("topology: %w", err)
+		return fieldErr("Topology", fmt.Sprintf("%q", c.Topology), "want one of off, cpu, nosmt")
+	}
+	if c.Poller != "" && !slices.Contains(carrier.Pollers, c.Poller) {
+		return fieldErr("Poller", fmt.Sprintf("%q", c.Poller), "want one of %s", strings.Join(carrier.Pollers, ", "))
+	}
+	if c.Slice > 0 && carrier.CheckSlice(c.Slice) != nil {
+		return fieldErr("Slice", c.Slice.String(), "want 0 (the kernel's default) or %v to %v", carrier.MinSlice, carrier.MaxSlice)
 	}
 	if err := (carrier.Options{Pin: pin, NPlusOne: c.NPlus1, Float: c.Float, Poller: c.Poller, Slice: c.Slice}).Check(); err != nil {
-		return err
+		var ce *carrier.ConflictError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		fields := []Field{{carrierFields[ce.Option], ""}}
+		for _, w := range ce.With {
+			fields = append(fields, Field{carrierFields[w.Field], w.Value})
+		}
+		return &ConfigError{Fields: fields, Err: errors.New(ce.Why + ": they exclude each other")}
 	}
 	if err, known := wait.Available()[c.Wait]; !known {
-		return fmt.Errorf("wait %q: want one of %s", c.Wait, strings.Join(wait.Names(), ", "))
+		return fieldErr("Wait", fmt.Sprintf("%q", c.Wait), "want one of %s", strings.Join(wait.Names(), ", "))
 	} else if err != nil {
-		return fmt.Errorf("wait %s: %w", c.Wait, err)
+		return fieldErr("Wait", c.Wait, "%w", err)
 	}
 	if err := wait.CheckB(c.Wait, c.WaitB); err != nil {
-		return fmt.Errorf("wait_b: %w", err)
+		return fieldErr("WaitB", c.WaitB.String(), "%w", err)
 	}
 	switch {
 	case c.Threads < 1:
-		return fmt.Errorf("threads %d: want at least 1", c.Threads)
+		return fieldErr("Threads", fmt.Sprint(c.Threads), "want at least 1")
 	case c.Rate < 0 || c.Rate > load.MaxRate:
-		return fmt.Errorf("rate %d: want 0 (max throughput) to %d", c.Rate, int(load.MaxRate))
+		return fieldErr("Rate", fmt.Sprint(c.Rate), "want 0 (max throughput) to %d", int(load.MaxRate))
 	case c.BacklogPollGap < 0:
-		return fmt.Errorf("backlog poll gap %d: want at least 1 (0: the default)", c.BacklogPollGap)
-	case c.Connections < 1 || c.LoadThreads < 1 || c.MockThreads < 1:
-		return fmt.Errorf("connections, load threads and mock threads must be at least 1")
+		return fieldErr("BacklogPollGap", fmt.Sprint(c.BacklogPollGap), "want at least 1 (0: the default)")
+	case c.Connections < 1:
+		return fieldErr("Connections", fmt.Sprint(c.Connections), "want at least 1")
+	case c.LoadThreads < 1:
+		return fieldErr("LoadThreads", fmt.Sprint(c.LoadThreads), "want at least 1")
+	case c.MockThreads < 1:
+		return fieldErr("MockThreads", fmt.Sprint(c.MockThreads), "want at least 1")
 	case c.Connections < c.LoadThreads:
-		return fmt.Errorf("connections %d: want at least one per load thread (%d)", c.Connections, c.LoadThreads)
-	case c.Duration <= 0 || c.Warmup < 0 || c.MockThinkTime < 0:
-		return fmt.Errorf("duration must be positive, warm-up and think time not negative")
+		return &ConfigError{Fields: []Field{{"Connections", fmt.Sprint(c.Connections)}, {"LoadThreads", fmt.Sprint(c.LoadThreads)}},
+			Err: errors.New("want at least one connection per load thread")}
+	case c.Duration <= 0:
+		return fieldErr("Duration", c.Duration.String(), "want a window above 0")
+	case c.Warmup < 0:
+		return fieldErr("Warmup", c.Warmup.String(), "want 0 (none) or more")
+	case c.MockThinkTime < 0:
+		return fieldErr("MockThinkTime", c.MockThinkTime.String(), "want 0 or more")
 	case c.Profile != "" && c.Profile != ProfileCPU:
-		return fmt.Errorf("profile %q: want %s (or none)", c.Profile, ProfileCPU)
+		return fieldErr("Profile", fmt.Sprintf("%q", c.Profile), "want %s (or none)", ProfileCPU)
+	}
+	if err := c.checkCarriers(mode, pin); err != nil {
+		return err
 	}
 	if err := c.checkMix(); err != nil {
 		return err
@@ -433,6 +494,46 @@ func (c Config) Validate(strict bool) error {
 		return c.overlap()
 	}
 	return nil
+}
+
+// checkCarriers refuses carrier settings in a mode without carriers
+// (nethttp: they would label the run with settings that had no effect)
+// and, in the others, a placement the server's CPUs cannot hold (pinned
+// carriers, N+1's reserved CPU), before anything starts.
+func (c Config) checkCarriers(mode server.Mode, pin carrier.Pinning) error {
+	if mode == server.ModeNetHTTP {
+		for _, f := range []struct {
+			name, value string
+			set         bool
+		}{
+			{"WorkStealing", "", c.WorkStealing}, {"Float", "", c.Float}, {"ParkIdle", c.ParkIdle.String(), c.ParkIdle != cliflag.SwitchAuto},
+			{"Poller", c.Poller, c.Poller != "" && c.Poller != carrier.DefaultPoller},
+			{"BacklogPollGap", fmt.Sprint(c.BacklogPollGap), c.BacklogPollGap != 0 && c.BacklogPollGap != carrier.DefaultBacklogPollGap},
+			{"Topology", c.Topology, pin != carrier.PinOff}, {"Wait", c.Wait, c.Wait != DefaultWait}, {"WaitB", c.WaitB.String(), c.WaitB != 0},
+			{"Slice", c.Slice.String(), c.Slice != 0 && c.Slice != carrier.DefaultSlice}, {"NoBatch", "", c.NoBatch}, {"NPlus1", "", c.NPlus1},
+		} {
+			if f.set {
+				return fieldErr(f.name, f.value, "configures carriers: it applies to modes %s, not %s", server.CarrierModesHelp(), mode)
+			}
+		}
+		return nil
+	}
+	if c.Float {
+		return nil // no pinning, no reserved CPU: any number of carriers fits
+	}
+	err := carrier.CheckPlacement(carrier.Options{CPUs: c.ServerCPUs, Carriers: c.Threads, Pin: pin, NPlusOne: c.NPlus1})
+	if err == nil {
+		return nil
+	}
+	fields := []Field{{"Threads", fmt.Sprint(c.Threads)}}
+	if pin != carrier.PinOff {
+		fields = append(fields, Field{"Topology", c.Topology})
+	}
+	if c.NPlus1 {
+		fields = append(fields, Field{"NPlus1", ""})
+	}
+	fields = append(fields, Field{"ServerCPUs", c.ServerCPUs.String()})
+	return &ConfigError{Fields: fields, Err: err}
 }
 
 // checkApp checks the app against the mode and the options that go with
@@ -562,7 +663,8 @@ var Variants = slices.Concat([]Variant{
 	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeNetHTTPCarrier, cliflag.SwitchOff }},
 	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
 	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
-	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" }},
+	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" },
+		needs: "a server CPU per carrier (the I/O-bound preset runs 8 carriers on fewer)", fits: func(l Layout) bool { return l.Carriers <= len(l.Server) }},
 	{Name: "carrier+park", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, cliflag.SwitchOn }},
 }, waitVariants(), []Variant{
 	{Name: "carrier+float", apply: func(c *Config, _ Layout) {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -591,5 +592,70 @@ func TestComparePlanWarmup(t *testing.T) {
 		if c.Warmup != tc.warm || c.Duration != tc.window || !strings.Contains(p.Description, fmt.Sprintf("warm-up %v, window %v", tc.warm, tc.window)) {
 			t.Errorf("%+v: warm-up %v window %v (%q), want %v %v", tc.o, c.Warmup, c.Duration, p.Description, tc.warm, tc.window)
 		}
+	}
+}
+
+// Validate names the fields at fault (a *ConfigError, which the command
+// maps to its flags), refuses carrier settings in nethttp mode, and
+// refuses a placement the server's CPUs cannot hold before anything
+// starts: bench --threads 8 --topology cpu started the children and left
+// an incomplete result.
+func TestValidateFields(t *testing.T) {
+	good := Config{Mode: ModeCarrier, Topology: "off", Wait: DefaultWait, Threads: 1, Connections: 10, LoadThreads: 2, MockThreads: 1,
+		Duration: time.Second, LoadCPUs: mustList(t, "0"), ServerCPUs: mustList(t, "1"), MockCPUs: mustList(t, "0")}
+	for _, tc := range []struct {
+		edit   func(c *Config)
+		fields string // the fields named, as the message starts
+		reason string
+	}{
+		{func(c *Config) { c.Mode = "bogus" }, `Mode "bogus"`, "want nethttp, handoff"},
+		{func(c *Config) { c.Topology = "numa" }, `Topology "numa"`, "want one of off, cpu, nosmt"},
+		{func(c *Config) { c.Poller = "kqueue" }, `Poller "kqueue"`, "want one of epoll"},
+		{func(c *Config) { c.Slice = time.Microsecond }, "Slice 1µs", "want 0 (the kernel's default) or 100µs to 100ms"},
+		{func(c *Config) { c.Float, c.Slice = true, time.Millisecond }, "Float, Slice 1ms", "no threads of their own"},
+		{func(c *Config) { c.Float, c.Topology, c.NPlus1 = true, "cpu", true }, "Float, Topology cpu, NPlus1", "not bound to threads"},
+		{func(c *Config) { c.WaitB = 5 * time.Millisecond }, "WaitB 5ms", "needs an adaptive strategy"},
+		{func(c *Config) { c.Profile = "mem" }, `Profile "mem"`, "want cpu"},
+		{func(c *Config) { c.Threads, c.Topology = 2, "cpu" }, "Threads 2, Topology cpu, ServerCPUs 1", "too few CPUs"},
+		{func(c *Config) { c.NPlus1 = true }, "Threads 1, NPlus1, ServerCPUs 1", "too few CPUs"},
+		{func(c *Config) { c.Mode, c.WorkStealing = ModeNetHTTP, true }, "WorkStealing", "applies to modes handoff, carrier, nethttp-carrier, not nethttp"},
+		{func(c *Config) { c.Mode, c.Topology = ModeNetHTTP, "cpu" }, "Topology cpu", "not nethttp"},
+		{func(c *Config) { c.Mode, c.Wait = ModeNetHTTP, "busy" }, "Wait busy", "not nethttp"},
+		{func(c *Config) { c.Mode, c.Poller = ModeNetHTTP, carrier.PollerURing }, "Poller io_uring", "not nethttp"},
+	} {
+		c := good
+		tc.edit(&c)
+		err := c.Validate(false)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tc.fields+": ") || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%+v: %v, want a ConfigError of %s: ...%s", c, err, tc.fields, tc.reason)
+		}
+	}
+	// nethttp with the carriers' defaults, as bench and compare make it.
+	c := good
+	c.Mode, c.Slice, c.Threads = ModeNetHTTP, carrier.DefaultSlice, 8
+	if err := c.Validate(false); err != nil {
+		t.Errorf("nethttp with the defaults: %v", err)
+	}
+}
+
+// The I/O-bound preset's 8 carriers cannot be pinned to fewer server
+// CPUs: carrier+pinning is left out there (named, it is refused with the
+// reason), and every configuration that runs passes Validate.
+func TestComparePlanIOBoundPinning(t *testing.T) {
+	p, err := ComparePlan(CompareOptions{CPUs: cpus(2), IOBound: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Phases[0].Configs {
+		if c.Name == "carrier+pinning" {
+			t.Errorf("carrier+pinning planned with %d carriers on server CPUs %s", c.Threads, c.ServerCPUs)
+		}
+		if err := c.Validate(false); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+	}
+	if _, err := ComparePlan(CompareOptions{CPUs: cpus(2), IOBound: true, Only: []string{"carrier+pinning"}}); err == nil || !strings.Contains(err.Error(), "a server CPU per carrier") {
+		t.Errorf("--io-bound --only carrier+pinning on 2 CPUs: %v, want the reason", err)
 	}
 }

@@ -52,6 +52,12 @@ func TestFloatOptions(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), way) {
 				t.Errorf("error %q: want it to name %q and the way out", err, tc.bad)
 			}
+			// The conflict is structured, so that a command can name its
+			// flags instead of the fields.
+			var ce *ConflictError
+			if !errors.As(err, &ce) || ce.Option != "Float" || len(ce.With) == 0 {
+				t.Errorf("error %q: want a *ConflictError of Float", err)
+			}
 		})
 	}
 }

@@ -314,29 +314,61 @@ func (o Options) Check() error {
 		return nil
 	}
 	if o.Slice > 0 {
-		return fmt.Errorf("floating carriers have no threads of their own, so Float excludes Slice %v: leave it at 0 (none with Float)", o.Slice)
+		return &ConflictError{Option: "Float", With: []Setting{{"Slice", o.Slice.String()}},
+			Why: "floating carriers have no threads of their own", Fix: "leave it at 0 (none with Float)"}
 	}
-	var bound []string
+	var bound []Setting
 	if o.Pin != PinOff {
-		bound = append(bound, "Pin "+o.Pin.String())
+		bound = append(bound, Setting{"Pin", o.Pin.String()})
 	}
 	if o.NPlusOne {
-		bound = append(bound, "NPlusOne")
+		bound = append(bound, Setting{"NPlusOne", ""})
 	}
 	if len(o.CPUs) > 0 {
-		bound = append(bound, "CPUs "+o.CPUs.String())
+		bound = append(bound, Setting{"CPUs", o.CPUs.String()})
 	}
 	if len(bound) > 0 {
-		return fmt.Errorf("floating carriers are not bound to threads, so Float excludes %s: restrict the whole process with taskset instead", strings.Join(bound, ", "))
+		return &ConflictError{Option: "Float", With: bound,
+			Why: "floating carriers are not bound to threads", Fix: "restrict the whole process with taskset instead"}
 	}
 	return nil
 }
 
+// ConflictError is Check's error for options that exclude each other:
+// Option (Float) excludes each of With. A command maps the fields to its
+// flags; the message names them as Options does ("Float excludes Pin
+// cpu, NPlusOne").
+type ConflictError struct {
+	Option string
+	With   []Setting
+	// Why the options cannot go together, and what to do instead.
+	Why, Fix string
+}
+
+// Setting is a field of Options and its value as a ConflictError names
+// it; "" for a switch that is on.
+type Setting struct{ Field, Value string }
+
+func (e *ConflictError) Error() string {
+	with := make([]string, len(e.With))
+	for i, s := range e.With {
+		with[i] = strings.TrimSpace(s.Field + " " + s.Value)
+	}
+	return fmt.Sprintf("%s, so %s excludes %s: %s", e.Why, e.Option, strings.Join(with, ", "), e.Fix)
+}
+
+// MinSlice and MaxSlice bound Options.Slice above 0: the range the kernel
+// grants (CheckSlice).
+const (
+	MinSlice = time.Duration(unix.MinSlice)
+	MaxSlice = time.Duration(unix.MaxSlice)
+)
+
 // CheckSlice refuses a slice above 0 outside the range the kernel grants,
 // 100µs to 100ms (Options.Slice; 0 and below stand for defaults).
 func CheckSlice(d time.Duration) error {
-	if d > 0 && (d < unix.MinSlice || d > unix.MaxSlice) {
-		return fmt.Errorf("slice %v is outside %v-%v", d, time.Duration(unix.MinSlice), time.Duration(unix.MaxSlice))
+	if d > 0 && (d < MinSlice || d > MaxSlice) {
+		return fmt.Errorf("slice %v is outside %v-%v", d, MinSlice, MaxSlice)
 	}
 	return nil
 }

@@ -21,6 +21,15 @@ type placement struct {
 	reserved cpu.Set   // the CPUs for everything else, with NPlusOne
 }
 
+// CheckPlacement reports whether New can place o's carriers (o.Carriers,
+// o.Pin, o.NPlusOne on o.CPUs or the allowed CPUs) without starting
+// anything: New's placement error, wrapping ErrTooFewCPUs when the CPUs
+// cannot hold the pinned carriers (and the reserved CPU).
+func CheckPlacement(o Options) error {
+	_, err := plan(o)
+	return err
+}
+
 // plan places the carriers with planCarriers on o.CPUs (or the allowed
 // CPUs), reading the topology under o.SysRoot. Unpinned carriers may
 // outnumber the CPUs; pinned ones may not.
@@ -110,7 +119,7 @@ type carrierPlan struct {
 // topo may be nil: every CPU is then its own core.
 func planCarriers(allowed cpu.Set, topo *cpu.Topology, req carrierRequest) (carrierPlan, error) {
 	if req.Carriers < 0 {
-		return carrierPlan{}, fmt.Errorf("plan carriers: %d carriers", req.Carriers)
+		return carrierPlan{}, fmt.Errorf("%d carriers", req.Carriers)
 	}
 	byCore := req.Pin == PinSkipSMT
 	var units []cpu.Set // one per allowed CPU, or per core with PinSkipSMT
@@ -143,7 +152,7 @@ func planCarriers(allowed cpu.Set, topo *cpu.Topology, req carrierRequest) (carr
 		if len(reserved) > 0 {
 			have++
 		}
-		return carrierPlan{}, fmt.Errorf("plan carriers: %d carriers%s need %d %s, the allowed CPUs %q have %d: %w",
+		return carrierPlan{}, fmt.Errorf("%d carriers%s need %d %s, the allowed CPUs %q have %d: %w",
 			max(n, 1), extra, need, what, allowed, have, ErrTooFewCPUs)
 	}
 	p := carrierPlan{Carriers: make([]int, n)}

@@ -64,3 +64,24 @@ func TestPlanCarriers(t *testing.T) {
 		t.Error("negative carriers accepted")
 	}
 }
+
+// CheckPlacement answers as New's placement does, without starting
+// anything: pinned carriers (and N+1's reserved CPU) need CPUs of their
+// own, unpinned ones do not.
+func TestCheckPlacement(t *testing.T) {
+	for _, tc := range []struct {
+		o  Options
+		ok bool
+	}{
+		{Options{CPUs: cpu.Set{0}, Carriers: 4}, true},
+		{Options{CPUs: cpu.Set{0, 1}, Carriers: 2, Pin: PinCPU}, true},
+		{Options{CPUs: cpu.Set{0}, Carriers: 2, Pin: PinCPU}, false},
+		{Options{CPUs: cpu.Set{0}, NPlusOne: true}, false},
+		{Options{CPUs: cpu.Set{0, 1}, Carriers: 2, Pin: PinCPU, NPlusOne: true}, false},
+	} {
+		err := CheckPlacement(tc.o)
+		if tc.ok != (err == nil) || !tc.ok && !errors.Is(err, ErrTooFewCPUs) {
+			t.Errorf("CheckPlacement(CPUs %s, %d carriers, pin %s, n+1 %v) = %v, want ok %v", tc.o.CPUs, tc.o.Carriers, tc.o.Pin, tc.o.NPlusOne, err, tc.ok)
+		}
+	}
+}

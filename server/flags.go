@@ -2,6 +2,9 @@ package server
 
 import (
 	"flag"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier"
@@ -149,6 +152,57 @@ func SliceFlag(o time.Duration) time.Duration {
 // mode keeps blocking in its poller, the study's design, unless asked.
 func ParkIdleFor(mode Mode, park cliflag.Switch) bool {
 	return park.Resolve(mode == ModeNetHTTPCarrier)
+}
+
+// modeFlags are the flags that apply to some modes only, with those
+// modes: the carriers' flags to every mode but nethttp (net/http on Go's
+// scheduler, no carrier: only --threads, as GOMAXPROCS, and --cpuset
+// apply to it), and --db-conns to the tfb app's carrier modes. Bench's
+// flags of the same names follow the table too.
+// (A function, not a variable: the modes register from init functions,
+// after package variables are set.)
+func modeFlags() map[string][]Mode {
+	m := map[string][]Mode{"db-conns": {ModeNetHTTPCarrier, ModeCarrier}}
+	for _, f := range []string{"ws", "ws-scope", "wait", "wait-b", "slice", "batch-others", "float", "park-watch", "park-idle",
+		"poller", "backlog-poll-gap", "topology", "nplus1", "reuseport", "handoff-threshold"} {
+		m[f] = CarrierModes()
+	}
+	return m
+}
+
+// CarrierModes are the modes with carriers: every mode but nethttp.
+func CarrierModes() []Mode {
+	return slices.DeleteFunc(Modes(), func(m Mode) bool { return m == ModeNetHTTP })
+}
+
+// CarrierModesHelp lists CarrierModes for a message: "a, b, c".
+func CarrierModesHelp() string { return modesText(CarrierModes()) }
+
+func modesText(ms []Mode) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
+}
+
+// CheckModeFlags refuses a flag given (given reports whether a flag was
+// typed) that does not apply to mode, naming the flag and the modes it
+// applies to: a setting with no effect would label the run all the same
+// (config.json, the report).
+func CheckModeFlags(mode Mode, given func(name string) bool) error {
+	flags := modeFlags()
+	names := make([]string, 0, len(flags))
+	for f := range flags {
+		names = append(names, f)
+	}
+	slices.Sort(names) // the first in order, whatever the map's
+	for _, f := range names {
+		if ms := flags[f]; given(f) && !slices.Contains(ms, mode) {
+			return fmt.Errorf("--%s applies to modes %s, not %s", f, modesText(ms), mode)
+		}
+	}
+	return nil
 }
 
 // DefaultFlags are the flags' defaults: those of "spindle serve" alone.

@@ -134,7 +134,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 		"to the layout derived from the CPUs available (as \"spindle compare\" prints it).")
 	fs.StringVar(&a.name, "name", "", "name of the configuration in reports (default: the mode)")
 	fs.StringVar(&a.mode, "mode", bench.ModeCarrier, "server mode: "+server.ModeHelp())
-	cliflag.AtLeast(&a.threads, 0).Var(fs.FlagSet, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU)")
+	cliflag.AtLeast(&a.threads, 0).Var(fs.FlagSet, "threads", 0, "server carriers (GOMAXPROCS for nethttp) (default: one per server CPU, less the reserved one with --nplus1)")
 	cliflag.Within(&a.rate, 0, load.MaxRate).Var(fs.FlagSet, "rate", 0, "fixed total rate, requests/s (default: max throughput, closed loop)")
 	cliflag.AtLeast(&a.conns, 1).Var(fs.FlagSet, "connections", bench.DefaultConnections, "load generator connections")
 	cliflag.AtLeast(&a.loadThreads, 0).Var(fs.FlagSet, "load-threads", 0, "load generator threads (default: one per load CPU)")
@@ -180,10 +180,43 @@ func benchFlags() (*flagSet, *benchArgs) {
 	return fs, a
 }
 
+// benchFlagOf names the flag of each field of bench.Config that has one,
+// for Validate's errors (bench.ConfigError): "--wait-b 5ms", not "WaitB".
+var benchFlagOf = map[string]string{
+	"Mode": "--mode", "Threads": "--threads", "Rate": "--rate", "Connections": "--connections", "LoadThreads": "--load-threads",
+	"LoadCPUs": "--load-cpuset", "ServerCPUs": "--server-cpuset", "MockCPUs": "--mock-cpuset", "MockThreads": "--mock-threads",
+	"MockThinkTime": "--mock-think-time", "WorkStealing": "--ws", "Float": "--float", "ParkIdle": "--park-idle", "Poller": "--poller",
+	"BacklogPollGap": "--backlog-poll-gap", "Topology": "--topology", "Wait": "--wait", "WaitB": "--wait-b", "Slice": "--slice",
+	"NoBatch": "--batch-others=false", "NPlus1": "--nplus1", "Mix": "--mix", "BlockingEndpoint": "--blocking-endpoint", "App": "--app",
+	"Target": "--target", "DBPool": "--db-pool", "Warmup": "--warmup", "Duration": "--duration", "Profile": "--profile",
+}
+
+// configInput is Validate's error as bad input, its fields named as
+// bench's flags ("--threads 8 --topology cpu: ..."); an error about no
+// field, or a field without a flag, keeps its message.
+func configInput(err error) error {
+	var ce *bench.ConfigError
+	if !errors.As(err, &ce) {
+		return asBadInput(err)
+	}
+	flags := make([]string, len(ce.Fields))
+	for i, f := range ce.Fields {
+		name, ok := benchFlagOf[f.Name]
+		if !ok {
+			return asBadInput(err)
+		}
+		flags[i] = strings.TrimSpace(name + " " + f.Value)
+	}
+	return badInput("%s: %v", strings.Join(flags, " "), ce.Err)
+}
+
 // config turns the flags into a validated configuration.
-func (a *benchArgs) config() (bench.Config, error) {
+func (a *benchArgs) config(fs *flagSet) (bench.Config, error) {
 	if err := a.ports.check(); err != nil {
 		return bench.Config{}, err
+	}
+	if err := server.CheckModeFlags(server.Mode(a.mode), fs.given); err != nil {
+		return bench.Config{}, asBadInput(err)
 	}
 	for _, f := range []struct {
 		name string
@@ -226,8 +259,11 @@ func (a *benchArgs) config() (bench.Config, error) {
 		return c, err
 	}
 	c.Connections = c.MixConnections()
-	if c.Threads == 0 {
+	if c.Threads == 0 { // one per server CPU, less N+1's reserved one, as serve's default
 		c.Threads = len(c.ServerCPUs)
+		if c.NPlus1 && c.Threads > 1 {
+			c.Threads--
+		}
 	}
 	if c.LoadThreads == 0 {
 		c.LoadThreads = len(c.LoadCPUs)
@@ -236,7 +272,7 @@ func (a *benchArgs) config() (bench.Config, error) {
 		c.MockThreads = len(c.MockCPUs)
 	}
 	if err := c.Validate(a.strict); err != nil {
-		return c, asBadInput(err)
+		return c, configInput(err)
 	}
 	if c.Mode != bench.ModeNetHTTP { // the server runs here: it must be able to use the poller
 		if err := checkPoller(c.Poller); err != nil {
@@ -262,7 +298,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return badInput("bench takes no arguments (got %q)", pos[0])
 	}
 	a.mode = appMode(fs, a.app.app, a.mode)
-	cfg, err := a.config()
+	cfg, err := a.config(fs)
 	if err != nil {
 		return err
 	}

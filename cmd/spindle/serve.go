@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/carrier"
 	"github.com/spindle-lab/spindle/carrier/wait"
+	"github.com/spindle-lab/spindle/cpu"
 	"github.com/spindle-lab/spindle/server"
 )
 
@@ -38,12 +41,55 @@ func serveFlags() (*flagSet, *server.Flags) {
 	return fs, a
 }
 
-// serveOptions validates the flags and builds the server's options.
-func serveOptions(a *server.Flags) (server.Options, error) {
+// serveFlagOf names serve's flag of each carrier.Options field a
+// carrier.ConflictError names.
+var serveFlagOf = map[string]string{"Float": "--float", "Pin": "--topology", "NPlusOne": "--nplus1", "CPUs": "--cpuset", "Slice": "--slice"}
+
+// conflictInput is carrier.Options.Check's error as bad input, a conflict
+// named with serve's flags as typed ("--float --topology cpu: ...").
+func conflictInput(err error) error {
+	var ce *carrier.ConflictError
+	if !errors.As(err, &ce) {
+		return badInput("%v", err)
+	}
+	flags := []string{serveFlagOf[ce.Option]}
+	fix := ce.Fix
+	for _, w := range ce.With {
+		flags = append(flags, strings.TrimSpace(serveFlagOf[w.Field]+" "+w.Value))
+		if w.Field == "Slice" {
+			fix = "leave --slice out: with --float it is none"
+		}
+	}
+	return badInput("%s: %s: they exclude each other (%s)", strings.Join(flags, " "), ce.Why, fix)
+}
+
+// placementFlags names the flags that place carriers, as typed: "--threads
+// 8 --topology cpu --nplus1 --cpuset 0-1" (the last by cpusFlag, where
+// given).
+func placementFlags(threads int, topology string, nplus1 bool, cpusFlag string, cpus cpu.Set) string {
+	s := fmt.Sprintf("--threads %d", threads)
+	if topology != "" && topology != bench.DefaultTopology {
+		s += " --topology " + topology
+	}
+	if nplus1 {
+		s += " --nplus1"
+	}
+	if len(cpus) > 0 {
+		s += " " + cpusFlag + " " + cpus.String()
+	}
+	return s
+}
+
+// serveOptions validates the flags and builds the server's options;
+// given reports whether a flag was typed.
+func serveOptions(a *server.Flags, given func(string) bool) (server.Options, error) {
 	var o server.Options
 	mode, err := server.ParseMode(a.Mode)
 	if err != nil {
 		return o, badInput("--mode: %v", err)
+	}
+	if err := server.CheckModeFlags(mode, given); err != nil {
+		return o, asBadInput(err)
 	}
 	pin, err := carrier.ParsePinning(a.Topology)
 	if err != nil {
@@ -121,7 +167,14 @@ func serveOptions(a *server.Flags) (server.Options, error) {
 		},
 	}
 	if err := o.Carrier.Check(); err != nil {
-		return o, badInput("--float: %v (flags --topology, --nplus1, --cpuset, --slice)", err)
+		return o, conflictInput(err)
+	}
+	if mode != server.ModeNetHTTP { // nethttp's --threads is GOMAXPROCS: no carrier to place
+		c := o.Carrier
+		c.Carriers = a.Threads
+		if err := carrier.CheckPlacement(c); err != nil {
+			return o, badInput("%s: %v", placementFlags(a.Threads, a.Topology, a.NPlusOne, "--cpuset", a.CPUs), err)
+		}
 	}
 	if a.AdminPort > 0 {
 		o.AdminAddr = admin
@@ -139,7 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return badInput("serve takes no arguments (got %q)", pos[0])
 	}
 	a.Mode = appMode(fs, a.App, a.Mode)
-	o, err := serveOptions(a)
+	o, err := serveOptions(a, fs.given)
 	if err != nil {
 		return err
 	}

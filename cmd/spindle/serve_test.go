@@ -157,7 +157,7 @@ func TestServeAdminHost(t *testing.T) {
 		if _, err := fs.parse(tt.args, io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		o, err := serveOptions(a)
+		o, err := serveOptions(a, fs.given)
 		if err != nil || o.AdminAddr != tt.want {
 			t.Errorf("%q: admin address %q, %v; want %q", tt.args, o.AdminAddr, err, tt.want)
 		}
@@ -180,7 +180,7 @@ func TestServeWaitB(t *testing.T) {
 		if _, err := fs.parse(tt.args, io.Discard); err != nil {
 			t.Fatal(err)
 		}
-		o, err := serveOptions(a)
+		o, err := serveOptions(a, fs.given)
 		if err != nil || o.Carrier.WaitOptions != tt.want {
 			t.Errorf("%q: wait options %+v, %v; want %+v", tt.args, o.Carrier.WaitOptions, err, tt.want)
 		}
@@ -349,6 +349,33 @@ func TestOutOfFDsOneLine(t *testing.T) {
 			if strings.Contains(msg, "\n") || !strings.Contains(msg, "too many open files") || strings.Contains(msg, "panic") {
 				t.Errorf("%s under ulimit -n %s: stderr %q, want one line saying too many open files", args, limit, msg)
 			}
+		}
+	}
+}
+
+// serve refuses, before it starts, carriers its CPUs cannot place (exit 2
+// naming the flags; it was 1 with "place carriers: plan carriers: ..."),
+// carrier flags in nethttp mode (naming the modes they apply to), and
+// --float's conflicts named by the flags, not carrier.Options' fields.
+func TestServeRefusesBeforeStart(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--topology", "cpu", "--threads", "9000", "--port", "0"}, "serve: --threads 9000 --topology cpu: 9000 carriers need 9000 CPUs"},
+		{[]string{"serve", "--topology", "nosmt", "--threads", "9000", "--port", "0"}, "serve: --threads 9000 --topology nosmt: 9000 carriers need 9000 cores"},
+		{[]string{"serve", "--mode", "nethttp", "--ws"}, "serve: --ws applies to modes handoff, carrier, nethttp-carrier, not nethttp"},
+		{[]string{"serve", "--mode", "nethttp", "--wait", "busy"}, "serve: --wait applies to modes handoff, carrier, nethttp-carrier, not nethttp"},
+		{[]string{"serve", "--mode", "nethttp", "--topology", "cpu"}, "serve: --topology applies to modes"},
+		{[]string{"serve", "--mode", "nethttp", "--poller", "io_uring"}, "serve: --poller applies to modes"},
+		{[]string{"serve", "--mode", "nethttp", "--park-idle"}, "serve: --park-idle applies to modes"},
+		{[]string{"serve", "--mode", "handoff", "--db-conns", "go"}, "serve: --db-conns applies to modes nethttp-carrier, carrier, not handoff"},
+		{[]string{"serve", "--float", "--topology", "cpu", "--nplus1"}, "serve: --float --topology cpu --nplus1: floating carriers are not bound to threads: they exclude each other (restrict the whole process with taskset instead)"},
+		{[]string{"serve", "--float", "--slice", "1ms"}, "serve: --float --slice 1ms: floating carriers have no threads of their own: they exclude each other (leave --slice out"},
+	} {
+		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		if !errors.Is(err, errBadInput) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: %v, want one line of bad input starting %q", tc.args, err, tc.want)
 		}
 	}
 }
