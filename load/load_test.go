@@ -318,6 +318,7 @@ func TestBadOptions(t *testing.T) {
 		{"rate infinite", func(o *Options) { o.Rate = math.Inf(1) }, "is above 1e+09"},
 		{"timeout", func(o *Options) { o.Timeout = 0 }, "timeout"},
 		{"header", func(o *Options) { o.Headers = []string{"no colon"} }, "header"},
+		{"tls resumption on http", func(o *Options) { o.TLSResume = true }, "TLS resumption apply to https URLs only"},
 		{"content-length header", func(o *Options) { o.Headers = []string{"Content-Length: 5"} }, "writes Content-Length itself"},
 		{"chunked header", func(o *Options) { o.Headers = []string{"transfer-encoding: chunked"} }, "never chunked"},
 		{"expect header", func(o *Options) { o.Headers = []string{"Expect: 100-continue"} }, "no 100 Continue"},

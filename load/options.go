@@ -235,8 +235,8 @@ func (o *Options) validate() (target, error) {
 	if t.tls && o.SNI != "" {
 		t.sni = o.SNI
 	}
-	if !t.tls && (o.Insecure || o.SNI != "") {
-		return target{}, badOptions("%s: insecure and SNI apply to https URLs only", o.URL)
+	if !t.tls && (o.Insecure || o.SNI != "" || o.TLSResume) {
+		return target{}, badOptions("%s: insecure, SNI and TLS resumption apply to https URLs only", o.URL)
 	}
 	return t, nil
 }

@@ -237,7 +237,7 @@ func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, er
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return c, nil
 }

@@ -235,9 +235,9 @@ func probeTLS(conn net.Conn, cfg *tls.Config, timeout time.Duration) error {
 	if err != nil {
 		var verr *tls.CertificateVerificationError
 		if errors.As(err, &verr) {
-			return fmt.Errorf("%w: tls handshake: %v (--insecure skips verification)", ErrUnreachable, err)
+			return fmt.Errorf("%w: tls handshake: %w (--insecure skips verification)", ErrUnreachable, err)
 		}
-		return fmt.Errorf("%w: tls handshake: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: tls handshake: %w", ErrUnreachable, err)
 	}
 	return tc.Close()
 }

@@ -45,7 +45,9 @@ func TestParseStartAt(t *testing.T) {
 	}{
 		{"2026-01-02T15:00:02.5Z", now.Add(2500 * time.Millisecond), ""},
 		{"2026-01-02T16:00:02+01:00", now.Add(2 * time.Second), ""},
-		{"2026-01-02T14:00:00Z", now.Add(-time.Hour), ""}, // past: starts at once
+		{"2026-01-02T14:00:00Z", time.Time{}, "has passed"}, // at once would lose the other hosts' start
+		{"2026-01-02T14:59:59.999Z", time.Time{}, "has passed"},
+		{"2026-01-02T15:00:00Z", now, ""},
 		{"2026-01-02T17:00:00Z", time.Time{}, "ahead"},
 		{"2026-01-02 15:00:00", time.Time{}, "RFC 3339"},
 		{"", time.Time{}, "RFC 3339"},

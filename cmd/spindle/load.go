@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -73,13 +75,16 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	if c.RateGiven {
 		o.Rate = c.Rate
 	}
+	if err := checkTLSFlags(fs, o.URL); err != nil {
+		return err
+	}
 	for _, v := range []struct {
 		name string
 		s    string
 		dst  *uint16
 	}{{"tls-min", c.TLSMin, &o.TLSMin}, {"tls-max", c.TLSMax, &o.TLSMax}} {
 		if *v.dst, err = load.ParseTLSVersion(v.s); err != nil {
-			return badInput("load: --%s: %v", v.name, err)
+			return badInput("load: --%s %q: want 1.2 or 1.3", v.name, v.s)
 		}
 	}
 	if c.StartAt != "" {
@@ -104,6 +109,10 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 		return err
 	}
 	if err := load.Preflight(ctx, o); err != nil {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			// Also an absurdly small --timeout's doing: say which bound it was.
+			return badInput("load: %v (no connection within --timeout %v)", err, o.Timeout)
+		}
 		return asBadInput(err)
 	}
 	if c.Hlog != "" {
@@ -181,6 +190,30 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) (retE
 	return nil
 }
 
+// tlsFlags are load's flags that apply to https URLs only, as typed.
+var tlsFlags = []string{"k", "insecure", "sni", "tls-resume", "tls-min", "tls-max"}
+
+// checkTLSFlags refuses the https flags given with an http URL, naming
+// every one given.
+func checkTLSFlags(fs *flagSet, rawURL string) error {
+	if u, err := url.Parse(rawURL); err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return nil // https, or a URL the options refuse with their reason
+	}
+	var given []string
+	for _, f := range tlsFlags {
+		if fs.given(f) {
+			given = append(given, dashes(f))
+		}
+	}
+	switch len(given) {
+	case 0:
+		return nil
+	case 1:
+		return badInput("load: %s applies to https URLs only, not %s", given[0], rawURL)
+	}
+	return badInput("load: %s apply to https URLs only, not %s", strings.Join(given, ", "), rawURL)
+}
+
 // reportSLO prints every threshold's outcome and returns an error that exits
 // 3 when any failed.
 func reportSLO(w io.Writer, cmd string, outcomes []slo.Outcome) error {
@@ -228,6 +261,10 @@ func parseStartAt(s string, now time.Time) (time.Time, error) {
 	}
 	if t.Sub(now) > maxStartAhead {
 		return time.Time{}, fmt.Errorf("%s is more than %v ahead", s, maxStartAhead)
+	}
+	if t.Before(now) { // at once would lose the other hosts' start: say so
+		return time.Time{}, fmt.Errorf("%s has passed (now %s): load generators on several hosts would not start together; want an instant ahead",
+			s, now.UTC().Format(time.RFC3339Nano))
 	}
 	return t, nil
 }
