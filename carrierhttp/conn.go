@@ -387,13 +387,14 @@ func plainHTTP(handshake error) {
 type requestError struct {
 	status int
 	body   string
+	http10 bool // answered as HTTP/1.0: a refused HTTP/1.0 request's head net/http parsed (417)
 }
 
 func (e *requestError) Error() string { return fmt.Sprintf("carrierhttp: %d %s", e.status, e.body) }
 
 // badRequest is a request refused with 400 and reason.
 func badRequest(reason string) error {
-	return &requestError{400, "400 Bad Request: " + reason}
+	return &requestError{status: 400, body: "400 Bad Request: " + reason}
 }
 
 // refuse answers a request that cannot be served, as net/http does, and
@@ -405,7 +406,7 @@ func (c *conn) refuse(err error) {
 	switch {
 	case errors.As(err, &re):
 	case errors.As(err, &he):
-		re = &requestError{he.Status, fmt.Sprintf("%d %s", he.Status, http.StatusText(he.Status))}
+		re = &requestError{status: he.Status, body: fmt.Sprintf("%d %s", he.Status, http.StatusText(he.Status))}
 		switch {
 		case he.Reason == "missing required Host header": // a badRequestError in net/http
 			re.body += ": " + he.Reason
@@ -418,7 +419,11 @@ func (c *conn) refuse(err error) {
 		c.flush()
 		return
 	}
-	c.out = append(c.out, "HTTP/1.1 "...)
+	proto := "HTTP/1.1 "
+	if re.http10 {
+		proto = "HTTP/1.0 "
+	}
+	c.out = append(c.out, proto...)
 	c.out = strconv.AppendInt(c.out, int64(re.status), 10)
 	c.out = append(c.out, ' ')
 	c.out = append(c.out, http.StatusText(re.status)...)
@@ -499,14 +504,17 @@ func (c *conn) build(n int) error {
 		req.ContentLength = pr.ContentLength
 	}
 	if m := c.s.MaxBodyBytes; m > 0 && req.ContentLength > m {
-		return &requestError{413, "413 Request Entity Too Large"}
+		return &requestError{status: 413, body: "413 Request Entity Too Large"}
 	}
+	// As net/http reads Expect: its first field names 100-continue among
+	// its words, which HTTP/1.0 requests and empty bodies ignore (RFC 9110
+	// §10.1.1), or any other expectation fails.
 	expect := false
 	if e, ok := c.hdr["Expect"]; ok {
-		if pr.Minor >= 1 && len(e) == 1 && strings.EqualFold(e[0], "100-continue") {
-			expect = req.ContentLength != 0
-		} else if pr.Minor >= 1 || e[0] != "" {
-			return &requestError{417, ""} // net/http's answer has no body
+		if hasWord(e[0], "100-continue") {
+			expect = pr.Minor >= 1 && req.ContentLength != 0
+		} else if e[0] != "" {
+			return &requestError{status: 417, http10: pr.Minor == 0} // net/http's answer has no body
 		}
 	}
 	if req.ContentLength != 0 {
@@ -516,6 +524,17 @@ func (c *conn) build(n int) error {
 		c.body.reset(0, false, false)
 	}
 	return nil
+}
+
+// hasWord reports whether v names word, ignoring case, among its words
+// separated by spaces, tabs or commas.
+func hasWord(v, word string) bool {
+	for f := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
+		if strings.EqualFold(f, word) {
+			return true
+		}
+	}
+	return false
 }
 
 // chunkedTE is Request.TransferEncoding of a chunked request.
