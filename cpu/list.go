@@ -42,6 +42,9 @@ func ParseList(s string) (Set, error) {
 		lo, hi := rng, rng
 		if i := strings.IndexByte(rng, '-'); i >= 0 {
 			lo, hi = rng[:i], rng[i+1:]
+			if strings.TrimSpace(lo) == "" || strings.TrimSpace(hi) == "" { // "-1", "3-": not an empty CPU number
+				return nil, fmt.Errorf("%w %q: %q is not a CPU number or range: CPUs count from 0, a range is FIRST-LAST", ErrBadList, s, part)
+			}
 		} else if stride != 1 {
 			return nil, fmt.Errorf("%w %q: stride without a range in %q", ErrBadList, s, part)
 		}

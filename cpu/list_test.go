@@ -38,7 +38,7 @@ func TestParseList(t *testing.T) {
 }
 
 func TestParseListErrors(t *testing.T) {
-	for _, in := range []string{"a", "1-", "-1", "3-1", "1,,2", "0-3:0", "4:2", "99999", "1.5"} {
+	for _, in := range []string{"a", "1-", "-1", "-", "3-1", "1,,2", "0-3:0", "4:2", "99999", "1.5", "-1:2"} {
 		_, err := ParseList(in)
 		if !errors.Is(err, ErrBadList) {
 			t.Errorf("ParseList(%q) error = %v, want ErrBadList", in, err)
@@ -46,6 +46,9 @@ func TestParseListErrors(t *testing.T) {
 		}
 		if msg := err.Error(); strings.Contains(msg, "\n") { // a CLI prints it as one line
 			t.Errorf("ParseList(%q) error is not one line: %q", in, msg)
+		}
+		if msg := err.Error(); strings.Contains(msg, `""`) { // "-1" said ("" is not a CPU number)
+			t.Errorf("ParseList(%q) error names an empty number: %q", in, msg)
 		}
 	}
 }

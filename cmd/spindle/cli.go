@@ -242,7 +242,7 @@ func (fs *flagSet) parse(args []string, helpOut io.Writer) ([]string, error) {
 				fs.Usage()
 				return nil, errHelp
 			}
-			return nil, badInput("%s", flagError(err))
+			return nil, badInput("%s", flagError(err, args))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -268,7 +268,9 @@ var invalidValueRE = regexp.MustCompile(`^invalid (boolean )?value ("(?:[^"\\]|\
 // typed, as one line: a refused value as `--threads "abc": REASON`, where
 // REASON says what the flag accepts (cliflag's values say it; a boolean
 // is true or false), the others as `flag provided but not defined: --x`.
-func flagError(err error) string {
+// args are the arguments parsed: a flag that is not defined is named as
+// it was typed there (--x, not the one-letter -x).
+func flagError(err error, args []string) string {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	if m := invalidValueRE.FindStringSubmatch(msg); m != nil {
 		reason := m[4]
@@ -285,8 +287,23 @@ func flagError(err error) string {
 		} else {
 			word += " "
 		}
-		return word + dashes(sub[2])
+		return word + typedFlag(sub[2], args)
 	})
+}
+
+// typedFlag is the flag name as args typed it ("--x" or "-x", without
+// a value after "="), else as dashes writes it.
+func typedFlag(name string, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		typed, _, _ := strings.Cut(a, "=")
+		if (typed == "-"+name || typed == "--"+name) && name != "" {
+			return typed
+		}
+	}
+	return dashes(name)
 }
 
 // cpuSetFlag is a flag.Value holding a CPU list such as "0-3,8"

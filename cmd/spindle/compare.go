@@ -13,6 +13,7 @@ import (
 
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/internal/cliflag"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/report"
 	"github.com/spindle-lab/spindle/server"
@@ -94,7 +95,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 	fs.BoolVar(&a.noPerfStat, "no-perf-stat", false, "skip perf stat (CPU figures then come from /proc)")
 	fs.BoolVar(&a.sweep, "sweep", false, fmt.Sprintf("also run every configuration at %s of the reference max throughput (the lowest\n"+
 		"configuration's, or --reference's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
-	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated), for the latency–load curve")
+	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated, as --rate in bench: 20k), for the latency–load curve")
 	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
 	a.app.register(fs)
 	a.ports.register(fs)
@@ -128,16 +129,21 @@ func percent(share float64) string {
 	return strconv.FormatFloat(math.Round(share*1e4)/100, 'f', -1, 64) + "%"
 }
 
-// parseRates parses --rates: positive req/s, comma-separated.
+// parseRates parses --rates: req/s, comma-separated, each as bench
+// --rate reads it (cliflag's whole numbers: 20k, 1.5M) from 1 to
+// load.MaxRate.
 func parseRates(s string) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var rates []int
 	for _, f := range strings.Split(s, ",") {
-		r, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || r <= 0 {
-			return nil, badInput("--rates %q: %q is not a positive rate in req/s", s, f)
+		var r int
+		if err := cliflag.Within(&r, 1, load.MaxRate).Set(strings.TrimSpace(f)); err != nil {
+			if f == s {
+				return nil, badInput("--rates %q: %v (k, M, G suffixes allowed)", s, err)
+			}
+			return nil, badInput("--rates %q: %q: %v (k, M, G suffixes allowed)", s, f, err)
 		}
 		rates = append(rates, r)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ func TestCompareOptions(t *testing.T) {
 		{args: []string{"--warmup", "0"}, check: func(o bench.CompareOptions, _ *compareArgs) bool { return o.NoWarmup }, explain: "no warm-up"},
 		{args: []string{"--warmup", "2s"}, check: func(o bench.CompareOptions, _ *compareArgs) bool { return !o.NoWarmup && o.Warmup == 2*time.Second }, explain: "2s"},
 		{args: []string{"--time-budget", "0"}, check: func(_ bench.CompareOptions, a *compareArgs) bool { return a.budgetGiven && a.budget == 0 }, explain: "no extra rounds"},
+		{args: []string{"--rates", "20k,1.5M, 700"}, check: func(o bench.CompareOptions, _ *compareArgs) bool {
+			return slices.Equal(o.Rates, []int{20000, 1500000, 700})
+		}, explain: "rates as bench --rate reads them"},
+		{args: []string{"--rates", "2e9"}, want: `--rates "2e9": want a whole number from 1 to 1000000000`},
 		{args: []string{"--duration", "0"}, want: `--duration "0": want a duration above 0`},
 		{args: []string{"--connections", "0"}, want: `--connections "0": want a whole number of at least 1`},
 		{args: []string{"--blocking-share", "10"}, want: "--blocking-share 10 goes with --blocking KIND"},

@@ -138,7 +138,7 @@ func TestFlagErrorMessages(t *testing.T) {
 		{[]string{"connmem", "--body", "2000000"}, `connmem: --body "2000000": want a whole number from 1 to 1048576`},
 		{[]string{"spectrum", "--repeats", ""}, `spectrum: --repeats "": want a whole number of at least 1`},
 		{[]string{"bench", "--warmup", "-1s"}, `bench: --warmup "-1s": want a duration of at least 0 such as 10s, 500ms or 2m`},
-		{[]string{"bench", "--mock-cpuset", "-1"}, `bench: --mock-cpuset "-1": want a CPU list such as 0-3,8 or 0-15:2 ("" is not a CPU number)`},
+		{[]string{"bench", "--mock-cpuset", "-1"}, `bench: --mock-cpuset "-1": want a CPU list such as 0-3,8 or 0-15:2 ("-1" is not a CPU number or range: CPUs count from 0, a range is FIRST-LAST)`},
 		{[]string{"serve", "--ws=maybe"}, `serve: --ws "maybe": want true or false (or the flag alone for true)`},
 		{[]string{"serve", "--park-idle=maybe"}, `serve: --park-idle "maybe": want true, false or auto, not "maybe"`},
 		{[]string{"bench", "--park-idle=2"}, `bench: --park-idle "2": want true, false or auto, not "2"`},
