@@ -34,9 +34,8 @@ func register(c command) {
 
 // run is the whole program: it dispatches args to a subcommand.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		usage(stderr)
-		return badInput("no command given (try \"spindle help\")")
+	if len(args) == 0 { // one line, as every bad input: the list is spindle help's
+		return badInput("no command; spindle help lists them")
 	}
 	name, rest := args[0], args[1:]
 	switch name {
@@ -100,6 +99,9 @@ func help(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		usage(stdout)
 		return nil
+	}
+	if len(args) > 1 {
+		return badInput("help takes one command, got %q after %s", args[1:], args[0])
 	}
 	c, ok := commands[args[0]]
 	if !ok {

@@ -24,6 +24,9 @@ func TestRunDispatch(t *testing.T) {
 		{[]string{"help", "nope"}, errBadInput, ""},
 		{[]string{"version"}, nil, "spindle "},
 		{[]string{"version", "x"}, errBadInput, ""},
+		{[]string{"help", "bench", "extra"}, errBadInput, ""},
+		{[]string{"help", "version", "extra"}, errBadInput, ""},
+		{[]string{"help", "load"}, nil, "usage: spindle load"},
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
@@ -33,6 +36,29 @@ func TestRunDispatch(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), tt.wantOut) {
 			t.Errorf("run(%q) stdout = %q, want it to contain %q", tt.args, out.String(), tt.wantOut)
+		}
+		if tt.wantErr != nil && (out.Len() > 0 || errOut.Len() > 0) { // main prints the one line
+			t.Errorf("run(%q) printed %q and %q besides its error %v", tt.args, out.String(), errOut.String(), err)
+		}
+	}
+}
+
+// spindle alone, or help with more than a command, is bad input in one
+// line: the 16 lines of usage went to stderr before the error, and help's
+// extra words were ignored with exit 0.
+func TestDispatchOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command; spindle help lists them"},
+		{[]string{"help", "bench", "extra"}, `help takes one command, got ["extra"] after bench`},
+		{[]string{"help", "version", "extra", "more"}, `help takes one command, got ["extra" "more"] after version`},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &errOut)
+		if !errors.Is(err, errBadInput) || err.Error() != tc.want || out.Len()+errOut.Len() > 0 {
+			t.Errorf("run(%q) = %v, printed %q %q; want bad input %q and nothing else", tc.args, err, out.String(), errOut.String(), tc.want)
 		}
 	}
 }
