@@ -776,3 +776,31 @@ func TestServeConnAnswersBeforeWaiting(t *testing.T) {
 		})
 	}
 }
+
+// TestServeConnRefusedHEAD: a HEAD request ServeConn refuses is answered
+// without a body, as any answer to HEAD (RFC 9110 §9.3.2); a refused GET
+// has one.
+func TestServeConnRefusedHEAD(t *testing.T) {
+	for _, tc := range []struct {
+		method   string
+		wantBody string
+	}{
+		{"HEAD", ""},
+		{"GET", "Request Entity Too Large"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			client, server := pipeConn(t)
+			go ServeConn(server.(ServerConn), Options{MaxBodyBytes: 10}, func(_ *Request, rep *Reply) { rep.Body = []byte("ok") }, nil)
+			client.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(client, tc.method+" / HTTP/1.1\r\nHost: x\r\nContent-Length: 9999\r\n\r\n")
+			b, err := io.ReadAll(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, body, _ := strings.Cut(string(b), "\r\n\r\n")
+			if !strings.HasPrefix(head, "HTTP/1.1 413 ") || body != tc.wantBody {
+				t.Fatalf("answer %q, want a 413 with body %q", b, tc.wantBody)
+			}
+		})
+	}
+}

@@ -110,7 +110,8 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			if !errors.As(err, &e) {
 				return endError(wd.flush(c, out, o.WriteTimeout))
 			}
-			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true, Server: o.Server},
+			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true, Server: o.Server,
+				OmitBody: string(req.Method) == "HEAD"}, // a refused HEAD's answer has no body either (RFC 9110 §9.3.2)
 				[]byte(StatusText(e.Status)))
 			if obs != nil {
 				obs(e.Status)
