@@ -643,6 +643,8 @@ func (c Config) overlap() error {
 // Variant is a server design in the compare matrix.
 type Variant struct {
 	Name string
+	// About says what the variant changes, for help.
+	About string
 	// apply sets the variant's server options on a configuration.
 	apply func(c *Config, l Layout)
 	// needs says what the layout must offer, and fits whether it does
@@ -655,38 +657,43 @@ type Variant struct {
 // carrier+NAME for each adaptive strategy of carrier/wait's registry sits
 // after carrier+pinning.
 var Variants = slices.Concat([]Variant{
-	{Name: "nethttp", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
-	{Name: "handoff", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
+	{Name: "nethttp", About: "net/http on Go's work-stealing scheduler (the study's baseline)", apply: func(c *Config, _ Layout) { c.Mode = ModeNetHTTP }},
+	{Name: "handoff", About: "carriers do the I/O, a goroutine per request", apply: func(c *Config, _ Layout) { c.Mode = ModeHandoff }},
 	// The study's nethttp-carrier waits as carrier does (blocking in its
 	// poller, not serve's default for the mode, which parks), so that the
 	// report's gain split compares one scheduler under two code paths.
-	{Name: "nethttp-carrier", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeNetHTTPCarrier, cliflag.SwitchOff }},
-	{Name: "carrier", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
-	{Name: "carrier+ws", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
-	{Name: "carrier+pinning", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" },
-		needs: "a server CPU per carrier (the I/O-bound preset runs 8 carriers on fewer)", fits: func(l Layout) bool { return l.Carriers <= len(l.Server) }},
-	{Name: "carrier+park", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, cliflag.SwitchOn }},
+	{Name: "nethttp-carrier", About: "nethttp's handler and client code on carriers", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeNetHTTPCarrier, cliflag.SwitchOff }},
+	{Name: "carrier", About: "everything on carriers, unpinned, no stealing", apply: func(c *Config, _ Layout) { c.Mode = ModeCarrier }},
+	{Name: "carrier+ws", About: "work stealing", apply: func(c *Config, _ Layout) { c.Mode, c.WorkStealing = ModeCarrier, true }},
+	{Name: "carrier+pinning", About: "carrier i pinned to the i-th server CPU", apply: func(c *Config, _ Layout) { c.Mode, c.Topology = ModeCarrier, "cpu" },
+		needs: "a server CPU per carrier", fits: func(l Layout) bool { return l.Carriers <= len(l.Server) }},
+	{Name: "carrier+park", About: "idle carriers park in Go's netpoller", apply: func(c *Config, _ Layout) { c.Mode, c.ParkIdle = ModeCarrier, cliflag.SwitchOn }},
 }, waitVariants(), []Variant{
-	{Name: "carrier+float", apply: func(c *Config, _ Layout) {
+	{Name: "carrier+float", About: "floating carriers, with stealing of started tasks", apply: func(c *Config, _ Layout) {
 		c.Mode, c.WorkStealing, c.Float = ModeCarrier, true, true
 	}, needs: "two server carriers or more (work to move between them)", fits: func(l Layout) bool { return l.Carriers >= 2 }},
-	{Name: "carrier+uring", apply: func(c *Config, _ Layout) {
+	{Name: "carrier+uring", About: "the io_uring poller", apply: func(c *Config, _ Layout) {
 		c.Mode, c.Poller = ModeCarrier, carrier.PollerURing
-	}, needs: "io_uring, which this kernel refuses to this process (spindle probe says why)", fits: func(Layout) bool {
+	}, needs: "io_uring that the kernel lets this process use (spindle probe says why not)", fits: func(Layout) bool {
 		return carrier.CheckPoller(carrier.PollerURing) == nil
 	}},
-	{Name: "carrier+n+1", apply: func(c *Config, l Layout) {
+	{Name: "carrier+n+1", About: "one more server CPU for all but the carriers", apply: func(c *Config, l Layout) {
 		c.Mode, c.NPlus1 = ModeCarrier, true
 		c.ServerCPUs = append(append(cpu.Set(nil), l.Server...), l.Extra...)
 	}, needs: "a spare CPU", fits: func(l Layout) bool { return len(l.Extra) > 0 }},
 })
+
+// Needs says what the layout must offer the variant ("" for nothing): a
+// variant whose need the machine lacks is left out of a plan, or refused
+// when named.
+func (v Variant) Needs() string { return v.needs }
 
 // waitVariants are carrier+NAME for each adaptive wait strategy (the fixed
 // ones are the carriers' --wait choice, not a design the matrix compares).
 func waitVariants() []Variant {
 	var out []Variant
 	for _, name := range wait.NamesWhere(func(s wait.Spec) bool { return s.Adaptive }) {
-		out = append(out, Variant{Name: ModeCarrier + "+" + name, apply: func(c *Config, _ Layout) {
+		out = append(out, Variant{Name: ModeCarrier + "+" + name, About: "the " + name + " idle wait (--wait " + name + ")", apply: func(c *Config, _ Layout) {
 			c.Mode, c.Wait = ModeCarrier, name
 		}})
 	}

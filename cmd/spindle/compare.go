@@ -55,10 +55,8 @@ type compareArgs struct {
 
 func compareFlags() (*flagSet, *compareArgs) {
 	a := &compareArgs{}
-	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs: nethttp, handoff,\n"+
-		"nethttp-carrier (nethttp's code on carriers), carrier, carrier+ws, carrier+pinning,\n"+
-		"carrier+adaptive, carrier+float (where the server has 2 carriers or more), carrier+uring\n"+
-		"(the io_uring poller, where the kernel allows it) and carrier+n+1 (where a CPU is spare),\n"+
+	fs := newFlagSet("compare", "", "Runs the scheduler study's comparison on this machine's CPUs, one configuration per\n"+
+		"server design (--only picks some):\n"+variantsHelp()+"\n"+
 		"first at max throughput, then at "+percent(bench.FixedRateShare)+" of the lowest mode's max throughput (or --reference's), interleaved\n"+
 		"over rounds, with the CPU-bound case (think time "+bench.DefaultThinkTime.String()+", "+strconv.Itoa(bench.DefaultConnections)+" connections).\n"+
 		"The layout is derived from the CPUs available and printed. Writes one result directory\n"+
@@ -112,6 +110,23 @@ func compareFlags() (*flagSet, *compareArgs) {
 		`spindle compare --app tfb --only nethttp,nethttp-carrier --reference nethttp --target '/queries?queries=20'`,
 	)
 	return fs, a
+}
+
+// variantsHelp lists the configurations compare runs, from the table
+// --only checks against (bench.Variants), each with what it needs where
+// the machine may lack it, one to a line.
+func variantsHelp() string {
+	var b strings.Builder
+	for i, v := range bench.Variants {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "  %-17s %s", v.Name, v.About)
+		if need := v.Needs(); need != "" {
+			b.WriteString("; needs " + need)
+		}
+	}
+	return b.String()
 }
 
 // sharesText lists the sweep's shares: "10%, 25%, ... 110%".

@@ -55,3 +55,17 @@ func TestCompareOptions(t *testing.T) {
 		}
 	}
 }
+
+// compare's help lists every configuration --only accepts (it left out
+// carrier+park, which --only took and its error listed).
+func TestCompareHelpListsVariants(t *testing.T) {
+	var out strings.Builder
+	fs, _ := compareFlags()
+	fs.SetOutput(&out)
+	fs.Usage()
+	for _, name := range bench.VariantNames() {
+		if !strings.Contains(out.String(), "\n  "+name+" ") {
+			t.Errorf("compare's help lacks %s:\n%s", name, out.String())
+		}
+	}
+}
