@@ -77,10 +77,16 @@ type appFlags struct {
 	dbPool      int
 }
 
-func (p *appFlags) register(fs *flagSet) {
+// register defines the flags on fs; withMix says the command has --mix
+// (bench), which --target's help points to.
+func (p *appFlags) register(fs *flagSet, withMix bool) {
 	fs.StringVar(&p.app, "app", string(server.AppFruits), "the server's application: fruits (the scheduler study's /fruits through the mock) or tfb (TechEmpower's test types\n"+
 		"on a PostgreSQL the runner starts in a temporary directory on the mock's CPUs and stops at the end; modes nethttp, nethttp-carrier and carrier)")
-	fs.StringVar(&p.target, "target", "", "the request `PATH` the load generator sends (default: /fruits, with --app tfb /db; --mix for several)")
+	several := ""
+	if withMix {
+		several = "; --mix for several"
+	}
+	fs.StringVar(&p.target, "target", "", "the request `PATH` the load generator sends (default: /fruits, with --app tfb /db"+several+")")
 	cliflag.Within(&p.dbPool, 0, 1<<16).Var(fs.FlagSet, "db-pool", 0, fmt.Sprintf("with --app tfb: the server's connections per pool, one pool per carrier in nethttp-carrier mode (0: serve's default, %d)", tfb.DefaultPoolSize))
 }
 
@@ -145,7 +151,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.durationVar(&a.think, "mock-think-time", bench.DefaultThinkTime, "mock think time")
 	fs.BoolVar(&a.ws, "ws", false, "carrier work stealing")
 	fs.BoolVar(&a.float, "float", false, "floating carriers: with --ws, started handler tasks move between carriers (excludes --topology and --nplus1)")
-	fs.Var(&a.parkIdle, "park-idle", "idle carriers park in Go's netpoller and GOMAXPROCS stays at the carriers: true, false, or auto (the default: serve --park-idle's, on in nethttp-carrier mode)")
+	fs.Var(&a.parkIdle, "park-idle", "idle carriers park in Go's netpoller and GOMAXPROCS stays at the carriers: true, false, or auto (serve --park-idle's choice: on in nethttp-carrier mode, off in the others)")
 	cliflag.AtLeast(&a.backlogPollGap, 1).Var(fs.FlagSet, "backlog-poll-gap", carrier.DefaultBacklogPollGap, "with a backlog, drain budgets a carrier runs tasks between two polls of I/O; 1: before every pass, as the scheduler study's loop")
 	fs.StringVar(&a.poller, "poller", carrier.DefaultPoller, "carriers' I/O poller: epoll, io_uring or io_uring_poll (an error where the kernel refuses io_uring)")
 	fs.StringVar(&a.topology, "topology", bench.DefaultTopology, "carrier pinning: off, cpu or nosmt")
@@ -164,7 +170,7 @@ func benchFlags() (*flagSet, *benchArgs) {
 	fs.StringVar(&a.profile, "profile", "", "profile the server over the observers' window: `KIND` cpu (cpu.pprof, top functions in the report)")
 	fs.StringVar(&a.outDir, "output-dir", "", "result directory, new or empty (default: results/bench-NAME-TIME)")
 	fs.BoolVar(&a.strict, "strict", false, "reject overlapping CPU sets")
-	a.app.register(fs)
+	a.app.register(fs, true)
 	a.ports.register(fs)
 	a.slo.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write summary.json to `FILE` (\"-\": stdout, the text then goes to stderr)")

@@ -95,7 +95,7 @@ func compareFlags() (*flagSet, *compareArgs) {
 		"configuration's, or --reference's), interleaved, for the latency–load curve and the capacity at --slo-p99", sharesText()))
 	fs.StringVar(&a.rates, "rates", "", "also run every configuration at these fixed rates, req/s (comma-separated, as --rate in bench: 20k), for the latency–load curve")
 	cliflag.Positive(&a.slo).Var(fs.FlagSet, "slo-p99", report.DefaultSLOP99, "the latency objective of the capacity figures: the highest rate with p99 under it")
-	a.app.register(fs)
+	a.app.register(fs, false) // compare's mix is --blocking's
 	a.ports.register(fs)
 	a.objectives.register(fs)
 	fs.StringVar(&a.jsonPath, "json", "", "also write the findings (findings.json) to `FILE` (\"-\": stdout, the text then goes to stderr)")

@@ -78,7 +78,7 @@ type connmemArgs struct {
 	body, unsent   int64
 	goal, back     int64
 	hold, settle   time.Duration
-	json           bool
+	jsonPath       string
 }
 
 func connmemFlags() (*flagSet, *connmemArgs) {
@@ -90,7 +90,7 @@ func connmemFlags() (*flagSet, *connmemArgs) {
 		"then watches RSS for --settle after they close. Exits 1 when the peak is over --goal or RSS\n"+
 		"is not back within max(--back, a quarter of the peak added) of its baseline by the end.\n"+
 		"Measure on a quiet machine.")
-	fs.StringVar(&a.mode, "mode", "carrier", "what to measure: nethttp, handoff, carrier or mock")
+	fs.StringVar(&a.mode, "mode", "carrier", "what to measure: a server mode ("+server.ModeHelp()+") or mock")
 	cliflag.AtLeast(&a.conns, 1).Var(fs.FlagSet, "conns", DefaultConnmemConns, "client connections")
 	cliflag.Within(&a.body, 1, http1.DefaultMaxBodyBytes).Var(fs.FlagSet, "body", http1.DefaultMaxBodyBytes, "declared body size of each request (bytes, at most the 1 MiB limit: the servers refuse larger ones at once)")
 	cliflag.AtLeast(&a.unsent, 1).Var(fs.FlagSet, "unsent", DefaultConnmemUnsent, "bytes of each body not sent, so the request stays open (at most --body)")
@@ -99,10 +99,10 @@ func connmemFlags() (*flagSet, *connmemArgs) {
 	cliflag.AtLeast(&a.back, 1).Var(fs.FlagSet, "back", DefaultConnmemBack, "least RSS above the baseline that counts as fallen back (bytes; a quarter of the peak added if more)")
 	cliflag.Positive(&a.hold).Var(fs.FlagSet, "hold", DefaultConnmemHold, "time the partial bodies are held after the last is written")
 	cliflag.Positive(&a.settle).Var(fs.FlagSet, "settle", DefaultConnmemSettle, "time RSS is watched after the connections close")
-	fs.BoolVar(&a.json, "json", false, "write the result as JSON")
+	fs.StringVar(&a.jsonPath, "json", "", "also write the result as JSON to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	fs.example(
 		`spindle connmem --mode carrier --threads 1`,
-		`spindle connmem --mode nethttp --conns 500 --json > connmem.json`,
+		`spindle connmem --mode nethttp --conns 500 --json - > connmem.json`,
 	)
 	return fs, a
 }
@@ -129,7 +129,7 @@ func (a *connmemArgs) check() error {
 	case "mock":
 	default:
 		if _, err := server.ParseMode(a.mode); err != nil {
-			return badInput("--mode: %v", err)
+			return badInput("--mode %q: want a server mode (%s) or mock", a.mode, server.ModeHelp())
 		}
 	}
 	if a.unsent > a.body {
@@ -152,7 +152,7 @@ func (a *connmemArgs) childArgs() []string {
 	return args
 }
 
-func runConnmem(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func runConnmem(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, a := connmemFlags()
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
@@ -162,6 +162,10 @@ func runConnmem(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return badInput("connmem takes no arguments (got %q)", pos[0])
 	}
 	if err := a.check(); err != nil {
+		return err
+	}
+	jsonOut, stdout, err := jsonOutput(a.jsonPath, stdout, stderr)
+	if err != nil {
 		return err
 	}
 	exe, err := os.Executable()
@@ -177,12 +181,11 @@ func runConnmem(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if a.json { // with its schema_version, as every JSON spindle writes
-		if err := writeJSONOut("-", stdout, r); err != nil {
+	writeConnmem(stdout, r)
+	if a.jsonPath != "" { // with its schema_version, as every JSON spindle writes
+		if err := writeJSONOut(a.jsonPath, jsonOut, r); err != nil {
 			return err
 		}
-	} else {
-		writeConnmem(stdout, r)
 	}
 	return r.verdict()
 }

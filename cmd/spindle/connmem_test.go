@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"strings"
 	"testing"
+
+	"github.com/spindle-lab/spindle/server"
 )
 
 func TestConnmemFlagsRejected(t *testing.T) {
@@ -20,6 +23,8 @@ func TestConnmemFlagsRejected(t *testing.T) {
 		{"connmem", "--goal", "0"},
 		{"connmem", "--settle", "0s"},
 		{"connmem", "extra"},
+		{"connmem", "--json"}, // a FILE or -, as load's, bench's and compare's
+		{"connmem", "--json", "/no/such/dir/connmem.json"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); !errors.Is(err, errBadInput) {
 			t.Errorf("run(%q) = %v, want bad input", args, err)
@@ -33,7 +38,7 @@ func TestConnmemCommand(t *testing.T) {
 	exe := spindleBinary(t)
 	for _, mode := range []string{"carrier", "mock"} {
 		out, err := exec.Command(exe, "connmem", "--mode", mode, "--threads", "1", "--conns", "20",
-			"--body", "65536", "--hold", "200ms", "--settle", "300ms", "--json").Output()
+			"--body", "65536", "--hold", "200ms", "--settle", "300ms", "--json", "-").Output()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", mode, err, out)
 		}
@@ -76,5 +81,27 @@ func TestConnmemVerdict(t *testing.T) {
 				t.Errorf("peak %d final %d (tolerance %d): verdict %v, want error %v", tt.peak, tt.final, r.Back, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// connmem's help, its --mode refusal and what it runs agree: a server
+// mode (serve's registry) or the mock.
+func TestConnmemModes(t *testing.T) {
+	var help strings.Builder
+	fs, _ := connmemFlags()
+	fs.SetOutput(&help)
+	fs.Usage()
+	err := run(context.Background(), []string{"connmem", "--mode", "fork-join"}, io.Discard, io.Discard)
+	for _, m := range append(server.Modes(), "mock") {
+		if !strings.Contains(help.String(), string(m)) {
+			t.Errorf("connmem's help lacks %s", m)
+		}
+		if err == nil || !strings.Contains(err.Error(), string(m)) {
+			t.Errorf("connmem --mode fork-join: %v, want it to list %s", err, m)
+		}
+		a := &connmemArgs{mode: string(m), body: 10, unsent: 1}
+		if err := a.check(); err != nil {
+			t.Errorf("connmem --mode %s: %v", m, err)
+		}
 	}
 }

@@ -26,7 +26,7 @@ func init() {
 }
 
 type probeArgs struct {
-	json      bool
+	jsonPath  string
 	calibrate time.Duration
 }
 
@@ -37,16 +37,16 @@ func probeFlags() (*flagSet, *probeArgs) {
 		"\"n/a (reason)\" (a counter that does not move during a busy calibration counts as n/a),\n"+
 		"the measured cost of one block-and-wake (B) and of one PAUSE, steal time, and whether the\n"+
 		"carriers' pollers (epoll, io_uring) can run here, with the reason when not.")
-	fs.BoolVar(&a.json, "json", false, "write the report as JSON")
+	fs.StringVar(&a.jsonPath, "json", "", "also write the report as JSON to `FILE` (\"-\": stdout, the text then goes to stderr)")
 	cliflag.Positive(&a.calibrate).Var(fs.FlagSet, "calibrate", observe.DefaultCalibration, "busy calibration of each power and frequency source")
 	fs.example(
 		`spindle probe`,
-		`spindle probe --json > probe.json`,
+		`spindle probe --json probe.json`,
 	)
 	return fs, a
 }
 
-func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
+func runProbe(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, a := probeFlags()
 	pos, err := fs.parse(args, stdout)
 	if err != nil {
@@ -54,6 +54,10 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	if len(pos) > 0 {
 		return badInput("probe takes no arguments (got %q)", pos[0])
+	}
+	jsonOut, stdout, err := jsonOutput(a.jsonPath, stdout, stderr)
+	if err != nil {
+		return err
 	}
 	r, m, err := spectrum.Probe(spectrum.ProbeOptions{Calibrate: a.calibrate})
 	if err != nil {
@@ -69,14 +73,16 @@ func runProbe(_ context.Context, args []string, stdout, _ io.Writer) error {
 	}
 	pr.Slice = sliceLine(carrier.ProbeSlice())
 	pr.Batch = batchLine(carrier.ProbeBatch())
-	if a.json {
-		return writeJSONOut("-", stdout, pr)
-	}
 	if err := writeProbe(stdout, r); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "pollers:        %s\ntime slice:     %s\nother threads:  %s\n", named(pr.Pollers, carrier.Pollers), pr.Slice, pr.Batch)
-	return err
+	if _, err := fmt.Fprintf(stdout, "pollers:        %s\ntime slice:     %s\nother threads:  %s\n", named(pr.Pollers, carrier.Pollers), pr.Slice, pr.Batch); err != nil {
+		return err
+	}
+	if a.jsonPath != "" {
+		return writeJSONOut(a.jsonPath, jsonOut, pr)
+	}
+	return nil
 }
 
 // sliceLine says what carriers' time slice (carrier.Options.Slice) gets

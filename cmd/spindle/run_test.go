@@ -142,7 +142,7 @@ func TestHelpVoice(t *testing.T) {
 				t.Errorf("no examples of %s at the end:\n%s", name, help)
 			}
 			for _, line := range strings.Split(help, "\n") {
-				if strings.Count(line, "(default") > 1 {
+				if strings.Count(line, "(default") > 1 || strings.Contains(line, "(the default") && strings.Contains(line, "(default") {
 					t.Errorf("doubled default: %q", line)
 				}
 				if !strings.HasPrefix(line, "  -") {

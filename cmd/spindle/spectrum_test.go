@@ -17,9 +17,12 @@ import (
 )
 
 func TestProbeJSON(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"probe", "--json", "--calibrate", "5ms"}, &out, &out); err != nil {
+	var out, text bytes.Buffer // --json - as load, bench and compare take it: the text to stderr
+	if err := run(context.Background(), []string{"probe", "--json", "-", "--calibrate", "5ms"}, &out, &text); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "pollers:") {
+		t.Errorf("probe --json -: the text on stderr lacks its pollers line:\n%s", text.String())
 	}
 	var r struct {
 		Caps       map[string]bool         `json:"capabilities"`
