@@ -317,3 +317,43 @@ func TestStallsHostStealFromLoad(t *testing.T) {
 		})
 	}
 }
+
+// A report of a lone load result says why each server figure is missing,
+// in every cell: the server CPUs cell was blank and the Go runtime
+// columns after the first said "n/a" alone.
+func TestLoneLoadResultSaysWhy(t *testing.T) {
+	h := latency.New()
+	h.RecordValue(1000)
+	lat, err := latency.Summarize(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := &load.Result{SchemaVersion: load.SchemaVersion, Config: load.Config{Rate: 1000}, DurationS: 1,
+		Intended: 1000, Completed: 1000, ByStatus: load.StatusCounts{C2xx: 1000}, Sent: 1000, AchievedRate: 1000,
+		Corrected: lat, Uncorrected: lat}
+	path := filepath.Join(t.TempDir(), "load.json")
+	if err := WriteJSON(path, lr); err != nil {
+		t.Fatal(err)
+	}
+	res, err := LoadResult(path, "lone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Build([]Result{res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteMarkdown(&b, Options{}, func(string, func(string) error) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	if !strings.Contains(md, "| lone | n/a (a lone load result) | 1 | 1000 |") {
+		t.Errorf("the fixed-rate table's server CPUs cell does not say why:\n%s", md)
+	}
+	for _, bare := range []string{"| n/a |"} {
+		if strings.Contains(md, bare) {
+			t.Errorf("report.md has a cell %q without its reason:\n%s", bare, md)
+		}
+	}
+}

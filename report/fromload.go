@@ -48,7 +48,7 @@ func LoadResult(path, name string) (Result, error) {
 	}
 	FillFromLoad(&s, lr)
 	s.NA = map[string]string{}
-	for _, k := range []string{"perf-stat", "threads", "carrier", "runtime", "ipc", "other-cpus", "backend-busy"} {
+	for _, k := range []string{"perf-stat", "threads", "carrier", "runtime", "ipc", "other-cpus", "backend-busy", "server-cpus"} {
 		s.NA[k] = "a lone load result"
 	}
 	return Result{Dir: filepath.Dir(path), Summary: s}, nil

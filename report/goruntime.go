@@ -71,7 +71,7 @@ func RuntimeFiguresOf(d rtmetrics.Snapshot, window time.Duration) RuntimeFigures
 // runtimeColumns are the runtime table's figures after the configuration:
 // heading, decimals, the figure of a run's RuntimeFigures, and why a run
 // with figures may lack it ("": it never does). A group without any
-// figures says why in its first cell, "n/a" in the others.
+// figures says why in every cell.
 var runtimeColumns = []struct {
 	head  string
 	prec  int
@@ -117,14 +117,10 @@ func writeRuntime(b *strings.Builder, gs []*Group) {
 	for _, g := range gs {
 		fmt.Fprintf(b, "| %s |", g.Name)
 		had := g.stat(runtimeFig(func(*RuntimeFigures) float64 { return 1 })).N > 0
-		for i, c := range runtimeColumns {
+		for _, c := range runtimeColumns {
 			why := c.empty
-			switch {
-			case had:
-			case i == 0: // the reason once, in the first cell
+			if !had { // every cell says why, as the other tables' do: never a bare n/a
 				why = g.runtimeNA()
-			default:
-				why = ""
 			}
 			fmt.Fprintf(b, " %s |", g.stat(runtimeFig(c.get)).Format(c.prec, why))
 		}

@@ -81,9 +81,10 @@ func TestRuntimeTable(t *testing.T) {
 	for _, want := range []string{
 		"| two runs | 1 | 5 (4–6) | 0 | 2.00 | 1.00 | 3317.8 (81.9–6553.6) | 3317.8 (81.9–6553.6) | 41.0 | 327.7 |\n",
 		"| no GC | 1 | 0 | 0 | 2.00 | 1.00 | n/a (no GC pause in the window) | n/a (no GC pause in the window) | 41.0 | 327.7 |\n",
-		"| no endpoint | n/a (read /debug/runtime: 404 Not Found) | n/a | n/a | n/a | n/a | n/a | n/a | n/a | n/a |\n",
-		"| older | n/a (not recorded: an older result) | n/a |",
-		"| none passed | n/a (no complete run) | n/a |",
+		// Every cell says why, never a bare n/a.
+		"| no endpoint |" + strings.Repeat(" n/a (read /debug/runtime: 404 Not Found) |", len(runtimeColumns)) + "\n",
+		"| older |" + strings.Repeat(" n/a (not recorded: an older result) |", len(runtimeColumns)) + "\n",
+		"| none passed |" + strings.Repeat(" n/a (no complete run) |", len(runtimeColumns)) + "\n",
 		"the upper bounds of the runtime's histogram buckets",
 	} {
 		if !strings.Contains(md, want) {

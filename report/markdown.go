@@ -164,7 +164,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt Options, plot func(name string, 
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range gs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				g.Name, g.ServerCPUs, runs(g), g.Throughput.Format(0, "no run"),
+				g.Name, g.serverCPUs(), runs(g), g.Throughput.Format(0, "no run"),
 				g.P50.Format(2, "no latency"), g.P90.Format(2, "no latency"), g.P99.Format(2, "no latency"),
 				g.P999.Format(2, "no latency"), g.Errors.Format(0, "no run"),
 				g.CPUs.Format(2, g.naReason("perf-stat")), g.ContextSwitches.Format(0, g.naReason("perf-stat")),
@@ -337,6 +337,19 @@ func (r *Report) LoadFactor(g *Group) string {
 }
 
 // naReason is why a group lacks an observer's figures.
+// serverCPUs is the server's CPU set, or n/a with the reason where the
+// runs recorded none (a lone load result).
+func (g *Group) serverCPUs() string {
+	if g.ServerCPUs != "" {
+		return g.ServerCPUs
+	}
+	why := g.NA["server-cpus"]
+	if why == "" {
+		why = "not recorded"
+	}
+	return "n/a (" + why + ")"
+}
+
 func (g *Group) naReason(key string) string {
 	if r, ok := g.NA[key]; ok && r != "" {
 		return r
