@@ -197,17 +197,17 @@ var benchFlagOf = map[string]string{
 	"Target": "--target", "DBPool": "--db-pool", "Warmup": "--warmup", "Duration": "--duration", "Profile": "--profile",
 }
 
-// configInput is Validate's error as bad input, its fields named as
-// bench's flags ("--threads 8 --topology cpu: ..."); an error about no
-// field, or a field without a flag, keeps its message.
-func configInput(err error) error {
+// configInput is Validate's error as bad input, its fields named as the
+// command's flags of flagOf ("--threads 8 --topology cpu: ..."); an error
+// about no field, or a field without a flag, keeps its message.
+func configInput(err error, flagOf map[string]string) error {
 	var ce *bench.ConfigError
 	if !errors.As(err, &ce) {
 		return asBadInput(err)
 	}
 	flags := make([]string, len(ce.Fields))
 	for i, f := range ce.Fields {
-		name, ok := benchFlagOf[f.Name]
+		name, ok := flagOf[f.Name]
 		if !ok {
 			return asBadInput(err)
 		}
@@ -278,7 +278,7 @@ func (a *benchArgs) config(fs *flagSet) (bench.Config, error) {
 		c.MockThreads = len(c.MockCPUs)
 	}
 	if err := c.Validate(a.strict); err != nil {
-		return c, configInput(err)
+		return c, configInput(err, benchFlagOf)
 	}
 	if c.Mode != bench.ModeNetHTTP { // the server runs here: it must be able to use the poller
 		if err := checkPoller(c.Poller); err != nil {

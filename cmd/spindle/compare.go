@@ -204,7 +204,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			c.ServerPort, c.MockPort, c.AdminPort = a.ports.server, a.ports.mock, a.ports.admin
 			c.PerfSched, c.PerfStat = a.perfSched, !a.noPerfStat
 			if err := c.Validate(a.strict); err != nil {
-				return asBadInput(fmt.Errorf("%s: %w", c.Name, err))
+				return badInput("%s: %v", c.Name, configInput(err, compareFlagOf))
 			}
 		}
 	}
@@ -239,6 +239,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	err = compareRun(ctx, a, plan, dir, hosts, db, jsonOut, stdout, stderr)
 	return stopDB(db, err)
+}
+
+// compareFlagOf names compare's flag of each bench.Config field it sets,
+// for Validate's errors about a configuration of the plan.
+var compareFlagOf = map[string]string{
+	"Connections": "--connections", "Warmup": "--warmup", "Duration": "--duration", "Rate": "--rates",
+	"App": "--app", "Target": "--target", "DBPool": "--db-pool",
 }
 
 // options turns the flags into the plan's options, but for the machine's
