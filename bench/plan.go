@@ -550,16 +550,16 @@ func (c Config) checkApp() error {
 		return fmt.Errorf("app %s does not serve %s (the blocking endpoint is the fruits app's)", app, server.BlockPath)
 	}
 	if c.DBPool != 0 && app != server.AppTFB {
-		return fmt.Errorf("db pool %d: only the %s app has a database", c.DBPool, server.AppTFB)
+		return fieldErr("DBPool", fmt.Sprint(c.DBPool), "only the %s app has a database", server.AppTFB)
 	}
 	if c.DBPool < 0 {
-		return fmt.Errorf("db pool %d: want at least 1 (0: the server's default)", c.DBPool)
+		return fieldErr("DBPool", fmt.Sprint(c.DBPool), "want at least 1 (0: the server's default)")
 	}
 	if c.Target != "" && !strings.HasPrefix(c.Target, "/") {
-		return fmt.Errorf("target %q: want a path that starts with /, such as %s", c.Target, DefaultTarget(app))
+		return fieldErr("Target", fmt.Sprintf("%q", c.Target), "want a path that starts with /, such as %s", DefaultTarget(app))
 	}
 	if c.Target != "" && len(c.Mix) > 0 {
-		return fmt.Errorf("target %s and a mix: the mix has the targets", c.Target)
+		return fieldErr("Target", c.Target, "a mix has the targets: give one or the other")
 	}
 	return nil
 }
