@@ -21,6 +21,7 @@ import (
 	"github.com/spindle-lab/spindle/bench"
 	"github.com/spindle-lab/spindle/internal/syncbuf"
 	"github.com/spindle-lab/spindle/latency"
+	"github.com/spindle-lab/spindle/load"
 	"github.com/spindle-lab/spindle/observe"
 	"github.com/spindle-lab/spindle/report"
 )
@@ -732,7 +733,10 @@ func TestParseRates(t *testing.T) {
 		{"0", nil, true},
 		{"-5", nil, true},
 		{"1000,", nil, true},
-		{"1k", nil, true},
+		{"1k", []int{1000}, false}, // as bench --rate (and load -R) read it
+		{"20k,1.5M", []int{20000, 1500000}, false},
+		{"1e30", nil, true},
+		{"1.5", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := parseRates(tt.in)
@@ -758,7 +762,7 @@ func FuzzParseRates(f *testing.F) {
 			return
 		}
 		for _, r := range rates {
-			if r <= 0 {
+			if r <= 0 || r > load.MaxRate {
 				t.Fatalf("parseRates(%q) accepted %d", s, r)
 			}
 		}
