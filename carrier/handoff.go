@@ -109,29 +109,36 @@ func (c *Carrier) bound() bool { return !c.g.opts.Float }
 // this is the outermost operation (nested ones, a Write that yields, leave
 // alone what the outer one set); pass it to leave.
 func (t *Task) enter() bool {
+	outer, ok := t.tryEnter()
+	if !ok { // the task unwinds (its deferred Close of a conn, say): the carrier is gone
+		panic(errStopped)
+	}
+	return outer
+}
+
+// tryEnter is enter reporting ok false, instead of panicking, when t was
+// handed off and its carrier stopped meanwhile.
+func (t *Task) tryEnter() (outer, ok bool) {
 	c := t.home
 	if c == nil {
-		return false
+		return false, true
 	}
 	if c.ho.on || c.ho.unlocked { // a parking carrier's task runs unlocked too
 		t.refuseLocked()
 	}
 	if !c.ho.on {
-		return false
+		return false, true
 	}
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
-		return true
+		return true, true
 	}
 	switch t.co.phase.Load() {
 	case phaseCarrier:
-		return false
-	case phaseStopped: // the task unwinds (its deferred Close of a conn, say): the carrier is gone
-		panic(errStopped)
+		return false, true
+	case phaseStopped:
+		return false, false
 	}
-	if !t.rejoin() {
-		panic(errStopped)
-	}
-	return true
+	return true, t.rejoin()
 }
 
 // end is enter for a task whose function returned: a detached one rejoins,
@@ -159,19 +166,11 @@ func (t *Task) end() bool {
 // it takes for its own. Its other carrier operations, and the conn's
 // Close, still unwind it.
 func (t *Task) enterIO() (outer bool, err error) {
-	c := t.home
-	if c != nil && c.ho.on && t.co.phase.Load() == phaseStopped {
+	outer, ok := t.tryEnter()
+	if !ok {
 		return false, ErrCarrierStopped
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			if p != errStopped {
-				panic(p)
-			}
-			err = ErrCarrierStopped
-		}
-	}()
-	return t.enter(), nil
+	return outer, nil
 }
 
 // leave ends the carrier operation enter began (outer as enter reported).

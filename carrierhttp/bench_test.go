@@ -202,7 +202,7 @@ func BenchmarkBuild(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			c := &conn{s: &Server{}, hdr: make(http.Header)}
 			c.body.c = c
-			c.blank, c.ctx = new(http.Request), context.Background()
+			c.ctx = context.Background()
 			c.Buf = []byte(tc.raw)
 			n, err := c.hp.ParseRequest(c.Buf, &c.preq, http1.Options{MaxHeaderBytes: c.s.maxHeaderBytes()})
 			if err != nil {

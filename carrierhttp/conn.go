@@ -86,8 +86,8 @@ type conn struct {
 	hp      http1.HeadParser
 	headSrc headSource // the connection as hp's loop reads it
 	preq    http1.Request
-	blank   *http.Request // empty: each request is a copy with its context (build)
-	req     *http.Request // the request being served
+	reqv    http.Request  // the connection's request, reused (build)
+	req     *http.Request // the request being served: &reqv, or a copy (withContext)
 	url     url.URL
 	hdr     http.Header
 	vals    []string
@@ -177,7 +177,7 @@ func (c *conn) serve() {
 	}
 	c.ctx, c.cancel = context.WithCancel(carrier.ContextWithTask(base, c.t))
 	defer c.cancel()
-	c.blank, c.goneFn = new(http.Request), c.gone
+	c.goneFn = c.gone
 	c.t.SetNote(c)
 	h := s.handler()
 	for first := true; ; first = false {
@@ -465,7 +465,8 @@ func (c *conn) build(n int) error {
 	hs := newHeadStrings(c.Buf[c.Start : c.Start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
 	c.rctx = &requestContext{conn: c.ctx}
-	req := c.blank.WithContext(c.rctx)
+	c.reqv = http.Request{}
+	req := withContext(&c.reqv, c.rctx)
 	c.req = req
 	req.Method = hs.sub(pr.Method)
 	req.RequestURI = hs.sub(pr.Target)

@@ -3,6 +3,7 @@ package carrierhttp
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +109,22 @@ func TestRequestContextConcurrent(t *testing.T) {
 		}
 		r.end()
 		wg.Wait()
+	}
+}
+
+// TestWithContextInPlace: the request's context is set in place on this Go
+// release (http.Request's context field was found), so a request costs no
+// copy of the Request; where it was not, withContext still gives the
+// request its context, by WithContext.
+func TestWithContextInPlace(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "v")
+	r := &http.Request{Method: "GET"}
+	got := withContext(r, ctx)
+	if got.Context() != ctx || got.Method != "GET" {
+		t.Fatalf("withContext: context %v, method %q", got.Context(), got.Method)
+	}
+	if got != r {
+		t.Fatalf("http.Request's context field was not found (ctxField %d): every request copies its Request", ctxField)
 	}
 }

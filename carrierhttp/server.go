@@ -37,10 +37,10 @@
 // that ran that long; Server logs such requests, naming them (at most one
 // line a second), and counts them all (Pinned).
 //
-// The Header and URL of a request and the ResponseWriter are reused for
-// the connection's next request: a handler must not keep them after it
+// The *http.Request, its Header and URL, and the ResponseWriter are reused
+// for the connection's next request: a handler must not keep them after it
 // returns (use r.Clone to keep a copy), as net/http already asks of the
-// ResponseWriter.
+// ResponseWriter. The request's context is its own and may be kept.
 package carrierhttp
 
 import (
