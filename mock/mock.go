@@ -58,6 +58,8 @@ var (
 	healthBody   = []byte("OK")
 	notFoundBody = []byte("Not Found")
 	failBody     = []byte("injected failure")
+	// methodNotAllowedBody answers CONNECT.
+	methodNotAllowedBody = []byte("Method Not Allowed")
 )
 
 // Defaults for Options; the spindle command reuses them as flag defaults.
@@ -192,6 +194,10 @@ func (s *Server) serve(t *carrier.Task, c *carrier.Conn) {
 	defer s.open.Add(-1)
 	rng := s.rngs[t.Carrier().ID()]
 	http1.ServeConn(c, s.o.HTTP, func(req *http1.Request, rep *http1.Reply) {
+		if string(req.Method) == "CONNECT" { // not a proxy: a 2xx would make the connection a tunnel (RFC 9110 §9.3.6)
+			rep.Status, rep.ContentType, rep.Body, rep.Allow, rep.Close = 405, "text/plain; charset=utf-8", methodNotAllowedBody, "GET, HEAD", true
+			return
+		}
 		switch string(req.Path()) { // origin or absolute form
 		case "/health":
 			rep.ContentType, rep.Body = "text/plain; charset=utf-8", healthBody

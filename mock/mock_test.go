@@ -72,6 +72,32 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestConnect: the mock is no proxy: CONNECT is answered 405 with the
+// allowed methods and the connection closed, never a 2xx (which would make
+// the connection a tunnel) followed by more HTTP on it.
+func TestConnect(t *testing.T) {
+	s := start(t, Options{})
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.Write([]byte("CONNECT /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" || !resp.Close {
+		t.Fatalf("CONNECT: %d, Allow %q, close %v; want 405, GET, HEAD, close", resp.StatusCode, resp.Header.Get("Allow"), resp.Close)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if _, err := http.ReadResponse(br, nil); err == nil {
+		t.Fatal("the GET after CONNECT was answered on the same connection")
+	}
+}
+
 // TestConcurrentThink checks that the think time is a timer: 50 requests
 // waiting 100ms each on one carrier finish in far less than 50 x 100ms.
 func TestConcurrentThink(t *testing.T) {
