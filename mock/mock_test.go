@@ -72,17 +72,25 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// dialMock connects to s, with a 5 s deadline on the connection, closed
+// when the test ends.
+func dialMock(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c
+}
+
 // TestConnect: the mock is no proxy: CONNECT is answered 405 with the
 // allowed methods and the connection closed, never a 2xx (which would make
 // the connection a tunnel) followed by more HTTP on it.
 func TestConnect(t *testing.T) {
 	s := start(t, Options{})
-	c, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialMock(t, s)
 	c.Write([]byte("CONNECT /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n"))
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
@@ -126,11 +134,7 @@ func TestConcurrentThink(t *testing.T) {
 
 func TestPipelining(t *testing.T) {
 	s := start(t, Options{})
-	c, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialMock(t, s)
 	c.Write([]byte(strings.Repeat("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /fruits HTTP/1.1\r\nHost: x\r\n\r\n", 3)))
 	br := bufio.NewReader(c)
 	for i := range 6 {
@@ -157,11 +161,7 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("close", func(t *testing.T) {
 		s := start(t, Options{CloseRate: 1})
-		c, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dialMock(t, s)
 		c.Write([]byte("GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"))
 		c.SetReadDeadline(time.Now().Add(2 * time.Second))
 		if n, err := c.Read(make([]byte, 100)); err != io.EOF {
