@@ -256,3 +256,37 @@ func twiceWriteHeader(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 	w.WriteHeader(http.StatusAccepted)
 }
+
+// TestHijackedClientGone: once a handler has hijacked the connection, the
+// client's close is the hijacker's to see (its read ends), not the request
+// context's, as under net/http: the context stays live until the handler
+// returns.
+func TestHijackedClientGone(t *testing.T) {
+	result := make(chan string, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			result <- "Hijack: " + err.Error()
+			return
+		}
+		defer conn.Close()
+		io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+		select {
+		case <-r.Context().Done():
+			result <- "the request's context ended when the hijacked connection's client closed"
+		case <-time.After(300 * time.Millisecond):
+			result <- ""
+		}
+	})
+	_, addr := startCarrier(t, h, nil)
+	c := dial(t, addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if msg := <-result; msg != "" {
+		t.Fatal(msg)
+	}
+}

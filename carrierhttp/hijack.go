@@ -39,7 +39,8 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		w.pending = w.pending[:0] // net/http drops what its 2 KiB buffer holds
 		w.commit()
 	}
-	c.flush() // net/http ignores this write's error too: the hijacker sees the conn's state
+	c.flush()       // net/http ignores this write's error too: the hijacker sees the conn's state
+	c.unwatchGone() // the conn's end is the hijacker's to see, not the request context's (net/http's too)
 	c.hijacked = true
 	c.rwc.SetDeadline(time.Time{})
 	c.rdl = time.Time{}
