@@ -89,26 +89,31 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		out = make([]byte, 0, initialBuffer)
 		wd  = writeDeadline{now: rd.now}
 	)
-	rd.sendContinue = func() error {
-		err := wd.flush(c, append(out, continueLine...), o.WriteTimeout)
-		out = out[:0]
-		return err
-	}
-	// Held responses go out before any wait for input: a part of the next
-	// request buffered (Buffered above 0) must not hold its predecessors'
-	// answers until the rest comes, which the client may send only once
-	// it has them.
-	rd.beforeWait = func() error {
+	// flushHeld writes out the responses held. They are held while
+	// pipelined requests are buffered whole, so that their answers go out
+	// together, and written before any wait for input (rd.beforeWait): a
+	// part of the next request buffered must not hold its predecessors'
+	// answers until the rest comes, which the client may send only once it
+	// has them.
+	flushHeld := func() error {
 		err := wd.flush(c, out, o.WriteTimeout)
 		out = out[:0]
+		if cap(out) > keepBuffer { // grown by a long pipeline
+			out = make([]byte, 0, initialBuffer)
+		}
 		return err
+	}
+	rd.beforeWait = flushHeld
+	rd.sendContinue = func() error {
+		out = append(out, continueLine...)
+		return flushHeld()
 	}
 	for {
 		err := rd.Next(&req)
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) {
-				return endError(wd.flush(c, out, o.WriteTimeout))
+				return endError(flushHeld())
 			}
 			out = w.AppendResponse(out, ResponseHead{Status: e.Status, ContentType: "text/plain; charset=utf-8", Close: true, Server: o.Server,
 				OmitBody: string(req.Method) == "HEAD"}, // a refused HEAD's answer has no body either (RFC 9110 §9.3.2)
@@ -116,7 +121,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 			if obs != nil {
 				obs(e.Status)
 			}
-			if err := wd.flush(c, out, o.WriteTimeout); err != nil {
+			if err := flushHeld(); err != nil {
 				return endError(err)
 			}
 			return endError(Linger(c, lingerTime, lingerBytes))
@@ -124,7 +129,7 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		rep = Reply{}
 		h(&req, &rep)
 		if rep.Abort {
-			return endError(wd.flush(c, out, o.WriteTimeout))
+			return endError(flushHeld())
 		}
 		if rep.Status == 0 {
 			rep.Status = 200
@@ -142,13 +147,9 @@ func ServeConn(c ServerConn, o Options, h Handler, obs Observer) error {
 		if obs != nil {
 			obs(rep.Status)
 		}
-		if !keep || rd.Buffered() == 0 || len(out) >= flushAt {
-			if err := wd.flush(c, out, o.WriteTimeout); err != nil {
+		if !keep || len(out) >= flushAt { // else at the next wait for input, or with the next answers
+			if err := flushHeld(); err != nil {
 				return endError(err)
-			}
-			out = out[:0]
-			if cap(out) > keepBuffer { // grown by a long pipeline
-				out = make([]byte, 0, initialBuffer)
 			}
 		}
 		if !keep {
