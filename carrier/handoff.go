@@ -129,6 +129,14 @@ func (t *Task) tryEnter() (outer, ok bool) {
 	if !c.ho.on {
 		return false, true
 	}
+	return t.claim()
+}
+
+// claim makes the phase of t, whose carrier hands off, carrier: from user
+// (outer), or by rejoining when the monitor detached t (outer); a nested
+// operation finds it carrier already. ok is false when t was detached and
+// its carrier stopped.
+func (t *Task) claim() (outer, ok bool) {
 	if t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
 		return true, true
 	}
@@ -145,17 +153,11 @@ func (t *Task) tryEnter() (outer, ok bool) {
 // so that its carrier's owner finishes it. It reports false when the
 // carrier stopped meanwhile (the coroutine then just ends).
 func (t *Task) end() bool {
-	c := t.home
-	if c == nil || !c.ho.on || t.co.phase.CompareAndSwap(phaseUser, phaseCarrier) {
+	if c := t.home; c == nil || !c.ho.on {
 		return true
 	}
-	switch t.co.phase.Load() {
-	case phaseCarrier:
-		return true
-	case phaseStopped:
-		return false
-	}
-	return t.rejoin()
+	_, ok := t.claim()
+	return ok
 }
 
 // enterIO is enter for a conn's I/O, which has an error to return: a task
