@@ -168,7 +168,8 @@ func (pd *pollDesc) opEnded() {
 // names (&pd.rwait or &pd.wwait) or the deadline (monotonic ns, 0: none)
 // passes. The caller retries its operation and checks the deadline. It is
 // where an operation reads the clock: when the deadline has passed it
-// returns os.ErrDeadlineExceeded at once instead of parking.
+// returns os.ErrDeadlineExceeded at once instead of parking. When the
+// carrier stops while the task waits, it returns ErrCarrierStopped (park).
 func (pd *pollDesc) await(t *Task, slot **Task, deadline int64) error {
 	if deadline != 0 {
 		if wait.Now() >= deadline {
@@ -177,9 +178,12 @@ func (pd *pollDesc) await(t *Task, slot **Task, deadline int64) error {
 		pd.c.timers.add(t, deadline)
 	}
 	*slot = t
-	t.block()
+	woken := t.park()
 	*slot = nil
 	pd.c.timers.remove(t)
+	if !woken {
+		return ErrCarrierStopped
+	}
 	return nil
 }
 

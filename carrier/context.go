@@ -62,7 +62,8 @@ func TaskFromContext(ctx context.Context) *Task {
 }
 
 // IsStop reports whether p, a value recovered from a panic in a task, is
-// the runtime unwinding a parked task because its carrier stops. Code that
+// the runtime unwinding a task because its carrier stops (Group.Close
+// explains which tasks unwind and which get errors). Code that
 // recovers panics in a task (a server isolating a handler's panic) must
 // re-raise it: the runtime recovers it after the task's deferred functions
 // ran.

@@ -305,8 +305,14 @@ var ErrCloseInTask = errors.New("carrier: Group.Close called from one of its tas
 
 // Close stops every carrier, closing every conn and listener, waits for
 // offloaded functions to return, and restores the affinity of threads moved
-// by NPlusOne and GOMAXPROCS. Tasks parked or queued unwind (errStopped);
-// a task handed off (it blocked the Go way or computed, on a thread of its
+// by NPlusOne and GOMAXPROCS. A task parked waiting for a conn's
+// readiness gets ErrCarrierStopped (net.ErrClosed) from that operation and
+// runs on, on its carrier's goroutine, until it ends: its conns are still
+// open (a Write that has room is sent) and every later wait fails the
+// same way at once. Close waits for it. A task parked where no error can
+// be returned (Sleep, Yield, Offload), or waiting for an io_uring read or
+// write the kernel holds, and a queued task, unwind instead (IsStop).
+// A task handed off (it blocked the Go way or computed, on a thread of its
 // own) is not waited for: its conns' Read, Write and CloseWrite return
 // ErrCarrierStopped from then on, its other carrier operations unwind it,
 // and it ends when its code returns to one of them or to its end. No fd of

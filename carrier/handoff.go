@@ -690,6 +690,9 @@ func (c *Carrier) stopCoro(co *coro) {
 	// running coroutine, not take them for a foreign caller's.
 	last := c.runCo.Swap(co)
 	defer c.runCo.Store(last)
+	if t := co.task; t != nil && t.state == taskParked {
+		t.setState(taskRunnable) // the stop wakes it: it unwinds, or fails its wait (park)
+	}
 	if !c.ho.unlocked {
 		co.stop()
 		return

@@ -179,7 +179,9 @@ func (a *acceptor) run(t *Task) {
 			a.dispatch(t, nfd, sa)
 			t.opDone()
 		case err == unix.EAGAIN:
-			a.pd.await(t, &a.pd.rwait, 0)
+			if a.pd.await(t, &a.pd.rwait, 0) != nil {
+				return // the carrier stopped
+			}
 		case err == unix.EINTR || err == unix.ECONNABORTED:
 		default: // EMFILE, ENFILE, ENOBUFS, ENOMEM: wait for resources
 			add(&c.stats.acceptBackoffs, 1)

@@ -116,7 +116,11 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int
 	cancelled := false
 	for !op.done {
 		if cancelled {
-			pd.await(t, slot, 0)
+			if pd.await(t, slot, 0) == ErrCarrierStopped {
+				// The kernel holds p until the carrier's shutdown quiesces
+				// the ring: the task must not have it back, so it unwinds.
+				panic(errStopped)
+			}
 			continue
 		}
 		// await reads the clock once and, when the deadline has passed,

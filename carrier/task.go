@@ -32,6 +32,7 @@ type Task struct {
 	ops     int   // I/O operations completed since the task last blocked
 	stay    bool  // never handed to another carrier once started (SubmitLocal, accept tasks)
 	handed  bool  // handed over by a floating sibling, not yet run by the new carrier
+	stopped bool  // its carrier stopped while it waited in park: it runs on in the shutdown
 	movedAt int64 // wait.Now when a floating carrier last took it over (0: never)
 
 	owned    []*Conn // conns the task holds: closed if it panics
@@ -82,13 +83,18 @@ func (t *Task) release() {
 	taskPool.Put(t)
 }
 
-// errStopped unwinds a parked task's coroutine when its carrier stops.
+// errStopped unwinds a task's coroutine when its carrier stops while the
+// task waits in an operation that has no error to return (Sleep, Yield,
+// Offload, a wait for a conn's task lock), or waits again after its
+// carrier stopped.
 var errStopped = errors.New("carrier: stopped")
 
-// ErrCarrierStopped is what a conn's Read, Write and CloseWrite return to a
-// task that was handed off and whose carrier stopped meanwhile
-// (Group.Close): the conn is closed. It wraps net.ErrClosed.
-var ErrCarrierStopped = fmt.Errorf("carrier stopped while its task was handed off: %w", net.ErrClosed)
+// ErrCarrierStopped is what a conn's operations return to a task whose
+// carrier stopped (Group.Close) while the task waited for the conn's
+// readiness, or while the task was handed off: the conn is being closed.
+// It wraps net.ErrClosed, so code between a handler and its I/O sees a
+// closed connection's error, as under net/http's Server.Close.
+var ErrCarrierStopped = fmt.Errorf("carrier stopped: %w", net.ErrClosed)
 
 // ErrNotInTask is returned where an operation must wait on a conn's home
 // carrier and no task of it can (a flush of write-behind bytes outside any
@@ -103,7 +109,33 @@ func (t *Task) Carrier() *Carrier { return t.home }
 // block parks the task until something makes it runnable again. When the
 // carrier stops instead, it panics with errStopped, which the task's runner
 // recovers after the task's deferred functions ran.
-func (t *Task) block() { t.suspend(taskParked) }
+func (t *Task) block() {
+	if !t.park() {
+		panic(errStopped)
+	}
+}
+
+// park is block for a wait that has an error to return (a conn's
+// readiness: await): it reports false, rather than unwinding the task, when
+// the carrier stops while the task waits. The task then runs on, in its
+// carrier's shutdown (stopCoro, on the carrier's goroutine, its fds still
+// open): a write that has room succeeds, and every later wait ends the
+// same way at once (stopped), so the task's code sees errors, as under net/http's
+// Server.Close, and no panic that a recover of its own would take for a
+// handler's.
+func (t *Task) park() bool {
+	if t.stopped {
+		return false
+	}
+	t.setState(taskParked)
+	t.ops = 0
+	if t.co.yield(false) {
+		return true
+	}
+	t.stopped = true
+	t.setState(taskRunning) // from runnable: the stop woke it (stopCoro), or it was queued
+	return false
+}
 
 // suspend switches back to the carrier, leaving the task in state
 // (parked, or runnable when it queued itself).
