@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 
 	"github.com/spindle-lab/spindle/http1"
 )
@@ -25,6 +26,30 @@ func (b *body) reset(n int64, chunked, expect bool) {
 	b.r.MaxBody = b.c.s.MaxBodyBytes
 	b.r.Reset(n, chunked)
 }
+
+// limitHit reports whether the request's Body is an http.MaxBytesReader
+// that the handler put in place of b and that stopped at its limit:
+// net/http's server closes the connection then rather than read the rest
+// (it learns of the limit from the reader, through an unexported
+// interface that no other package can implement). The reader's error is
+// sticky, and a zero-length Read of it returns that error and reads
+// nothing; no other reader is read (a zero-length Read of a pipe blocks).
+// A handler that wraps the body without storing the reader in the Body of
+// the Request it was given (or stores it in a copy that a middleware made)
+// is not seen: its connection's rest of body is discarded, up to net/http's
+// 256 KiB, as for any body the handler left unread.
+func (b *body) limitHit() bool {
+	r := b.c.req.Body
+	if r == io.ReadCloser(b) || r == nil || reflect.TypeOf(r) != maxBytesReaderType {
+		return false
+	}
+	_, err := r.Read(nil)
+	var tooLarge *http.MaxBytesError
+	return errors.As(err, &tooLarge)
+}
+
+// maxBytesReaderType is the type of http.MaxBytesReader's readers.
+var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0))
 
 // Read reads body bytes into p.
 func (b *body) Read(p []byte) (int, error) {
@@ -100,6 +125,8 @@ func (b *body) decodeError(err error) error {
 // a 100-continue never answered).
 func (b *body) settle() bool {
 	switch {
+	case b.limitHit():
+		return true
 	case b.r.Done():
 		return false
 	case b.closed, b.err != nil, b.expect && !b.c.w.wroteCont:

@@ -31,6 +31,17 @@ func testMux() http.Handler {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(b)
 	})
+	mux.HandleFunc("/limit", func(w http.ResponseWriter, r *http.Request) {
+		// As a handler bounds a body: past the limit net/http answers with
+		// Connection: close and closes rather than read the rest.
+		r.Body = http.MaxBytesReader(w, r.Body, 5)
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		w.Write(b)
+	})
 	mux.HandleFunc("/noread", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ignored the body")
 	})
@@ -177,6 +188,9 @@ func TestDifferential(t *testing.T) {
 		{"pipelined hosts", "GET /request HTTP/1.1\r\nHost: a\r\n\r\nGET /request HTTP/1.1\r\nX: 1\r\nHost: b:1\r\n\r\nGET /request HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", nil},
 		{"body by length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello there" + get("/fixed"), nil},
 		{"chunked body", "POST /request HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n there\r\n0\r\nX-T: 1\r\n\r\n" + get("/fixed"), nil},
+		{"body within MaxBytesReader's limit", "POST /limit HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde" + get("/fixed"), nil},
+		{"body past MaxBytesReader's limit", "POST /limit HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n0123456789abcdefghij" + get("/fixed"), nil},
+		{"chunked past MaxBytesReader's limit", "POST /limit HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n01234567\r\n0\r\n\r\n" + get("/fixed"), nil},
 		{"unread body", "POST /noread HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabcde" + get("/fixed"), nil},
 		{"unread chunked", "POST /noread HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + get("/fixed"), nil},
 		{"100-continue", "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\nbody", nil},
