@@ -41,13 +41,13 @@ func (s *Server) protocols() http.Protocols {
 	return p
 }
 
-// initHTTP2 makes the HTTP/2 server, when the server speaks HTTP/2 at
-// all, with the Server's settings in the http.Server x/net reads them
-// from.
-func (s *Server) initHTTP2(p http.Protocols) {
-	if !p.UnencryptedHTTP2() && !(p.HTTP2() && s.TLSConfig != nil) {
-		return
-	}
+// initHTTP1 makes s.h1, the Server described as an http.Server: what a
+// handler finds under http.ServerContextKey (net/http's handlers find
+// their Server there; x/net's HTTP/2 server puts its BaseConfig there),
+// and where x/net's HTTP/2 server reads the Server's settings. It serves
+// nothing: its Shutdown only starts the HTTP/2 connections' graceful
+// shutdown (shutdownHTTP2), and its Close does nothing.
+func (s *Server) initHTTP1() {
 	s.h1 = &http.Server{
 		Handler:           s.handler(),
 		ReadTimeout:       s.ReadTimeout,
@@ -57,6 +57,9 @@ func (s *Server) initHTTP2(p http.Protocols) {
 		MaxHeaderBytes:    s.MaxHeaderBytes,
 		ErrorLog:          s.ErrorLog,
 		HTTP2:             s.HTTP2,
+		ConnContext:       s.ConnContext,
+
+		DisableGeneralOptionsHandler: s.DisableGeneralOptionsHandler,
 	}
 	f := s.ConnState
 	s.h1.ConnState = func(nc net.Conn, st http.ConnState) {
@@ -76,10 +79,20 @@ func (s *Server) initHTTP2(p http.Protocols) {
 		}
 		f(nc, st)
 	}
-	s.h2 = &http2.Server{}
-	// Registers s.h2's graceful shutdown with s.h1 (shutdownHTTP2 runs it),
-	// and fails only for a TLSConfig of s.h1's, which it has none of.
-	http2.ConfigureServer(s.h1, s.h2)
+}
+
+// initHTTP2 makes the HTTP/2 server, when the server speaks HTTP/2 at
+// all, reading the Server's settings from s.h1; s.h1's TLSConfig is set
+// after it.
+func (s *Server) initHTTP2(p http.Protocols) {
+	if p.UnencryptedHTTP2() || p.HTTP2() && s.TLSConfig != nil {
+		s.h2 = &http2.Server{}
+		// Registers s.h2's graceful shutdown with s.h1 (shutdownHTTP2
+		// runs it), and fails only for a TLSConfig of s.h1's, which it
+		// has none of yet.
+		http2.ConfigureServer(s.h1, s.h2)
+	}
+	s.h1.TLSConfig = s.tlsConfig
 }
 
 // nextProtos is the TLS ALPN list for the protocols p: the configured
@@ -207,7 +220,7 @@ func (c *conn) serveHTTP2() {
 // conn of its own. Shutdown calls it once; a connection x/net starts
 // serving after that calls it at its first state (initHTTP2).
 func (s *Server) shutdownHTTP2() {
-	if s.h1 != nil {
+	if s.h2 != nil {
 		s.h1.Shutdown(context.Background())
 	}
 }

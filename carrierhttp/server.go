@@ -140,9 +140,11 @@ type Server struct {
 	watchLog  logEvery // the watchdog's lines
 	tlsConfig *tls.Config
 	protos    http.Protocols
-	// h1 carries the settings x/net's HTTP/2 server reads (timeouts,
-	// ErrorLog, HTTP2) and its graceful shutdown; h2 is that server. Both
-	// nil when the server speaks no HTTP/2.
+	// h1 is the Server described as an http.Server (initHTTP1): what
+	// handlers find under http.ServerContextKey, where x/net's HTTP/2
+	// server reads its settings (timeouts, ErrorLog, HTTP2) and registers
+	// its graceful shutdown; h2 is that server, nil when the server speaks
+	// no HTTP/2.
 	h1 *http.Server
 	h2 *http2.Server
 }
@@ -157,7 +159,9 @@ var ErrServerClosed = http.ErrServerClosed
 
 func (s *Server) init() {
 	s.initOnce.Do(func() {
+		s.initHTTP1()
 		s.baseCtx, s.cancel = context.WithCancel(context.Background())
+		s.baseCtx = context.WithValue(s.baseCtx, http.ServerContextKey, s.h1)
 		s.listeners = map[*carrier.Listener]struct{}{}
 		s.conns = map[*conn]struct{}{}
 		s.protos = s.protocols()

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -328,5 +329,39 @@ func TestContextCancelledWhenClientGoes(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler did not return")
+	}
+}
+
+// TestServerContextKey: HTTP/1 and h2c handlers find, under
+// http.ServerContextKey, one *http.Server that carries the Server's
+// settings, as net/http's handlers find theirs.
+func TestServerContextKey(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+		if !ok {
+			io.WriteString(w, "none")
+			return
+		}
+		fmt.Fprintf(w, "%p %v %v", hs, hs.ReadHeaderTimeout, hs.Handler != nil)
+	})
+	_, addr := startCarrier(t, h, func(s *Server) {
+		s.ReadHeaderTimeout = 7 * time.Second
+		s.Protocols = h2cProtocols()
+	})
+	get := func(c *http.Client) string {
+		resp, err := c.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	h1 := get(&http.Client{Timeout: 5 * time.Second})
+	if _, rest, _ := strings.Cut(h1, " "); rest != "7s true" {
+		t.Errorf("HTTP/1 handler's server: %q, want its ReadHeaderTimeout 7s and a Handler", h1)
+	}
+	if h2 := get(h2cClient()); h2 != h1 {
+		t.Errorf("h2c handler's server: %q, HTTP/1's %q: want the same one", h2, h1)
 	}
 }
