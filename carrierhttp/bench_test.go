@@ -192,15 +192,25 @@ func benchPipelined(b *testing.B, addr string) {
 // BenchmarkBuild measures conn.build alone, with no connection: the
 // *http.Request made from a head parsed once (its strings, header map, URL
 // and Host), for the benchmarks' /health request and BenchmarkTypicalHandler's
-// browser-like one. It is in-process CPU work, steadier than the socket
-// benchmarks on a busy machine. Allocations: the head's one copy.
+// browser-like one, each made anew (the default) and reused
+// (Server.ReuseRequests). It is in-process CPU work, steadier than the
+// socket benchmarks on a busy machine. Allocations: the head's one copy
+// and the context; made anew, the request's parts and its header map.
 func BenchmarkBuild(b *testing.B) {
-	for _, tc := range []struct{ name, raw string }{
-		{"health", "GET /health HTTP/1.1\r\nHost: bench\r\n\r\n"},
-		{"typical", typicalRequest},
+	for _, tc := range []struct {
+		name, raw string
+		reuse     bool
+	}{
+		{"health", "GET /health HTTP/1.1\r\nHost: bench\r\n\r\n", false},
+		{"typical", typicalRequest, false},
+		{"health-reused", "GET /health HTTP/1.1\r\nHost: bench\r\n\r\n", true},
+		{"typical-reused", typicalRequest, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := &conn{s: &Server{}, hdr: make(http.Header)}
+			c := &conn{s: &Server{ReuseRequests: tc.reuse}}
+			if tc.reuse {
+				c.reused, c.hdr = &request{}, make(http.Header)
+			}
 			c.body.c = c
 			c.ctx = context.Background()
 			c.Buf = []byte(tc.raw)

@@ -40,7 +40,7 @@ func (b *body) reset(n int64, chunked, expect bool) {
 // 256 KiB, as for any body the handler left unread.
 func (b *body) limitHit() bool {
 	r := b.c.req.Body
-	if r == io.ReadCloser(b) || r == nil || reflect.TypeOf(r) != maxBytesReaderType {
+	if r == nil || reflect.TypeOf(r) != maxBytesReaderType {
 		return false
 	}
 	_, err := r.Read(nil)

@@ -54,12 +54,11 @@ type conn struct {
 	rdl      time.Time // the read deadline last set on rwc (setReadDeadline)
 	// ctx is the connection's context, cancelled when the client is gone
 	// (gone), the connection ends or the server closes; each request's
-	// context (rctx) derives from it and is cancelled once its handler
+	// context (request.ctx) derives from it and is cancelled once its handler
 	// returned, as net/http's. goneFn is gone, bound once, the hang-up
 	// watch's function while a handler runs (watchGone).
 	ctx     context.Context
 	cancel  context.CancelFunc
-	rctx    *requestContext
 	goneFn  func()
 	watched bool // the hang-up watch is armed
 
@@ -86,10 +85,10 @@ type conn struct {
 	hp      http1.HeadParser
 	headSrc headSource // the connection as hp's loop reads it
 	preq    http1.Request
-	reqv    http.Request  // the connection's request, reused (build)
-	req     *http.Request // the request being served: &reqv, or a copy (withContext)
-	url     url.URL
-	hdr     http.Header
+	req     *http.Request // the request being served (build)
+	reqs    *request      // its parts
+	reused  *request      // with Server.ReuseRequests: the connection's, for each request
+	hdr     http.Header   // with Server.ReuseRequests: the connection's header, and its values
 	vals    []string
 	w       response
 	body    body
@@ -122,7 +121,10 @@ func newConn(s *Server, t *carrier.Task, cn *carrier.Conn) *conn {
 	c := &conn{s: s, t: t, cn: cn, rwc: cn}
 	c.home.Store(t.Carrier())
 	c.remote = cn.RemoteAddr().String()
-	c.hdr = make(http.Header)
+	if s.ReuseRequests {
+		c.reused = &request{}
+		c.hdr = make(http.Header)
+	}
 	c.w.c = c
 	c.w.header = make(http.Header)
 	c.body.c = c
@@ -464,9 +466,7 @@ func (c *conn) closeIfIdle(*carrier.Task) {
 func (c *conn) build(n int) error {
 	hs := newHeadStrings(c.Buf[c.Start : c.Start+n]) // every string below is a piece of its one copy
 	pr := &c.preq
-	c.rctx = &requestContext{conn: c.ctx}
-	c.reqv = http.Request{}
-	req := withContext(&c.reqv, c.rctx)
+	req, hdr, vals := c.newRequest(len(pr.Headers))
 	c.req = req
 	req.Method = hs.sub(pr.Method)
 	req.RequestURI = hs.sub(pr.Target)
@@ -479,13 +479,9 @@ func (c *conn) build(n int) error {
 		c.Consume(n)
 		return err
 	}
-	clear(c.hdr)
-	if cap(c.vals) < len(pr.Headers) {
-		c.vals = make([]string, len(pr.Headers))
-	}
 	// net/http moves the first Host field's value to req.Host.
-	host := hs.header(c.hdr, c.vals[:len(pr.Headers)], pr.Headers, true)
-	req.Header = c.hdr
+	host := hs.header(hdr, vals, pr.Headers, true)
+	req.Header = hdr
 	c.Consume(n)
 	// A malformed Host was refused by http1 (400), as net/http does.
 	if req.URL.Host != "" {
@@ -493,12 +489,12 @@ func (c *conn) build(n int) error {
 	} else {
 		req.Host = host
 	}
-	fixPragma(c.hdr)
+	fixPragma(hdr)
 	req.Body = http.NoBody
 	switch {
 	case pr.Chunked:
-		delete(c.hdr, "Transfer-Encoding")
-		delete(c.hdr, "Content-Length")
+		delete(hdr, "Transfer-Encoding")
+		delete(hdr, "Content-Length")
 		req.ContentLength = -1
 		req.TransferEncoding = chunkedTE
 	default:
@@ -511,7 +507,7 @@ func (c *conn) build(n int) error {
 	// its words, which HTTP/1.0 requests and empty bodies ignore (RFC 9110
 	// §10.1.1), or any other expectation fails.
 	expect := false
-	if e, ok := c.hdr["Expect"]; ok {
+	if e, ok := hdr["Expect"]; ok {
 		if hasWord(e[0], "100-continue") {
 			expect = pr.Minor >= 1 && req.ContentLength != 0
 		} else if e[0] != "" {
@@ -520,7 +516,7 @@ func (c *conn) build(n int) error {
 	}
 	if req.ContentLength != 0 {
 		c.body.reset(req.ContentLength, pr.Chunked, expect)
-		req.Body = &c.body
+		req.Body = c.reqs.bodyOf(&c.body)
 	} else {
 		c.body.reset(0, false, false)
 	}
@@ -556,14 +552,14 @@ func protoName(major, minor int) string {
 // escaping (the usual request); others go to net/url.
 func (c *conn) parseURL(req *http.Request) error {
 	raw := req.RequestURI
-	c.url = url.URL{}
-	req.URL = &c.url
+	u := &c.reqs.url
+	req.URL = u
 	if len(raw) > 0 && raw[0] == '/' {
 		path, query, hasQuery := strings.Cut(raw, "?")
 		if http1.PlainPath(path) {
-			c.url.Path = path
-			c.url.RawQuery = query
-			c.url.ForceQuery = hasQuery && query == ""
+			u.Path = path
+			u.RawQuery = query
+			u.ForceQuery = hasQuery && query == ""
 			return nil
 		}
 	}
@@ -571,14 +567,14 @@ func (c *conn) parseURL(req *http.Request) error {
 	if authority {
 		raw = "http://" + raw
 	}
-	u, err := url.ParseRequestURI(raw)
+	pu, err := url.ParseRequestURI(raw)
 	if err != nil {
 		return badRequest("invalid request target")
 	}
 	if authority {
-		u.Scheme = ""
+		pu.Scheme = ""
 	}
-	req.URL = u
+	req.URL = pu
 	return nil
 }
 
@@ -588,7 +584,7 @@ func (c *conn) handle(h http.Handler) bool {
 	req := c.req
 	w := &c.w
 	w.reset(req)
-	defer c.rctx.end() // after the response is finished, as net/http's
+	defer c.reqs.end() // after the response is finished, as net/http's
 	if req.RequestURI == "*" && req.Method == http.MethodOptions && !c.s.DisableGeneralOptionsHandler {
 		h = generalOptions
 	}
@@ -598,6 +594,7 @@ func (c *conn) handle(h http.Handler) bool {
 	}
 	pinned, handed := c.t.Pinned(), c.t.Handoffs()
 	p, stack := c.call(h, w, req)
+	c.reqs.endBody()
 	c.unwatchGone()
 	w.endCloseNotify()
 	c.watchdog(pinned, handed)

@@ -157,10 +157,20 @@ func testMux() http.Handler {
 }
 
 // TestDifferential sends the same bytes to net/http's server and to the
-// carrier host, both running testMux, and compares what a client sees.
+// carrier host, both running testMux, and compares what a client sees;
+// the carrier host runs with its own requests for each (the default) and
+// with ReuseRequests.
 func TestDifferential(t *testing.T) {
+	for _, reuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
+			testDifferential(t, func(s *Server) { s.ReuseRequests = reuse })
+		})
+	}
+}
+
+func testDifferential(t *testing.T, configure func(*Server)) {
 	h := testMux()
-	_, ca := startCarrier(t, h, nil)
+	_, ca := startCarrier(t, h, configure)
 	na := startNetHTTP(t, h)
 	get := func(target string) string { return "GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n" }
 	cases := []struct {

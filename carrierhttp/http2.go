@@ -175,7 +175,7 @@ func (c *conn) upgradeH2c() bool {
 		return true // the conn failed: nothing more to serve on it (c.h2 stays nil)
 	}
 	c.startHTTP2(http2.ServeConnOpts{Settings: settings})
-	up := req.Clone(c.h2ctx) // req's Header and URL are the connection's, reused
+	up := req.Clone(c.h2ctx) // req's Header and URL may be the connection's (ReuseRequests)
 	up.Body = http.NoBody
 	up.Proto, up.ProtoMajor, up.ProtoMinor = "HTTP/2.0", 2, 0
 	for _, k := range []string{"Upgrade", "Connection", "Http2-Settings"} {

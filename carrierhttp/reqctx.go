@@ -2,7 +2,9 @@ package carrierhttp
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sync"
 	"time"
@@ -105,4 +107,98 @@ func (r *requestContext) end() {
 	if r.stop != nil {
 		r.stop()
 	}
+}
+
+// request is what a request's handler is given and may keep after it
+// returns, as under net/http: its Request, URL, context, Body and, for
+// up to 8 fields, its header's values, made for each request in one
+// allocation (its header is another). A handler that returns while a goroutine of its still reads
+// the request (http.TimeoutHandler's handler after the timeout) must not
+// see the connection's next request there. With Server.ReuseRequests the
+// connection's one is reused instead, but for the context, which is always
+// the request's own (ctx points at it).
+type request struct {
+	req  http.Request
+	url  url.URL
+	own  requestContext
+	ctx  *requestContext
+	body requestBody
+	vals [8]string // the header's values, for a head of up to 8 fields
+}
+
+// newRequest returns the connection's next request, made for a head of n
+// fields, and its header and the header's values (at least n long).
+func (c *conn) newRequest(n int) (req *http.Request, hdr http.Header, vals []string) {
+	r := c.reused
+	if r == nil {
+		r = &request{}
+		r.ctx = &r.own
+		// Host fields stay out of the header (headStrings.header): a
+		// request with only Host (or none) makes no room in the map.
+		hdr, vals = make(http.Header, max(n-1, 0)), r.vals[:0]
+		if n > len(r.vals) {
+			vals = make([]string, n)
+		}
+		vals = vals[:n]
+	} else {
+		*r = request{ctx: &requestContext{}}
+		clear(c.hdr)
+		if cap(c.vals) < n {
+			c.vals = make([]string, n)
+		}
+		hdr, vals = c.hdr, c.vals[:n]
+	}
+	r.ctx.conn = c.ctx
+	c.reqs = r
+	return withContext(&r.req, r.ctx), hdr, vals
+}
+
+// bodyOf returns the Body to give the request for the connection's body b.
+func (r *request) bodyOf(b *body) io.ReadCloser {
+	if r.ctx != &r.own {
+		return b // reused: the connection's body
+	}
+	r.body.b = b
+	return &r.body
+}
+
+// endBody ends the request's Body: its handler has returned. A Read by a
+// goroutine that kept it is waited for.
+func (r *request) endBody() {
+	if r.body.b != nil {
+		r.body.mu.Lock()
+		r.body.ended = true
+		r.body.mu.Unlock()
+	}
+}
+
+// end cancels the request's context: its response is finished.
+func (r *request) end() { r.ctx.end() }
+
+// requestBody is a request's own Body: the connection's body while the
+// request's handler runs; afterwards a goroutine that kept it gets
+// http.ErrBodyReadAfterClose, as from net/http's, rather than the
+// connection's next request.
+type requestBody struct {
+	mu    sync.Mutex
+	b     *body
+	ended bool
+}
+
+func (rb *requestBody) Read(p []byte) (int, error) {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if rb.ended {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return rb.b.Read(p)
+}
+
+func (rb *requestBody) Close() error {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if rb.ended {
+		return nil
+	}
+	return rb.b.Close()
 }
