@@ -1,6 +1,7 @@
 package unix
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -159,4 +160,31 @@ func PeerGone(fd int) bool {
 		}
 		return n == 0
 	}
+}
+
+// Sendfile sends up to n bytes from the file src, from its current offset
+// (which it moves on), to the socket dst (sendfile(2)), without the bytes
+// passing through user space. On a non-blocking socket whose buffer is
+// full it returns EAGAIN, bare as WriteNB does, and EINTR bare too. Like
+// the carrier's other I/O it is a raw system call: the socket never
+// blocks, and reading the file is copying from the page cache (a read
+// that must wait for the disk holds the thread as a long computation
+// would, and a carrier hands such a run off after ten thresholds); marked
+// as a system call, a run that sends a few MiB into a roomy socket buffer
+// would look blocked to the carrier's hand-off monitor after one.
+func Sendfile(dst, src, n int) (int, error) {
+	w, _, e := xunix.RawSyscall6(xunix.SYS_SENDFILE, uintptr(dst), uintptr(src), 0, uintptr(n), 0, 0)
+	if e != 0 {
+		return 0, wrapNB("sendfile", e)
+	}
+	return int(w), nil
+}
+
+// SendfileUnsupported reports whether a failed Sendfile says that the pair
+// of descriptors cannot use it at all (no kernel support, a source that
+// is not a file it can read pages of): the caller copies through user
+// space instead, as Go's own sendfile does for ENOSYS, EINVAL and
+// EOPNOTSUPP.
+func SendfileUnsupported(err error) bool {
+	return errors.Is(err, xunix.ENOSYS) || errors.Is(err, xunix.EINVAL) || errors.Is(err, xunix.EOPNOTSUPP)
 }

@@ -8,7 +8,7 @@
 // Its files are named by kind of system call, not by caller: epoll.go
 // (epoll, including the carrier's raw zero-timeout poll), eventfd.go, fd.go
 // (read, write, close, the raw non-blocking fast path, RLIMIT_NOFILE),
-// socket.go (TCP sockets, non-blocking accept), sched.go (affinity,
+// socket.go (TCP sockets, non-blocking accept, sendfile), sched.go (affinity,
 // real-time priority, timer slack), thread.go (thread identity, name, CPU
 // time and usage), futex.go, sleep.go (raw clock_nanosleep), perf.go (perf
 // counting events), term.go (terminals), uring.go and memring.go (io_uring

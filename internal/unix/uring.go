@@ -387,6 +387,15 @@ func PrepPollMultishot(sqe *SQE, fd int, events uint32, userData uint64) {
 	sqe.OpFlags = events
 }
 
+// PrepPoll makes sqe a one-shot POLL_ADD on fd for events (POLL* bits;
+// errors and hang-ups are always reported): one completion with the ready
+// events once fd is ready (at once if it is), or -errno (-ECANCELED when
+// cancelled).
+func PrepPoll(sqe *SQE, fd int, events uint32, userData uint64) {
+	sqe.prep(IORING_OP_POLL_ADD, fd, 0, userData)
+	sqe.OpFlags = events
+}
+
 // PrepCancel makes sqe cancel the request whose user data is target
 // (ASYNC_CANCEL): a poll or a timeout. Unlike POLL_REMOVE, which fails
 // with -EALREADY when the poll is being completed at that moment, it also
