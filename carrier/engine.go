@@ -47,6 +47,12 @@ type engine interface {
 	// connecting arms what Dial's task waits on while a non-blocking
 	// connect completes (on: before, off: after).
 	connecting(pd *pollDesc, on bool) error
+	// awaitReady parks task t until cn is readable (or writable: write),
+	// as the poller reports it, or its deadline in that direction passes
+	// (os.ErrDeadlineExceeded) or it closes (the caller looks): the wait
+	// of a system call t makes itself (rawConn.wait; a ReadFrom's
+	// sendfile), which found the socket not ready.
+	awaitReady(cn *Conn, t *Task, write bool) error
 	// ready delivers a readiness event (unix.EPOLL* bits) for pd.
 	ready(pd *pollDesc, ev uint32)
 	// completed delivers the completion of a read or write the poller
@@ -151,6 +157,18 @@ func (readiness) flush(*Conn, bool) error { return nil }
 
 // connecting needs nothing: the fd's readiness poll reports the connect.
 func (readiness) connecting(*pollDesc, bool) error { return nil }
+
+// awaitReady waits for the fd's readiness poll to report the edge; a
+// reader first notes that the socket is drained (the call that found it
+// so was its own).
+func (readiness) awaitReady(cn *Conn, t *Task, write bool) error {
+	pd := &cn.pd
+	if write {
+		return pd.awaitConn(t, &pd.wwait, &cn.wdl)
+	}
+	pd.unread = false
+	return pd.awaitConn(t, &pd.rwait, &cn.rdl)
+}
 
 func (readiness) ready(pd *pollDesc, e uint32) { pd.readyEvent(e) }
 

@@ -715,12 +715,12 @@ func (pd *pollDesc) awaitConn(t *Task, slot **Task, dl *atomic.Int64) error {
 // with a non-blocking recv). Control and the functions given to Read and
 // Write run with the fd held open. Read and Write call f again after the
 // next readiness edge each time it returns false (a foreign caller's wait
-// is Go's netpoller's, on the conn's duplicate); a Write's f runs after
-// the bytes Write accepted are sent (write-behind). With the io_uring
-// poller, whose conns have no readiness poll, a task's Read and Write, and
-// a foreign caller's Write while the conn has buffered bytes to send, call
-// f once (that Write on the carrier, once they are sent) and fail with
-// errors.ErrUnsupported if it returns false.
+// is Go's netpoller's, on the conn's duplicate; with the io_uring poller,
+// whose conns have no readiness poll, a task's wait, and a foreign
+// caller's Write's while the conn has buffered bytes to send, which runs
+// on the carrier once they are sent, is a one-shot poll of the conn); a
+// Write's f runs after the bytes Write accepted are sent (write-behind),
+// and its bytes do not interleave with another Write's.
 func (cn *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{cn}, nil }
 
 // rawConn is the syscall.RawConn of a Conn.
@@ -753,19 +753,29 @@ func (rc rawConn) poll(write bool, f func(fd uintptr) bool) error {
 
 // wait is poll for task t of the home carrier (a foreign caller's raw
 // write behind buffered bytes runs as one: rawWriteOnCarrier), or for the
-// caller of a conn without a group (t nil), which f gets one call.
+// caller of a conn without a group (t nil), which f gets one call. A
+// task handed off whose carrier stopped gets ErrCarrierStopped, as from
+// Write.
 func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 	cn := rc.cn
 	pd := &cn.pd
-	dl, slot, lock := &cn.rdl, &pd.rwait, &pd.rl
+	dl, lock := &cn.rdl, &pd.rl
 	if write {
-		dl, slot, lock = &cn.wdl, &pd.wwait, &pd.wl
+		dl, lock = &cn.wdl, &pd.wl
 	}
 	if t != nil { // a task takes its turn with the conn's other readers (writers)
-		defer t.leave(t.enter())
+		outer, err := t.enterIO()
+		if err != nil {
+			return err
+		}
+		defer t.leave(outer)
 		lock.lock(t)
 		defer lock.unlock(t)
-		if write { // after what Write accepted (write-behind), as a Write would be
+		if write { // after what Write accepted (write-behind), as a Write would be, and no foreign write beside it
+			if err := pd.beginHomeWrite(t); err != nil {
+				return err
+			}
+			defer pd.wHome.Add(-1)
 			if err := cn.flushWrites("write"); err != nil {
 				return err
 			}
@@ -786,13 +796,10 @@ func (rc rawConn) wait(t *Task, write bool, f func(fd uintptr) bool) error {
 		switch {
 		case done:
 			return nil
-		case t == nil || !pd.eng.polled():
-			return fmt.Errorf("carrier: waiting for readiness of a conn without a readiness poll (io_uring): %w", errors.ErrUnsupported)
+		case t == nil:
+			return fmt.Errorf("carrier: waiting for readiness of a conn without a home carrier: %w", errors.ErrUnsupported)
 		}
-		if !write {
-			pd.unread = false
-		}
-		if err := pd.awaitConn(t, slot, dl); err != nil {
+		if err := pd.eng.awaitReady(cn, t, write); err != nil {
 			return err
 		}
 	}

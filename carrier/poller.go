@@ -157,9 +157,11 @@ type ioPoller interface {
 	// doesIO reports whether the poller does conns' reads and writes (the
 	// io_uring poller does with PollerURing, not with PollerURingPoll).
 	doesIO() bool
-	// startIO queues op's read into p or write of p, on op.pd's fd. The
-	// kernel uses p until the completion is reaped: the poller keeps it
-	// alive until then. It reports false when no SQE was free.
+	// startIO queues op's read into p or write of p, on op.pd's fd, or,
+	// when op.poll is set, a one-shot poll of the fd for those events (p
+	// unused). The kernel uses p until the completion is reaped: the
+	// poller keeps it alive until then. It reports false when no SQE was
+	// free.
 	startIO(op *ioOp, p []byte) bool
 	// cancelIO asks for op's early completion (-ECANCELED, or its result
 	// if it was done already).
@@ -170,14 +172,17 @@ type ioPoller interface {
 }
 
 // ioOp is a read or a write that an ioPoller does for a conn: one per
-// direction, as a Conn has one reader and one writer at a time.
+// direction, as a Conn has one reader and one writer at a time; or a poll
+// of the conn for readiness in a direction (a raw wait or a ReadFrom's
+// sendfile, rawConn.wait).
 type ioOp struct {
 	pd         *pollDesc
 	write      bool
-	fromBuffer bool  // a SEND of the conn's write-behind buffer, which no task waits for
-	pending    bool  // started and not yet returned to the task (fromBuffer: not yet completed)
-	done       bool  // completed: res is the result
-	res        int32 // bytes, or -errno
+	poll       uint32 // a one-shot poll for these events (POLL* bits) instead of a RECV or SEND; res: the events
+	fromBuffer bool   // a SEND of the conn's write-behind buffer, which no task waits for
+	pending    bool   // started and not yet returned to the task (fromBuffer: not yet completed)
+	done       bool   // completed: res is the result
+	res        int32  // bytes, or -errno
 }
 
 // newPoller returns the named poller for a carrier whose wake-up eventfd

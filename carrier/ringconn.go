@@ -36,7 +36,7 @@ func (e ringConn) read(cn *Conn, t *Task, p []byte) (int, error) {
 	if err := pd.wb.err; err != nil && !pd.closed() { // a SEND of an earlier Write failed
 		return 0, err
 	}
-	n, err := cn.ringIO(t, e.cio, &pd.rop, p, &cn.rdl)
+	n, err := cn.ringIO(t, e.cio, &pd.rop, p, 0, &cn.rdl)
 	if err == nil && n == 0 {
 		return 0, io.EOF
 	}
@@ -67,6 +67,20 @@ func (ringConn) connecting(pd *pollDesc, on bool) error {
 	return nil
 }
 
+// awaitReady polls the conn once for readiness in the direction (a
+// one-shot POLL_ADD, parked on as on a RECV or SEND: ringIO), since it has
+// no readiness poll. A writer's poll runs after the write-behind buffer
+// was sent (rawConn.wait flushes it first), so it uses the write's op.
+func (e ringConn) awaitReady(cn *Conn, t *Task, write bool) error {
+	pd := &cn.pd
+	op, events, dl := &pd.rop, uint32(unix.POLLIN|unix.POLLRDHUP), &cn.rdl
+	if write {
+		op, events, dl = &pd.wop, unix.POLLOUT, &cn.wdl
+	}
+	_, err := cn.ringIO(t, e.cio, op, nil, events, dl)
+	return err
+}
+
 func (ringConn) ready(pd *pollDesc, e uint32) { pd.readyEvent(e) }
 
 // completed wakes the task waiting for op: a read's reader; a write's
@@ -90,12 +104,14 @@ func (ringConn) completed(op *ioOp) {
 func (ringConn) busy(pd *pollDesc) bool { return pd.rop.pending || pd.busyWriting() }
 
 // ringIO has the poller read into p or write p (op says which; one
-// operation) and parks the task until it completes. A deadline (*dl, read
-// again after each wake-up, so that a setter can move it) or a close
-// cancels the operation, and the task then waits for its completion
-// without a deadline: the kernel uses p until then. An operation that
-// completed before its cancellation took effect returns its bytes.
-func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int64) (int, error) {
+// operation), or, with events, poll the conn once for them in op's
+// direction (the result is then the events), and parks the task until it
+// completes. A deadline (*dl, read again after each wake-up, so that a
+// setter can move it) or a close cancels the operation, and the task then
+// waits for its completion without a deadline: the kernel uses p until
+// then. An operation that completed before its cancellation took effect
+// returns its bytes.
+func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, events uint32, dl *atomic.Int64) (int, error) {
 	pd := &cn.pd
 	if pd.ended() {
 		return 0, net.ErrClosed
@@ -103,7 +119,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int
 	if pd.passed(dl.Load()) {
 		return 0, os.ErrDeadlineExceeded
 	}
-	op.write = op == &pd.wop
+	op.write, op.poll = op == &pd.wop, events
 	slot := &pd.rwait
 	if op.write {
 		slot = &pd.wwait
@@ -133,7 +149,7 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int
 	op.pending = false
 	switch res := op.res; {
 	case res >= 0:
-		if !op.write { // a short read drained the socket: the next RECV polls first
+		if !op.write && events == 0 { // a short read drained the socket: the next RECV polls first
 			pd.unread = int(res) == len(p)
 		}
 		t.opDone()
@@ -144,7 +160,10 @@ func (cn *Conn) ringIO(t *Task, cio ioPoller, op *ioOp, p []byte, dl *atomic.Int
 		return 0, os.ErrDeadlineExceeded
 	default:
 		call := "recv"
-		if op.write {
+		switch {
+		case events != 0:
+			call = "poll"
+		case op.write:
 			call = "send"
 		}
 		return 0, os.NewSyscallError(call, syscall.Errno(-res))

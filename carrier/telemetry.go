@@ -111,7 +111,8 @@ func add(c *atomic.Uint64, d uint64) { c.Store(c.Load() + d) }
 
 // stats is a carrier's telemetry. Its carrier is the only writer of every
 // field except stealsOut, which thieves increment on the (cold) steal path
-// (and a floating carrier when it hands tasks over).
+// (and a floating carrier when it hands tasks over), and sendfileBytes,
+// which a foreign caller's ReadFrom adds to as well.
 type stats struct {
 	ioCycles, ioEvents atomic.Uint64
 	drains, tasksRun   atomic.Uint64
@@ -142,6 +143,9 @@ type stats struct {
 	surges      atomic.Uint64
 	// Conns (foreign.go), written by the carrier's owner.
 	goConnsDropped atomic.Uint64
+	// Bytes Conn.ReadFrom sent with sendfile(2) (sendfile.go), added
+	// atomically by whoever calls it.
+	sendfileBytes atomic.Uint64
 	// The time slice of the carrier's thread (Options.Slice).
 	sliceNs atomic.Uint64
 
@@ -190,6 +194,7 @@ type Telemetry struct {
 	ThreadMoves    uint64            `json:"thread_moves"`     // runs that ended on another thread than they began (a short Go-way block): the carrier moved there
 	Surges         uint64            `json:"surges"`           // hand-offs of computing runs that gave parking carriers a spare P (handoff.go, surgeState)
 	GoConnsDropped uint64            `json:"go_conns_dropped"` // Go conns of foreign callers closed because only the carrier's tasks used their conn for a while (foreign.go): out of Go's netpoller
+	SendfileBytes  uint64            `json:"sendfile_bytes"`   // bytes Conn.ReadFrom sent from files with sendfile(2) on the carrier's conns, by its tasks or any other caller (sendfile.go)
 	OtherThreads   int               `json:"other_threads"`    // gauge, the process's: its threads that are no batching group's carriers', counted as the snapshot was taken; -1 when this carrier's group does not batch them (Options.NoBatch)
 	BatchedThreads int               `json:"batched_threads"`  // gauge, the process's: those of OtherThreads under SCHED_BATCH (fewer where the kernel refused; -1 as OtherThreads)
 
@@ -279,6 +284,7 @@ func (t Telemetry) combine(o Telemetry, op func(a, b uint64) uint64) Telemetry {
 	d.ThreadMoves = op(t.ThreadMoves, o.ThreadMoves)
 	d.Surges = op(t.Surges, o.Surges)
 	d.GoConnsDropped = op(t.GoConnsDropped, o.GoConnsDropped)
+	d.SendfileBytes = op(t.SendfileBytes, o.SendfileBytes)
 	d.RingEnters = op(t.RingEnters, o.RingEnters)
 	d.RingSubmissions = op(t.RingSubmissions, o.RingSubmissions)
 	d.RingCompletions = t.RingCompletions.combine(o.RingCompletions, op)
@@ -327,6 +333,7 @@ func (s *stats) snapshot(id, cpu int) Telemetry {
 		ThreadMoves:    s.threadMoves.Load(),
 		Surges:         s.surges.Load(),
 		GoConnsDropped: s.goConnsDropped.Load(),
+		SendfileBytes:  s.sendfileBytes.Load(),
 
 		RingEnters:      s.ringEnters.Load(),
 		RingSubmissions: s.ringSubmits.Load(),

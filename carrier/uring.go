@@ -350,7 +350,8 @@ func (p *uringPoller) cancelAgain() {
 	}
 }
 
-// ioUserData is the user data of op's read or write.
+// ioUserData is the user data of op's read or write (or its poll in that
+// direction).
 func ioUserData(op *ioOp) uint64 {
 	if op.write {
 		return op.pd.token() | udWrite
@@ -364,9 +365,12 @@ func (p *uringPoller) startIO(op *ioOp, b []byte) bool {
 		return false
 	}
 	ud := ioUserData(op)
-	if op.write {
+	switch {
+	case op.poll != 0:
+		unix.PrepPoll(sqe, op.pd.fd, op.poll, ud)
+	case op.write:
 		unix.PrepSend(sqe, op.pd.fd, b, ud)
-	} else {
+	default:
 		unix.PrepRecv(sqe, op.pd.fd, b, ud)
 		// The conn's last RECV drained the socket (a short read): the
 		// next request's bytes are not there yet, so the kernel's first
@@ -468,7 +472,7 @@ func (p *uringPoller) sendAsync(pd *pollDesc) {
 		return
 	}
 	op := &pd.wop
-	op.pd, op.write, op.fromBuffer, op.done, op.pending = pd, true, true, false, true
+	op.pd, op.write, op.poll, op.fromBuffer, op.done, op.pending = pd, true, 0, true, false, true
 	if !p.startIO(op, pd.wb.buf) {
 		op.pending = false
 		pd.wb.err = errRingFull

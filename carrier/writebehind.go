@@ -124,7 +124,7 @@ func (cn *Conn) writeBehind(t *Task, cio ioPoller, p []byte) (int, error) {
 		}
 		rest := p[written:]
 		if len(rest) >= limit && !pd.busyWriting() {
-			n, err := cn.ringIO(t, cio, &pd.wop, rest, &cn.wdl)
+			n, err := cn.ringIO(t, cio, &pd.wop, rest, 0, &cn.wdl)
 			written += n
 			if err == nil && n == 0 { // a SEND that took nothing would loop for ever
 				err = io.ErrShortWrite
