@@ -12,7 +12,13 @@ import (
 // test, the client when the caller closes it).
 func serveOne(t *testing.T, handler func(*Task, *Conn)) net.Conn {
 	t.Helper()
-	g := newGroup(t, Options{Carriers: 1})
+	return serveOneWith(t, Options{Carriers: 1}, handler)
+}
+
+// serveOneWith is serveOne on a group of options o.
+func serveOneWith(t *testing.T, o Options, handler func(*Task, *Conn)) net.Conn {
+	t.Helper()
+	g := newGroup(t, o)
 	l, err := g.Listen("127.0.0.1:0", handler, ListenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -50,13 +50,14 @@ type pollDesc struct {
 	// to read.
 	onHup func()
 	// The ring engine's (ringconn.go): the conn's read and write when the
-	// poller does them, the task parked in Close until the write-behind
-	// buffer is sent, that buffer, and the reads and writes the kernel
-	// holds (the fd stays open until none: descDraining).
-	rop, wop ioOp
-	cwait    *Task
-	wb       writeBehind
-	kops     int
+	// poller does them (or its polls for readiness in their directions),
+	// the hang-up watch's poll, the task parked in Close until the
+	// write-behind buffer is sent, that buffer, and the requests of the fd
+	// the kernel holds (the fd stays open until none: descDraining).
+	rop, wop, hop ioOp
+	cwait         *Task
+	wb            writeBehind
+	kops          int
 	// cn is the conn pd belongs to (nil for a listener), g its group, both
 	// fixed at creation; closeReq is set by CloseAsync, from anywhere.
 	cn       *Conn
@@ -555,7 +556,8 @@ func (cn *Conn) LocalAddr() net.Addr { return net.TCPAddrFromAddrPort(cn.local) 
 // PeerClosed reports whether the poller has seen the peer's end of stream
 // or an error on the conn (epoll's RDHUP, HUP or ERR), without a system
 // call: a pooled client conn the server closed while it was idle. With the
-// io_uring poller, whose conns have no readiness poll, it reports false.
+// io_uring poller, whose conns have no readiness poll, it reports false
+// unless a hang-up watch's poll saw it (WatchHangup).
 func (cn *Conn) PeerClosed() bool {
 	t := cn.pd.current()
 	if t == nil {
@@ -573,10 +575,12 @@ func (cn *Conn) PeerClosed() bool {
 // its turn. f must not block (it runs in the carrier's event loop; a
 // context's cancel is the intended use). WatchHangup(nil) stops the watch.
 // It reports true, and arms nothing, when the peer is gone already. With
-// the io_uring poller, whose conns have no readiness poll, it never fires
-// (a read or write of the conn still sees the end). From a goroutine
-// other than a task of the conn's carrier it does nothing and reports
-// false.
+// the io_uring poller, whose conns have no readiness poll, the watch is a
+// one-shot poll of the conn for the peer's end (ringConn.watchHangup),
+// which stays in the kernel from the first WatchHangup until it fires or
+// the conn closes, so that a keep-alive connection's later requests arm
+// it at no cost. From a goroutine other than a task of the conn's carrier
+// it does nothing and reports false.
 func (cn *Conn) WatchHangup(f func()) (gone bool) {
 	pd := &cn.pd
 	t := pd.current()
@@ -589,10 +593,13 @@ func (cn *Conn) WatchHangup(f func()) (gone bool) {
 	}
 	defer t.leave(outer)
 	pd.onHup = nil
-	if f == nil || pd.closed() {
+	switch {
+	case pd.closed():
 		return false
-	}
-	if pd.hup && unix.PeerGone(pd.fd) {
+	case f == nil:
+		pd.eng.watchHangup(pd, false)
+		return false
+	case pd.hup && unix.PeerGone(pd.fd), pd.eng.watchHangup(pd, true):
 		return true
 	}
 	pd.onHup = f

@@ -53,6 +53,10 @@ type engine interface {
 	// of a system call t makes itself (rawConn.wait; a ReadFrom's
 	// sendfile), which found the socket not ready.
 	awaitReady(cn *Conn, t *Task, write bool) error
+	// watchHangup arms (on) or stops the poll the hang-up watch needs
+	// beyond the conn's own (Conn.WatchHangup); on reports true, and arms
+	// nothing, when it finds the peer gone already.
+	watchHangup(pd *pollDesc, on bool) (gone bool)
 	// ready delivers a readiness event (unix.EPOLL* bits) for pd.
 	ready(pd *pollDesc, ev uint32)
 	// completed delivers the completion of a read or write the poller
@@ -169,6 +173,10 @@ func (readiness) awaitReady(cn *Conn, t *Task, write bool) error {
 	pd.unread = false
 	return pd.awaitConn(t, &pd.rwait, &cn.rdl)
 }
+
+// watchHangup needs nothing: the fd's readiness poll reports the peer's
+// end (readyEvent runs the watch).
+func (readiness) watchHangup(*pollDesc, bool) bool { return false }
 
 func (readiness) ready(pd *pollDesc, e uint32) { pd.readyEvent(e) }
 

@@ -174,7 +174,8 @@ type ioPoller interface {
 // ioOp is a read or a write that an ioPoller does for a conn: one per
 // direction, as a Conn has one reader and one writer at a time; or a poll
 // of the conn for readiness in a direction (a raw wait or a ReadFrom's
-// sendfile, rawConn.wait).
+// sendfile, rawConn.wait), or for the peer's hang-up (the hang-up watch's,
+// pollDesc.hop).
 type ioOp struct {
 	pd         *pollDesc
 	write      bool

@@ -81,12 +81,75 @@ func (e ringConn) awaitReady(cn *Conn, t *Task, write bool) error {
 	return err
 }
 
+// watchHangup arms the hang-up watch's poll (pd.hop), a one-shot poll for
+// the peer's end of stream (POLLRDHUP; errors and hang-ups are always
+// reported), unless one is in the kernel already (an earlier request's:
+// a disarmed watch leaves its poll there, and the next arming reuses it),
+// or the end was seen already with data unread before it, when epoll's
+// edge-triggered poll would report nothing more either. Before the first
+// poll it looks whether the peer is gone already (a one-byte MSG_PEEK),
+// as epoll's carrier knows from its last edge. Stopped, the poll stays,
+// except on floating carriers, which hand a conn over only while the
+// kernel holds no request of it (busy): there it is cancelled.
+func (e ringConn) watchHangup(pd *pollDesc, on bool) (gone bool) {
+	op := &pd.hop
+	switch {
+	case !on:
+		if op.pending && pd.c.g.opts.Float {
+			e.cio.cancelIO(op)
+		}
+		return false
+	case op.pending || pd.hup:
+		return false
+	case unix.PeerGone(pd.fd):
+		return true
+	}
+	e.armHangup(pd)
+	return false
+}
+
+// armHangup submits pd's hang-up poll; without a free SQE the watch is
+// not armed (only a kernel that takes no submissions leaves none).
+func (e ringConn) armHangup(pd *pollDesc) {
+	op := &pd.hop
+	op.pd, op.write, op.poll, op.fromBuffer, op.done = pd, false, unix.POLLRDHUP, false, false
+	op.pending = e.cio.startIO(op, nil)
+}
+
+// hangupPolled handles the end of pd's hang-up poll. Polled (the peer
+// ended its stream, or the connection failed), it records the end as an
+// epoll edge would (pd.hup: PeerClosed, and the next WatchHangup's look)
+// and runs the watch, if one is armed and no task reads the conn (a
+// RECV's reader sees the end itself), when nothing is left unread
+// (pollDesc.hangup). Cancelled by a stopped watch (floating carriers) that
+// was armed again since, it polls again; cancelled by the close, it does
+// nothing: the watch went with the conn.
+func (e ringConn) hangupPolled(pd *pollDesc) {
+	op := &pd.hop
+	op.pending = false
+	switch res := op.res; {
+	case pd.closed():
+	case res >= 0:
+		pd.hup = true
+		if pd.onHup != nil && !pd.rop.pending {
+			pd.hangup()
+		}
+	case res == -int32(unix.ECANCELED) && pd.onHup != nil:
+		e.armHangup(pd)
+	}
+}
+
 func (ringConn) ready(pd *pollDesc, e uint32) { pd.readyEvent(e) }
 
 // completed wakes the task waiting for op: a read's reader; a write's
-// writer, and a Close waiting for the write-behind buffer to be sent.
-func (ringConn) completed(op *ioOp) {
+// writer, and a Close waiting for the write-behind buffer to be sent; or
+// it ends the hang-up watch's poll.
+func (e ringConn) completed(op *ioOp) {
 	pd := op.pd
+	if op == &pd.hop {
+		e.hangupPolled(pd)
+		return
+	}
 	if !op.write {
 		if w := pd.rwait; w != nil {
 			pd.c.wakeTask(w, true)
@@ -101,7 +164,9 @@ func (ringConn) completed(op *ioOp) {
 	}
 }
 
-func (ringConn) busy(pd *pollDesc) bool { return pd.rop.pending || pd.busyWriting() }
+func (ringConn) busy(pd *pollDesc) bool {
+	return pd.rop.pending || pd.busyWriting() || pd.hop.pending
+}
 
 // ringIO has the poller read into p or write p (op says which; one
 // operation), or, with events, poll the conn once for them in op's

@@ -99,6 +99,7 @@ const (
 	udRead   = 1 << 31
 	udWrite  = 1 << 30
 	udInline = 1 << 29 // an inline SEND of the write-behind buffer (writebehind.go)
+	udHup    = 1 << 28 // the hang-up watch's poll (pollDesc.hop)
 )
 
 // inFlightIO is a read or write the kernel has: the op to complete and the
@@ -308,10 +309,10 @@ func (p *uringPoller) add(fd int, tok uint64) error {
 }
 
 func (p *uringPoller) remove(_ int, tok uint64, _ bool) {
-	// A closed conn's read and write end now. Its fd stays open until
-	// they have (pollDesc.kops), so one still waiting in the SQ cannot
-	// name a new file that reuses the number.
-	for _, ud := range [2]uint64{tok | udRead, tok | udWrite} {
+	// A closed conn's read, write and hang-up poll end now. Its fd stays
+	// open until they have (pollDesc.kops), so one still waiting in the SQ
+	// cannot name a new file that reuses the number.
+	for _, ud := range [3]uint64{tok | udRead, tok | udWrite, tok | udHup} {
 		if _, ok := p.ops[ud]; ok {
 			p.cancel(ud)
 		}
@@ -350,10 +351,12 @@ func (p *uringPoller) cancelAgain() {
 	}
 }
 
-// ioUserData is the user data of op's read or write (or its poll in that
-// direction).
+// ioUserData is the user data of op's read, write or poll.
 func ioUserData(op *ioOp) uint64 {
-	if op.write {
+	switch {
+	case op == &op.pd.hop:
+		return op.pd.token() | udHup
+	case op.write:
 		return op.pd.token() | udWrite
 	}
 	return op.pd.token() | udRead
@@ -604,7 +607,7 @@ func (p *uringPoller) complete(ud uint64, res int32, flags uint32) {
 			}
 		}
 		return
-	case ud&(udRead|udWrite) != 0:
+	case ud&(udRead|udWrite|udHup) != 0:
 		io, ok := p.ops[ud]
 		if !ok {
 			return // cannot happen: every read and write is in ops until here
