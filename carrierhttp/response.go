@@ -3,6 +3,7 @@ package carrierhttp
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/textproto"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spindle-lab/spindle/http1"
@@ -308,6 +310,61 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	return len(p), w.werr
 }
+
+// sniffLen is how much of the body ReadFrom copies through Write before
+// it hands the rest to the connection: the bytes net/http sniffs a
+// Content-Type from (its sniffLen, http.DetectContentType's 512).
+const sniffLen = 512
+
+// ReadFrom copies src to the body (io.ReaderFrom), as net/http's
+// response.ReadFrom does, so that http.ServeContent, http.ServeFile and
+// http.FileServer (which io.Copy a file, or a section of one under an
+// io.LimitedReader) have the kernel send the file with sendfile(2)
+// (carrier.Conn.ReadFrom) instead of copying it through user space. The
+// first sniffLen bytes go through Write, so that the head is not sent
+// before the source has bytes and the Content-Type can be sniffed; then
+// the head and what is held are written out, and the rest goes to the
+// connection's ReadFrom when the body is sent as it is: not chunked (no
+// Content-Length), not for HEAD, not over TLS, whose connection has no
+// ReadFrom; those copy through Write. A source shorter than sniffLen is
+// all held, as by Write, and the answer may still get its Content-Length.
+// Like Write it returns http.ErrHijacked after Hijack, and the
+// connection's write deadline (WriteTimeout) bounds it.
+func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
+	buf := copyBufs.Get().(*[copyBufSize]byte)
+	defer copyBufs.Put(buf)
+	rf, ok := w.c.rwc.(io.ReaderFrom)
+	if !ok || w.c.hijacked { // hijacked: Write refuses, as net/http's copy finds it
+		return io.CopyBuffer(writerOnly{w}, src, buf[:])
+	}
+	if !w.committed {
+		n, err = io.CopyBuffer(writerOnly{w}, io.LimitReader(src, sniffLen), buf[:])
+		if err != nil || n < sniffLen {
+			return n, err
+		}
+	}
+	w.commit()
+	if err := w.c.flush(); err != nil {
+		return n, err
+	}
+	if !w.chunked && bodyAllowed(w.status) && !w.isHEAD {
+		n0, err := rf.ReadFrom(src)
+		w.written += n0
+		return n + n0, err
+	}
+	n0, err := io.CopyBuffer(writerOnly{w}, src, buf[:])
+	return n + n0, err
+}
+
+// writerOnly hides the ResponseWriter's ReadFrom from io.CopyBuffer, which
+// would otherwise call it again.
+type writerOnly struct{ io.Writer }
+
+// copyBufSize is ReadFrom's copy buffer (io.Copy's and net/http's).
+const copyBufSize = 32 << 10
+
+// copyBufs holds ReadFrom's copy buffers (net/http pools them too).
+var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 
 // WriteString is Write for a string, without the conversion's copy where
 // the body is held.
