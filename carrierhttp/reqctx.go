@@ -111,8 +111,9 @@ func (r *requestContext) end() {
 
 // request is what a request's handler is given and may keep after it
 // returns, as under net/http: its Request, URL, context, Body and, for
-// up to 8 fields, its header's values, made for each request in one
-// allocation (its header is another). A handler that returns while a goroutine of its still reads
+// up to 2 fields, its header's values, made for each request in one
+// allocation (its header is another, and the values of more fields a
+// third). A handler that returns while a goroutine of its still reads
 // the request (http.TimeoutHandler's handler after the timeout) must not
 // see the connection's next request there. With Server.ReuseRequests the
 // connection's one is reused instead, but for the context, which is always
@@ -123,7 +124,7 @@ type request struct {
 	own  requestContext
 	ctx  *requestContext
 	body requestBody
-	vals [8]string // the header's values, for a head of up to 8 fields
+	vals [2]string // the header's values, for a head of up to 2 fields (Host and one: the struct's size class holds two)
 }
 
 // newRequest returns the connection's next request, made for a head of n
