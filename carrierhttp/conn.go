@@ -605,6 +605,11 @@ func (c *conn) handle(h http.Handler) bool {
 		w.handlerDone = true
 		return false
 	}
+	if req.MultipartForm != nil {
+		// The temporary files of a form the handler parsed go once its
+		// answer is done, as net/http's finishRequest removes them.
+		defer req.MultipartForm.RemoveAll()
+	}
 	if p != nil {
 		switch {
 		case p == http.ErrAbortHandler: // no answer: what the handler sent is all the client gets
