@@ -8,12 +8,12 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spindle-lab/spindle/carrier/wait"
 	"github.com/spindle-lab/spindle/cpu"
+	"github.com/spindle-lab/spindle/internal/cputest"
 )
 
 // BenchmarkSubmitToRun measures the delay from Submit on one CPU to the
@@ -227,24 +227,14 @@ func BenchmarkGreetedRoundTrip(b *testing.B) {
 				}
 			}
 			done := make(chan error, 1)
-			cpu0 := processCPU(b)
+			cpu0 := cputest.ProcessNs(b)
 			if err := g.Carrier(0).SubmitLocal(func(*Task) { done <- benchLoop(b, cn, cn) }); err != nil {
 				b.Fatal(err)
 			}
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputest.ProcessNs(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU returns the CPU time the process used so far (user and
-// system), in ns.
-func processCPU(b *testing.B) int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -92,6 +92,12 @@ func benchRoundTrips(b *testing.B, addr string) {
 // benchRequest is benchRoundTrips with the request raw.
 func benchRequest(b *testing.B, addr, raw string) {
 	c, size := dialBench(b, addr, raw)
+	benchExchanges(b, c, raw, size)
+}
+
+// benchExchanges sends raw on c b.N times, each after the previous answer,
+// reading answers of size bytes.
+func benchExchanges(b *testing.B, c net.Conn, raw string, size int) {
 	req := []byte(raw)
 	buf := make([]byte, size)
 	b.ReportAllocs()

@@ -1,10 +1,12 @@
 // Package cputest holds the CPU topologies and list parsing that tests of
-// cpu's consumers (carrier, spectrum, bench) plan on. It is for tests only.
+// cpu's consumers (carrier, spectrum, bench) plan on, and the process's CPU
+// time that benchmarks report per operation. It is for tests only.
 package cputest
 
 import (
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/spindle-lab/spindle/cpu"
@@ -47,4 +49,16 @@ func MustList(t testing.TB, s string) cpu.Set {
 		t.Fatal(err)
 	}
 	return set
+}
+
+// ProcessNs returns the CPU time the process used so far (user and
+// system, all its threads), in ns: a benchmark reports its difference over
+// b.N as CPU per operation.
+func ProcessNs(t testing.TB) int64 {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
