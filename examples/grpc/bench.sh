@@ -6,15 +6,16 @@
 #   carrier  carrierhttp on one carrier, one gRPC client dialled with Carrier.DialContext (the recipe)
 #   default  the same, the client dialled with gRPC's own dialer (plain Go conns)
 #   nethttp  net/http's server, one gRPC client with gRPC's own dialer
-# All three park idle carriers (the example's default). Rounds rotate the front ends' order.
+# Both carrierhttp front ends park idle carriers (the example's default). Rounds rotate the front
+# ends' order.
 # RATE=N sends N requests a second instead (fixed rate, latency corrected for coordinated
 # omission): then the CPU per request is at equal work and the p99 is compared too.
 # Prints every run's req/s, the front end's CPU µs per request and its CPU use (and the backend's
-# CPU per request: the other CPU's share of the work) and the p99, then the median
+# CPU per request: the other CPU's share of the work), the p99, and the read and write system
+# calls per request of the front end and the backend (/proc/PID/io), then the median
 # (min-max) over rounds of each carrierhttp front end's req/s over nethttp's in the same round, of
 # its CPU per request over nethttp's and of its p99 over nethttp's, and the same for carrier over
-# default. Run from the repo
-# root:
+# default. Run from the repo root:
 #
 #   (cd examples/grpc && go build -o /tmp/grpcex .) && go build -o /tmp/spindle ./cmd/spindle
 #   examples/grpc/bench.sh ROUNDS SECONDS /tmp/grpcex /tmp/spindle
@@ -48,18 +49,21 @@ waitport "$bport" || { cat "$dir/backend.log" >&2; exit 1; }
 
 sides=(carrier default nethttp)
 
+# rw PID: the read and write system calls of process PID so far.
+rw() { awk '/^syscr/ {r = $2} /^syscw/ {w = $2} END {print r, w}' "/proc/$1/io"; }
+
 # run SIDE NAME: one closed-loop run; req/s and front-end CPU µs per request into $dir/rows.
 run() {
-	local side=$1 name=$2 srv t0 t1 b0 b1 n rate cpu use bcpu p99 args=(-server carrierhttp -carriers 1 -dialer "$1")
+	local side=$1 name=$2 srv t0 t1 b0 b1 n rate cpu use bcpu p99 fio0 fio1 bio0 bio1 calls args=(-server carrierhttp -carriers 1 -dialer "$1")
 	[ "$side" = nethttp ] && args=(-server nethttp)
 	taskset -c "$srv_cpu" "$bin" "${args[@]}" -addr "127.0.0.1:$port" -backend "127.0.0.1:$bport" >"$dir/server.log" 2>&1 &
 	srv=$!
 	pids+=("$srv")
 	waitport "$port" || { cat "$dir/server.log" >&2; exit 1; }
-	t0=$(ticks "$srv") b0=$(ticks "$backend")
+	t0=$(ticks "$srv") b0=$(ticks "$backend") fio0=$(rw "$srv") bio0=$(rw "$backend")
 	taskset -c "$lg_cpu" "$spindle" load -t1 -c"$conns" -d"${secs}s" "${rate_args[@]}" --json "$dir/$name.json" \
 		"http://127.0.0.1:$port/echo?msg=hello" >/dev/null 2>"$dir/$name.err" || { cat "$dir/$name.err" >&2; exit 1; }
-	t1=$(ticks "$srv") b1=$(ticks "$backend")
+	t1=$(ticks "$srv") b1=$(ticks "$backend") fio1=$(rw "$srv") bio1=$(rw "$backend")
 	kill "$srv"
 	wait "$srv" 2>/dev/null || true
 	pids=("${pids[0]}")
@@ -69,8 +73,9 @@ run() {
 	p99=$(jq '.corrected.percentiles_us["99"]' "$dir/$name.json")
 	cpu=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN{printf "%.2f", t * 1e6 / hz / n}')
 	bcpu=$(awk -v t="$((b1 - b0))" -v hz="$(getconf CLK_TCK)" -v n="$n" 'BEGIN{printf "%.2f", t * 1e6 / hz / n}')
+	calls=$(echo "$fio0 $fio1 $bio0 $bio1" | awk -v n="$n" '{printf "front end %.2f reads %.2f writes, backend %.2f reads %.2f writes", ($3-$1)/n, ($4-$2)/n, ($7-$5)/n, ($8-$6)/n}')
 	use=$(awk -v t="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v s="$secs" 'BEGIN{printf "%.0f", t * 100 / hz / s}')
-	echo "  $name: $(printf %.0f "$rate") req/s, front end CPU $cpu µs/request ($use% of its CPU), backend $bcpu µs/request, p99 $p99 µs"
+	echo "  $name: $(printf %.0f "$rate") req/s, front end CPU $cpu µs/request ($use% of its CPU), backend $bcpu µs/request, p99 $p99 µs; per request $calls"
 	echo "$side $rate $cpu $p99" >>"$dir/rows"
 }
 
