@@ -37,20 +37,35 @@ func TestRequestKeptAfterReturn(t *testing.T) {
 		"PUT /third HTTP/1.1\r\nHost: x\r\nX-Id: 3\r\nContent-Length: 0\r\n\r\n",
 	} {
 		io.WriteString(c, req)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("request %d: %v", i+1, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		discardAnswer(t, br, i)
 	}
+	if got := receive(t, seen, "the first request's handler"); got != "1 /first GET" {
+		t.Errorf("after its timeout the first request's handler read %q, want \"1 /first GET\"", got)
+	}
+}
+
+// discardAnswer reads the answer to request i (from 0) from br and
+// discards its body.
+func discardAnswer(t *testing.T, br *bufio.Reader, i int) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("request %d: %v", i+1, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// receive returns what ch gives within 3 s, failing the test if it gives
+// nothing: what says who was to send it.
+func receive(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
 	select {
-	case got := <-seen:
-		if got != "1 /first GET" {
-			t.Errorf("after its timeout the first request's handler read %q, want \"1 /first GET\"", got)
-		}
+	case s := <-ch:
+		return s
 	case <-time.After(3 * time.Second):
-		t.Fatal("the first request's handler did not finish")
+		t.Fatalf("%s did not finish", what)
+		return ""
 	}
 }
 
@@ -85,19 +100,10 @@ func TestBodyKeptAfterReturn(t *testing.T) {
 			time.Sleep(150 * time.Millisecond) // the kept body is read while this one waits
 			io.WriteString(c, "6\r\nsecond\r\n0\r\n\r\n")
 		}
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("request %d: %v", i+1, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		discardAnswer(t, br, i)
 	}
-	select {
-	case s := <-got:
-		if want := fmt.Sprintf("%q %v", "", http.ErrBodyReadAfterClose); s != want {
-			t.Errorf("the kept body read %s, want %s", s, want)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the goroutine's read did not return")
+	s := receive(t, got, "the goroutine's read")
+	if want := fmt.Sprintf("%q %v", "", http.ErrBodyReadAfterClose); s != want {
+		t.Errorf("the kept body read %s, want %s", s, want)
 	}
 }
