@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/spindle-lab/spindle/http1"
 )
@@ -13,7 +14,11 @@ import (
 // body is a request body, streamed from the connection's read buffer by
 // http1's BodyReader: a Read that finds nothing buffered parks the task
 // until data arrives. It is reused for each request of the connection.
+// Its reads, and the task's settle, hold mu (net/http's body.mu): a handler
+// may give the body to another goroutine (httputil.ReverseProxy's
+// Transport writes it from its own) and answer meanwhile.
 type body struct {
+	mu     sync.Mutex
 	c      *conn
 	r      http1.BodyReader // the framing: by length or chunked
 	expect bool             // "Expect: 100-continue": answer 100 before the first read
@@ -53,6 +58,8 @@ var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0)
 
 // Read reads body bytes into p.
 func (b *body) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
@@ -67,7 +74,9 @@ func (b *body) Read(p []byte) (int, error) {
 // Close stops reading: the rest of the body is discarded after the
 // handler, or the connection closed when it is too long.
 func (b *body) Close() error {
+	b.mu.Lock()
 	b.closed = true
+	b.mu.Unlock()
 	return nil
 }
 
@@ -85,10 +94,8 @@ func (b *body) next(limit int) ([]byte, error) {
 		return nil, io.EOF
 	}
 	c := b.c
-	if b.expect && !c.w.wroteCont && !c.w.wroteHeader {
-		c.w.wroteCont = true
-		c.out = append(c.out, "HTTP/1.1 100 Continue\r\n\r\n"...)
-		if err := c.flush(); err != nil {
+	if b.expect {
+		if err := c.sendContinue(); err != nil {
 			b.err = err
 			return nil, err
 		}
@@ -98,10 +105,24 @@ func (b *body) next(limit int) ([]byte, error) {
 		b.err = b.decodeError(err)
 		return nil, b.err
 	}
-	if err == io.EOF && !c.w.handlerDone {
+	if err == io.EOF && c.inTask() && !c.w.handlerDone {
 		c.watchGone() // the request is read: the client's end of stream now means gone
 	}
 	return data, err
+}
+
+// sendContinue answers "100 Continue" before the first read of a body that
+// expects it, unless the handler sent one (WriteHeader(100)) or its
+// answer's status is set.
+func (c *conn) sendContinue() error {
+	c.interim.Lock()
+	defer c.interim.Unlock()
+	if c.w.wroteCont || c.w.wroteHeader {
+		return nil
+	}
+	c.w.wroteCont = true
+	c.out = append(c.out, "HTTP/1.1 100 Continue\r\n\r\n"...)
+	return c.flush()
 }
 
 // decodeError turns a framing error of the body (an *http1.Error) into
@@ -124,9 +145,12 @@ func (b *body) decodeError(err error) error {
 // connection must close instead (body too long, closed early, broken, or
 // a 100-continue never answered).
 func (b *body) settle() bool {
-	switch {
-	case b.limitHit():
+	if b.limitHit() { // before the lock: a MaxBytesReader's Read(nil) reads b
 		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
 	case b.r.Done():
 		return false
 	case b.closed, b.err != nil, b.expect && !b.c.w.wroteCont:

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +93,13 @@ type conn struct {
 	vals    []string
 	w       response
 	body    body
+	// interim serializes the interim answers (100 Continue at a body's
+	// first read, the handler's WriteHeader 1xx) with the final head's
+	// status, which may come from different goroutines of one handler:
+	// httputil.ReverseProxy passes a backend's 1xx on from its Transport's
+	// reader while its Transport's writer reads the body (net/http's
+	// writeContinueMu).
+	interim sync.Mutex
 	// line is the request being served, for the carrier's report of a
 	// hand-off of the handler's run (the task's note, read by the group's
 	// monitor): swapped only when a request differs from the one before.
@@ -318,17 +326,40 @@ func (h *headSource) Refill(*http1.InBuf) error {
 }
 
 // Refill is the connection as the body's loop reads it (an http1.Source):
-// fill.
-func (c *conn) Refill(*http1.InBuf) error { return c.fill() }
+// fill, under c.interim (an interim answer from another goroutine writes
+// the output too). A goroutine other than the task reading the body (one
+// the handler gave it to: httputil.ReverseProxy's Transport writes it from
+// its own) reads without writing out the task's output, which the task
+// may be adding to meanwhile, as net/http's body reads write nothing.
+func (c *conn) Refill(*http1.InBuf) error {
+	if !c.inTask() {
+		return c.read()
+	}
+	c.interim.Lock()
+	err := c.flush()
+	c.interim.Unlock()
+	if err != nil {
+		return err
+	}
+	return c.read()
+}
 
-// fill reads once into the free space of the buffer (making room when
-// there is none: one byte more when it is full of pending input), after
-// writing out queued responses. At end of file (c.EOF) or on an error the
-// client is gone.
+// inTask reports whether the caller runs in the connection's task.
+func (c *conn) inTask() bool { return carrier.TaskFromContext(c.ctx) == c.t }
+
+// fill reads once into the free space of the buffer (read), after writing
+// out queued responses.
 func (c *conn) fill() error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	return c.read()
+}
+
+// read reads once into the free space of the buffer (making room when
+// there is none: one byte more when it is full of pending input). At end
+// of file (c.EOF) or on an error the client is gone.
+func (c *conn) read() error {
 	c.Room(len(c.Buf))
 	_, err := c.Fill(c.rwc)
 	if err != nil || c.EOF {

@@ -157,13 +157,14 @@ func exchange(t testing.TB, addr, raw string, methods []string, quiet time.Durat
 	go c.Write([]byte(raw)) // may block on a server that stops reading
 	br := bufio.NewReader(c)
 	var o outcome
+	interim := false // the last answer was a 1xx: its final answer is due
 	for i := 0; ; i++ {
 		method := "GET"
 		if i < len(methods) {
 			method = methods[i]
 		}
 		wait := quiet
-		if i == 0 {
+		if i == 0 || interim {
 			wait = firstWait
 		}
 		c.SetReadDeadline(time.Now().Add(wait))
@@ -179,6 +180,7 @@ func exchange(t testing.TB, addr, raw string, methods []string, quiet time.Durat
 			return o
 		}
 		o.Responses = append(o.Responses, describe(resp))
+		interim = resp.StatusCode < 200
 		if resp.StatusCode >= 200 && resp.Close {
 			// The server said it closes: check that it does.
 			c.SetReadDeadline(time.Now().Add(quiet + time.Second))

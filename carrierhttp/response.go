@@ -97,7 +97,13 @@ func (w *response) WriteHeader(code int) {
 		w.informational(code)
 		return
 	}
-	w.wroteHeader = true
+	if w.c.body.expect { // a goroutine reading the body may be sending 100 Continue
+		w.c.interim.Lock()
+		w.wroteHeader = true
+		w.c.interim.Unlock()
+	} else {
+		w.wroteHeader = true
+	}
 	w.status = code
 	w.snapshot()
 	if w.hdrCL != "" {
@@ -113,6 +119,11 @@ func (w *response) WriteHeader(code int) {
 // informational writes a 1xx response at once.
 func (w *response) informational(code int) {
 	c := w.c
+	c.interim.Lock() // it may come from another goroutine (conn.interim)
+	defer c.interim.Unlock()
+	if code == http.StatusContinue {
+		w.wroteCont = true // none at the body's first read now, as in net/http
+	}
 	c.out = appendStatusLine(c.out, w.req.ProtoMinor >= 1, code)
 	w.keys = sortedKeys(w.header, w.keys)
 	for _, k := range w.keys {
