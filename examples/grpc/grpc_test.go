@@ -359,12 +359,13 @@ func TestDeadlineWhileBackendSlow(t *testing.T) {
 
 // TestClientGoneCancelsCall has a client send a request whose handler
 // waits on a backend that does not answer, then hang up. carrierhttp
-// cancels the request's context, and the gRPC call ends with Canceled at
-// once, not at its 10 s deadline; the backend sees the call cancelled.
+// cancels the request's context (the carrier's hang-up watch, under epoll
+// and io_uring), and the gRPC call ends with Canceled at once, not at its
+// 10 s deadline; the backend sees the call cancelled.
 func TestClientGoneCancelsCall(t *testing.T) {
-	for _, carriers := range []int{1, 2} {
-		t.Run(fmt.Sprintf("carriers=%d", carriers), func(t *testing.T) {
-			r := newRig(t, carriers, "epoll")
+	for _, side := range sides {
+		t.Run(side.name, func(t *testing.T) {
+			r := newRig(t, side.carriers, side.poller)
 			c, err := net.Dial("tcp", r.front.Addr)
 			if err != nil {
 				t.Fatal(err)
