@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -101,12 +102,27 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*clientBody,
 			}
 			return b, nil
 		}
-		cc.Consume(n)
 		if status == http.StatusSwitchingProtocols {
+			cc.Consume(n)
 			return nil, errors.New("carrierhttp: protocol switch (101) is not supported")
 		}
 		// An interim answer (100 Continue, 103 Early Hints): the final
-		// one follows, within what is left of the budget.
+		// one follows, within what is left of the budget. As net/http's
+		// Transport, it goes to the request's httptrace.ClientTrace
+		// Got1xxResponse (httputil.ReverseProxy passes it on so), and
+		// the budget starts again once it did: the caller bounds them.
+		if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.Got1xxResponse != nil {
+			hdr := make(http.Header, len(cc.head.Headers))
+			hs := newHeadStrings(cc.Buf[cc.Start : cc.Start+n])
+			hs.header(hdr, make([]string, len(cc.head.Headers)), cc.head.Headers, false)
+			cc.Consume(n)
+			if err := trace.Got1xxResponse(status, textproto.MIMEHeader(hdr)); err != nil {
+				return nil, err
+			}
+			budget = maxHead
+			continue
+		}
+		cc.Consume(n)
 		if budget -= n; budget <= 0 {
 			return nil, fmt.Errorf("carrierhttp: response heads (interim ones included) larger than %d bytes: too large", maxHead)
 		}
