@@ -105,8 +105,16 @@ func (b *body) next(limit int) ([]byte, error) {
 		b.err = b.decodeError(err)
 		return nil, b.err
 	}
-	if err == io.EOF && c.inTask() && !c.w.handlerDone {
-		c.watchGone() // the request is read: the client's end of stream now means gone
+	if err == io.EOF {
+		// The request is read: the client's end of stream now means gone.
+		switch {
+		case !c.inTask():
+			if c.Start == c.End {
+				c.watchLate()
+			}
+		case !c.w.handlerDone:
+			c.watchGone()
+		}
 	}
 	return data, err
 }

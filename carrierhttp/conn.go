@@ -62,6 +62,13 @@ type conn struct {
 	cancel  context.CancelFunc
 	goneFn  func()
 	watched bool // the hang-up watch is armed
+	// lateWatch is set when a goroutine other than the task read the
+	// request's body to its end (httputil.ReverseProxy's Transport's
+	// writer): only a task of the conn's carrier arms the hang-up watch,
+	// so one submitted to it does (watchLate), unless the handler stopped
+	// watching first (lateSeq moved on; unwatchGone).
+	lateWatch atomic.Bool
+	lateSeq   atomic.Uint64
 
 	// idle is set while the connection waits for its next request; nudged
 	// while a close by Shutdown is queued. Written by the connection's
@@ -673,9 +680,31 @@ func (c *conn) watchGone() {
 	c.watched = true
 }
 
+// watchLate is watchGone for a goroutine other than the task that read
+// the body to its end, with nothing of the client's buffered after it: a
+// task submitted to the conn's carrier arms the watch, unless the handler
+// stopped watching meanwhile. The submitted task and the handler's
+// unwatchGone take turns on the carrier (a handed-off handler rejoins it
+// before its WatchHangup), and lateSeq moves on before the latter: the
+// watch is armed before it is stopped, or not at all.
+func (c *conn) watchLate() {
+	seq := c.lateSeq.Load()
+	c.lateWatch.Store(true)
+	c.home.Load().SubmitLocal(func(*carrier.Task) {
+		if c.lateSeq.Load() == seq && c.cn.WatchHangup(c.goneFn) {
+			c.gone()
+		}
+	})
+}
+
 // unwatchGone stops the hang-up watch once the handler has returned.
 func (c *conn) unwatchGone() {
-	if c.watched {
+	late := c.lateWatch.Load()
+	if late {
+		c.lateWatch.Store(false)
+		c.lateSeq.Add(1)
+	}
+	if c.watched || late {
 		c.watched = false
 		c.cn.WatchHangup(nil)
 	}
