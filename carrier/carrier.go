@@ -574,9 +574,13 @@ func (c *Carrier) run(t *Task) {
 	// or came back from a hand-off.
 	var g uintptr
 	var seq uint8
+	young := false
 	if c.ho.watch {
 		if g = t.co.g.Load(); g != 0 {
 			seq = gtrackseq(g)
+		}
+		if young = t.runs < youngRuns; young && t.parkArm == 0 && youngWatch && bits.OnesCount8(c.ho.youngWaits) >= parkArmWaits {
+			t.parkArm = 1 // this run: the carrier's young tasks have been waiting
 		}
 	}
 	var done bool
@@ -600,6 +604,13 @@ func (c *Carrier) run(t *Task) {
 		t.waited <<= 1
 		if waited {
 			t.waited |= 1
+		}
+		if young {
+			t.runs++
+			c.ho.youngWaits <<= 1
+			if waited || back {
+				c.ho.youngWaits |= 1
+			}
 		}
 		switch {
 		case back, waited && bits.OnesCount8(t.waited) >= parkArmWaits,

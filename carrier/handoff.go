@@ -664,6 +664,10 @@ type away struct{ start, at int64 }
 type handoffState struct {
 	on    bool
 	watch bool // the park watch is on (parkWatchOn), fixed at start
+	// youngWaits has a bit per run of the carrier's last eight runs of
+	// young tasks (Task.runs under youngRuns), newest lowest: set where
+	// the run waited the Go way or came back from a hand-off. Owner-only.
+	youngWaits uint8
 	// unlocked: the bound owner unlocks its goroutine around runs and idle
 	// parks, and creates its coroutines unlocked, so that a run or a park
 	// may end on another thread (follow): where it hands off, or parks

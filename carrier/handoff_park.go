@@ -94,6 +94,20 @@ const parkSpin = 50 * time.Microsecond
 // on a driver waits in every request.
 const parkArmWaits = 2
 
+// youngRuns is how many runs a task is young for: a task of no history
+// of its own (a new connection's, whose handler waits the Go way in its
+// first request) gets the watch for its runs while parkArmWaits of the
+// carrier's last eight runs of young tasks waited the Go way or came back
+// from a hand-off (handoffState.youngWaits). Without it each new
+// connection's first wait held its carrier for the hand-off threshold
+// (1 ms) before the monitor handed it off: with clients that connect for
+// each request, every request did (BenchmarkNewConnWaits).
+const youngRuns = 8
+
+// youngWatch turns the young tasks' watch on; only BenchmarkNewConnWaits
+// turns it off, to measure what it buys.
+var youngWatch = true
+
 // parkWatchers is how many goroutines watch a carrier's runs: the one that
 // takes a run becomes the carrier's owner and starts its replacement,
 // which runs only once a P is free, so a second one listens meanwhile.

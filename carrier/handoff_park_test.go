@@ -1,6 +1,10 @@
 package carrier
 
 import (
+	"fmt"
+	"io"
+	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,6 +186,147 @@ func TestParkWatchArming(t *testing.T) {
 				t.Errorf("%d of %d runs watched: want %s", s.ParkWatched, runs, map[bool]string{true: "half of them at least", false: "a quarter at most"}[tc.watched])
 			}
 			t.Logf("%d of %d runs watched, %d park yields", s.ParkWatched, runs, s.ParkYields)
+		})
+	}
+}
+
+// TestParkWatchYoungTasks: tasks of no history of their own (a new
+// connection's) get the park watch once the carrier's recent young tasks
+// waited the Go way, and not where they computed or waited on the carrier.
+func TestParkWatchYoungTasks(t *testing.T) {
+	const tasks = 60
+	for _, tc := range []struct {
+		name    string
+		run     func(*Task)
+		watched bool
+	}{
+		{"computes", func(*Task) {
+			for s := wait.Now(); wait.Now()-s < int64(100*time.Microsecond); {
+			}
+		}, false},
+		{"sleeps on the carrier", func(tk *Task) { tk.Sleep(100 * time.Microsecond) }, false},
+		{"sleeps the Go way", func(*Task) { time.Sleep(100 * time.Microsecond) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			g := newGroupOrSkip(t, Options{Carriers: 1})
+			defer g.Close()
+			if !g.carriers[0].ho.watch {
+				t.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
+			}
+			for range tasks { // one at a time, each a single run
+				done := make(chan struct{})
+				g.Go(func(tk *Task) {
+					defer close(done)
+					tc.run(tk)
+				})
+				within(t, done, 10*time.Second, "a task")
+			}
+			s := g.Snapshot()[0]
+			// The first young tasks that wait teach the carrier; a GC
+			// cycle or a loaded host may make a run count as a wait now
+			// and then (TestParkWatchArming).
+			if tc.watched && s.ParkWatched < tasks/2 || !tc.watched && s.ParkWatched > tasks/4 {
+				t.Errorf("%d of %d tasks' runs watched: want %s", s.ParkWatched, tasks, map[bool]string{true: "half of them at least", false: "a quarter at most"}[tc.watched])
+			}
+			t.Logf("%d of %d tasks' runs watched, %d park yields, %d hand-offs", s.ParkWatched, tasks, s.ParkYields, s.Handoffs)
+		})
+	}
+}
+
+// BenchmarkNewConnWaits: clients that connect for each request, whose
+// handler waits the Go way for 200 µs (a driver's round trip), on one
+// carrier, with a keep-alive echo client beside them whose round trips
+// wait behind whatever holds the carrier. Without the young tasks' watch
+// each new connection's wait held the carrier until the monitor handed it
+// off (the hand-off threshold, 1 ms). Reported: the new connections'
+// requests per second, the echo's p50 and p99 (µs), and hand-offs per
+// request.
+func BenchmarkNewConnWaits(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("young-watch=%v", on), func(b *testing.B) {
+			defer func(old bool) { youngWatch = old }(youngWatch)
+			youngWatch = on
+			g := newGroupOrSkip(b, Options{Carriers: 1, OnHandoff: func(Handoff) {}}) // no report per hand-off
+			defer g.Close()
+			if !g.carriers[0].ho.watch {
+				b.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
+			}
+			l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
+				buf := make([]byte, 1)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				if buf[0] == 'w' {
+					time.Sleep(200 * time.Microsecond)
+				}
+				c.Write(buf)
+				if buf[0] == 'e' {
+					echo(tk, c)
+				}
+			}, ListenOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			addr := l.Addr().String()
+			ec, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ec.Close()
+			ebuf := []byte{'e'}
+			ec.Write(ebuf)
+			if _, err := io.ReadFull(ec, ebuf); err != nil {
+				b.Fatal(err)
+			}
+			stop := make(chan struct{})
+			echoed := make(chan []time.Duration, 1)
+			go func() {
+				var lat []time.Duration
+				for {
+					select {
+					case <-stop:
+						echoed <- lat
+						return
+					default:
+					}
+					t0 := time.Now()
+					ec.Write(ebuf)
+					if _, err := io.ReadFull(ec, ebuf); err != nil {
+						echoed <- lat
+						return
+					}
+					lat = append(lat, time.Since(t0))
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+			before := g.Snapshot()[0].Handoffs
+			b.ResetTimer()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				buf := []byte{'w'}
+				for pb.Next() {
+					c, err := net.Dial("tcp", addr)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					c.Write(buf)
+					io.ReadFull(c, buf)
+					c.Close()
+				}
+			})
+			b.StopTimer()
+			close(stop)
+			lat := <-echoed
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "echo-p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "echo-p99-µs")
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+			b.ReportMetric(float64(g.Snapshot()[0].Handoffs-before)/float64(b.N), "handoffs/op")
 		})
 	}
 }

@@ -56,6 +56,9 @@ type Task struct {
 	// waited has a bit per run of the task's last eight, newest lowest:
 	// set where the run's goroutine left running (gtrackseq).
 	waited uint8
+	// runs counts the task's runs, up to youngRuns: a young task has no
+	// history of its own for the park watch to go by.
+	runs uint8
 }
 
 var taskPool = sync.Pool{New: func() any { return &Task{hidx: -1, afd: -1} }}
