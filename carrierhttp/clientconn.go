@@ -79,7 +79,8 @@ func (cc *clientConn) Refill(*http1.InBuf) error {
 }
 
 // readResponse reads the answer to req up to the end of its head, skipping
-// interim (1xx) answers, and returns its body reader, whose resp is the
+// interim (1xx) answers (not 101 Switching Protocols, which is final), and
+// returns its body reader, whose resp is the
 // answer with Body unset (ContentLength and TransferEncoding say how it is
 // framed; attachBody sets it). maxHead
 // bounds the heads together, interim ones included, in bytes, as net/http's
@@ -92,7 +93,7 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*clientBody,
 			return nil, err
 		}
 		status := cc.head.Status
-		if status < 100 || status > 199 {
+		if status < 100 || status > 199 || status == http.StatusSwitchingProtocols {
 			// The response and its body are one allocation.
 			b := new(clientBody)
 			err := buildResponse(&b.resp, cc.Buf[cc.Start:cc.Start+n], &cc.head, req, isHead)
@@ -101,10 +102,6 @@ func (cc *clientConn) readResponse(req *http.Request, maxHead int) (*clientBody,
 				return nil, err
 			}
 			return b, nil
-		}
-		if status == http.StatusSwitchingProtocols {
-			cc.Consume(n)
-			return nil, errors.New("carrierhttp: protocol switch (101) is not supported")
 		}
 		// An interim answer (100 Continue, 103 Early Hints): the final
 		// one follows, within what is left of the budget. As net/http's

@@ -23,6 +23,10 @@ type pieceConn struct {
 	i        int
 }
 
+// Close does nothing: a 101's body (the connection) is closed after it
+// is read.
+func (c *pieceConn) Close() error { return nil }
+
 func (c *pieceConn) Read(p []byte) (int, error) {
 	if len(c.data) == 0 {
 		return 0, io.EOF
@@ -59,7 +63,8 @@ func viaTransport(data []byte, method string, sizes []byte, maxHead int) (*http.
 
 // viaNetHTTP reads the answer to a method request from data with
 // http.ReadResponse, skipping interim (1xx) answers as net/http's
-// Transport does.
+// Transport does, and, as its body, what follows a 101's head, which the
+// Transport gives as one (the connection).
 func viaNetHTTP(data []byte, method string) (*http.Response, []byte, error) {
 	br := bufio.NewReader(bytes.NewReader(data))
 	req := &http.Request{Method: method}
@@ -70,6 +75,11 @@ func viaNetHTTP(data []byte, method string) (*http.Response, []byte, error) {
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode <= 199 && resp.StatusCode != 101 {
 			continue
+		}
+		if resp.StatusCode == 101 {
+			body, err := io.ReadAll(br)
+			resp.Body = io.NopCloser(bytes.NewReader(body)) // the Transport's is the connection
+			return resp, body, err
 		}
 		body, err := io.ReadAll(resp.Body)
 		return resp, body, err
@@ -143,7 +153,7 @@ func diffResponse(data []byte, method string, sizes []byte) string {
 		return ""
 	case err != nil:
 		msg := err.Error()
-		if spacedName(data) || strings.Contains(msg, "trailer") || strings.Contains(msg, "101") {
+		if spacedName(data) || strings.Contains(msg, "trailer") {
 			return "" // deliberate: see http1's package doc
 		}
 		return fmt.Sprintf("error %v, net/http none", err)
@@ -161,6 +171,8 @@ func TestReadResponseDifferential(t *testing.T) {
 	}{
 		{"length", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello", "GET", false},
 		{"no reason", "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok", "GET", false},
+		{"switching protocols", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x02hi", "GET", false},
+		{"switching protocols after 100", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nContent-Length: 5\r\n\r\n", "GET", false},
 		{"long reason", "HTTP/1.1 404 Not  Found here\r\nContent-Length: 0\r\n\r\n", "GET", false},
 		{"spaces before code", "HTTP/1.1   200 OK\r\nContent-Length: 0\r\n\r\n", "GET", false},
 		{"chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n\r\n", "GET", false},
@@ -249,8 +261,25 @@ func TestReadResponseLimits(t *testing.T) {
 	if _, _, err := viaTransport([]byte(many.String()), "GET", nil, 1<<10); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Errorf("50 interim answers under a 1 KiB limit: %v, want a too-large error", err)
 	}
-	if _, _, err := viaTransport([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"), "GET", nil, 1<<20); err == nil {
-		t.Error("101: no error")
+	// 101 Switching Protocols is final, as in net/http's Transport: its
+	// body is the connection, to read and write, what followed the head
+	// first.
+	for _, sizes := range [][]byte{nil, {3}} {
+		cc := newClientConn(poolKey{}, nil)
+		cc.rw = &pieceConn{data: []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\nfirst frames"), sizes: sizes}
+		req := (&http.Request{Method: "GET", Header: http.Header{}}).WithContext(context.Background())
+		b, err := cc.readResponse(req, 1<<20)
+		if err != nil || b.resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Fatalf("101: %v", err)
+		}
+		(*Transport)(nil).attachBody(cc, req, b)
+		rwc, ok := b.resp.Body.(io.ReadWriteCloser)
+		if !ok {
+			t.Fatalf("101: the body is a %T, not an io.ReadWriteCloser", b.resp.Body)
+		}
+		if got, err := io.ReadAll(rwc); string(got) != "first frames" || err != nil {
+			t.Errorf("101 (pieces %v): the body reads %q %v, want what followed the head", sizes, got, err)
+		}
 	}
 }
 
@@ -283,6 +312,7 @@ func FuzzReadResponse(f *testing.F) {
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\nConnection: close\r\nPragma: no-cache\r\n\r\nx",
 		"HTTP/1.1 304 Not Modified\r\nX-Fold: a\r\n b\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), false, []byte{3, 0})

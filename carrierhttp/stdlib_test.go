@@ -484,8 +484,7 @@ func testStdlibHandlers(t *testing.T, configure func(*Server)) {
 // race is not run at all (-race would fail the binary). Mending one
 // removes its line.
 var stdDefects = map[string]string{
-	"carriers, carrierhttp.Transport/websocket": "documented (docs/carrierhttp.md, The Transport: 101 is an error): carrierhttp.Transport fails a 101 Switching Protocols, so ReverseProxy answers 502 to a websocket upgrade",
-	"carriers, carrierhttp.Transport/8 MiB":     "defect, not mended (the Transport writes the whole request body before it reads the answer; reading while writing is a larger change): a backend that refuses a large upload without reading it (401) and closes gets a 502 through carrierhttp.Transport, where net/http's Transport, reading while it writes, returns the 401",
+	"carriers, carrierhttp.Transport/8 MiB": "defect, not mended (the Transport writes the whole request body before it reads the answer; reading while writing is a larger change): a backend that refuses a large upload without reading it (401) and closes gets a 502 through carrierhttp.Transport, where net/http's Transport, reading while it writes, returns the 401",
 }
 
 // skipDefect skips t when its case shows a defect in stdDefects.

@@ -348,6 +348,10 @@ func (tr *Transport) exchange(t *carrier.Task, cc *clientConn, req *http.Request
 // empty, and the exchange is over).
 func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody) bool {
 	resp := &b.resp
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body = cc.switched()
+		return true
+	}
 	// buildResponse set ContentLength 0 for 1xx, 204 and 304; the answer
 	// to HEAD has no body whatever its Content-Length says.
 	if resp.ContentLength == 0 || req.Method == http.MethodHead {
@@ -359,6 +363,55 @@ func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody
 	cc.body.Reset(resp.ContentLength, resp.TransferEncoding != nil)
 	resp.Body = b
 	return true
+}
+
+// switched returns the body of a 101 Switching Protocols answer on cc, as
+// net/http's Transport makes it: the connection itself, for the caller to
+// read and write (an io.ReadWriteCloser: httputil.ReverseProxy copies a
+// websocket both ways through it, from goroutines, which a carrier.Conn
+// serves), the input read past the head first. cc leaves the Transport:
+// it goes to no pool, its cancellation watch stops, and the request
+// context's deadline no longer bounds it (net/http's neither); the caller
+// closes it.
+func (cc *clientConn) switched() *switchedBody {
+	if cc.watch.Stop() && cc.deadline { // a watch that fired leaves its past deadline: the body fails
+		cc.rw.SetDeadline(time.Time{})
+		cc.deadline = false
+	}
+	sb := &switchedBody{rw: cc.rw}
+	if cc.Start < cc.End {
+		sb.pending = append([]byte(nil), cc.Buf[cc.Start:cc.End]...)
+	}
+	cc.Consume(cc.End - cc.Start)
+	return sb
+}
+
+// switchedBody is a 101 answer's body: the switched connection.
+type switchedBody struct {
+	rw      net.Conn
+	pending []byte // read past the head, returned first
+}
+
+func (sb *switchedBody) Read(p []byte) (int, error) {
+	if len(sb.pending) > 0 {
+		n := copy(p, sb.pending)
+		sb.pending = sb.pending[n:]
+		return n, nil
+	}
+	return sb.rw.Read(p)
+}
+
+func (sb *switchedBody) Write(p []byte) (int, error) { return sb.rw.Write(p) }
+
+func (sb *switchedBody) Close() error { return sb.rw.Close() }
+
+// CloseWrite half-closes the connection, as net/http's switched body does
+// where its conn can.
+func (sb *switchedBody) CloseWrite() error {
+	if cw, ok := sb.rw.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return fmt.Errorf("CloseWrite: %w", http.ErrNotSupported)
 }
 
 // done ends an exchange: cc goes back to the pool or is closed. It is
