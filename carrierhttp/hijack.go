@@ -7,6 +7,8 @@ import (
 	"path"
 	"runtime"
 	"time"
+
+	"github.com/spindle-lab/spindle/http1"
 )
 
 // hijackBuffer is the size of the buffered reader and writer Hijack
@@ -57,12 +59,17 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // detach takes the input the server read and did not consume out of the
 // connection's buffer, for whoever takes the connection over: a reader
 // that yields it before reading the connection (rwc) on.
-func (c *conn) detach() *prefixedConn {
-	p := &prefixedConn{Conn: c.rwc}
-	if c.Start < c.End {
-		p.pending = append([]byte(nil), c.Buf[c.Start:c.End]...)
+func (c *conn) detach() *prefixedConn { return detach(&c.InBuf, c.rwc) }
+
+// detach takes the input read from rwc into in and not consumed out of
+// in: a reader of rwc that yields it first (a hijacked or upgraded server
+// connection, a Transport's connection after a 101).
+func detach(in *http1.InBuf, rwc net.Conn) *prefixedConn {
+	p := &prefixedConn{Conn: rwc}
+	if in.Start < in.End {
+		p.pending = append([]byte(nil), in.Buf[in.Start:in.End]...)
 	}
-	c.Consume(c.End - c.Start)
+	in.Consume(in.End - in.Start)
 	return p
 }
 

@@ -869,32 +869,10 @@ func startProxyBackend(t *testing.T) *proxyBackend {
 			r.Header["X-Hop"], r.Header["Connection"], r.Header["Te"], r.ContentLength, r.TransferEncoding != nil,
 			len(body), sha256.Sum256(body), err)
 	})
-	mux.HandleFunc("/status/{code}", func(w http.ResponseWriter, r *http.Request) {
-		code, _ := strconv.Atoi(r.PathValue("code"))
-		w.Header().Set("X-Code", r.PathValue("code"))
-		w.WriteHeader(code)
-		io.WriteString(w, "status body")
-	})
-	mux.HandleFunc("/trailers", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Trailer", "X-Sum")
-		io.WriteString(w, "data with trailers")
-		w.Header().Set("X-Sum", "42")
-		w.Header().Set(http.TrailerPrefix+"X-Undeclared", "late")
-	})
-	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 3 {
-			fmt.Fprintf(w, "data: %d\n\n", i)
-			w.(http.Flusher).Flush()
-		}
-	})
-	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		for i := range 3 {
-			fmt.Fprintf(w, "part %d\n", i)
-			w.(http.Flusher).Flush()
-		}
-	})
+	diff := testMux() // the differential suite's statuses, trailers and stream
+	for _, path := range []string{"/status/{code}", "/trailer", "/stream"} {
+		mux.Handle(path, diff)
+	}
 	mux.HandleFunc("/cut/{n}", func(w http.ResponseWriter, r *http.Request) {
 		// A backend that dies mid-body: a head promising more than comes.
 		n, _ := strconv.Atoi(r.PathValue("n"))
@@ -932,28 +910,22 @@ func startProxyBackend(t *testing.T) *proxyBackend {
 		// backend does.
 		http.Error(w, "no uploads here", http.StatusUnauthorized)
 	})
-	mux.HandleFunc("/gated", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "data: first\n\n")
-		w.(http.Flusher).Flush()
-		select {
-		case <-b.release:
-		case <-r.Context().Done():
-			return
+	// gated sends first, flushed, then second once released.
+	gated := func(field, value, first, second string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(field, value)
+			io.WriteString(w, first)
+			w.(http.Flusher).Flush()
+			select {
+			case <-b.release:
+			case <-r.Context().Done():
+				return
+			}
+			io.WriteString(w, second)
 		}
-		io.WriteString(w, "data: second\n\n")
-	})
-	mux.HandleFunc("/gated-length", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "12")
-		io.WriteString(w, "first ")
-		w.(http.Flusher).Flush()
-		select {
-		case <-b.release:
-		case <-r.Context().Done():
-			return
-		}
-		io.WriteString(w, "second")
-	})
+	}
+	mux.Handle("/gated", gated("Content-Type", "text/event-stream", "data: first\n\n", "data: second\n\n"))
+	mux.Handle("/gated-length", gated("Content-Length", "12", "first ", "second"))
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
@@ -1045,8 +1017,7 @@ func TestReverseProxy(t *testing.T) {
 		{"head", "HEAD /big?n=5000 HTTP/1.1\r\nHost: gateway\r\n\r\n", []string{"HEAD"}},
 		{"backend 404", get("/status/404"), nil},
 		{"backend 304", get("/status/304"), nil},
-		{"trailers", get("/trailers", "TE: trailers\r\n"), nil},
-		{"sse", get("/sse"), nil},
+		{"trailers", get("/trailer", "TE: trailers\r\n"), nil},
 		{"stream", get("/stream"), nil},
 		{"backend dies before the body", get("/cut/0"), nil},
 		{"backend dies mid-body", get("/cut/10000"), nil},
@@ -1263,6 +1234,33 @@ func TestReverseProxyWebsocket(t *testing.T) {
 			ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"))
 			if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseNormalClosure) {
 				t.Fatalf("after the close: %v, want the backend's close 1000", err)
+			}
+		})
+	}
+}
+
+// TestReverseProxyBackendDown: a backend that refuses connections is a
+// 502 with an empty body, with either Transport, as under net/http.
+func TestReverseProxyBackendDown(t *testing.T) {
+	leakcheck.Register(t, 5*time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var want string
+	for _, setup := range proxySetups {
+		t.Run(setup.name, func(t *testing.T) {
+			addr := startProxy(t, setup, down, 0)
+			got := exchange(t, addr, "GET /echo HTTP/1.1\r\nHost: gateway\r\n\r\n", nil, 100*time.Millisecond).String()
+			if !strings.HasPrefix(got, "HTTP/1.1 502 ") {
+				t.Fatalf("want a 502:\n%s", got)
+			}
+			if want == "" {
+				want = got
+			} else if got != want {
+				t.Fatalf("proxy:\n%s\n\nunder net/http:\n%s", got, want)
 			}
 		})
 	}

@@ -373,42 +373,23 @@ func (tr *Transport) attachBody(cc *clientConn, req *http.Request, b *clientBody
 // it goes to no pool, its cancellation watch stops, and the request
 // context's deadline no longer bounds it (net/http's neither); the caller
 // closes it.
-func (cc *clientConn) switched() *switchedBody {
+func (cc *clientConn) switched() switchedBody {
 	if cc.watch.Stop() && cc.deadline { // a watch that fired leaves its past deadline: the body fails
 		cc.rw.SetDeadline(time.Time{})
 		cc.deadline = false
 	}
-	sb := &switchedBody{rw: cc.rw}
-	if cc.Start < cc.End {
-		sb.pending = append([]byte(nil), cc.Buf[cc.Start:cc.End]...)
-	}
-	cc.Consume(cc.End - cc.Start)
-	return sb
+	return switchedBody{detach(&cc.InBuf, cc.rw)}
 }
 
-// switchedBody is a 101 answer's body: the switched connection.
-type switchedBody struct {
-	rw      net.Conn
-	pending []byte // read past the head, returned first
-}
-
-func (sb *switchedBody) Read(p []byte) (int, error) {
-	if len(sb.pending) > 0 {
-		n := copy(p, sb.pending)
-		sb.pending = sb.pending[n:]
-		return n, nil
-	}
-	return sb.rw.Read(p)
-}
-
-func (sb *switchedBody) Write(p []byte) (int, error) { return sb.rw.Write(p) }
-
-func (sb *switchedBody) Close() error { return sb.rw.Close() }
+// switchedBody is a 101 answer's body: the switched connection, the input
+// read past the head first.
+type switchedBody struct{ *prefixedConn }
 
 // CloseWrite half-closes the connection, as net/http's switched body does
-// where its conn can.
-func (sb *switchedBody) CloseWrite() error {
-	if cw, ok := sb.rw.(interface{ CloseWrite() error }); ok {
+// where its conn can (httputil.ReverseProxy does once the client's side of
+// a websocket ended).
+func (sb switchedBody) CloseWrite() error {
+	if cw, ok := sb.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return fmt.Errorf("CloseWrite: %w", http.ErrNotSupported)
