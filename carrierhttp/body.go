@@ -60,6 +60,11 @@ var maxBytesReaderType = reflect.TypeOf(http.MaxBytesReader(nil, http.NoBody, 0)
 func (b *body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.read(p)
+}
+
+// read is Read, b.mu held.
+func (b *body) read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}

@@ -164,12 +164,12 @@ func (r *request) bodyOf(b *body) io.ReadCloser {
 }
 
 // endBody ends the request's Body: its handler has returned. A Read by a
-// goroutine that kept it is waited for.
+// goroutine that kept it is waited for (the body's lock).
 func (r *request) endBody() {
-	if r.body.b != nil {
-		r.body.mu.Lock()
+	if b := r.body.b; b != nil {
+		b.mu.Lock()
 		r.body.ended = true
-		r.body.mu.Unlock()
+		b.mu.Unlock()
 	}
 }
 
@@ -179,27 +179,26 @@ func (r *request) end() { r.ctx.end() }
 // requestBody is a request's own Body: the connection's body while the
 // request's handler runs; afterwards a goroutine that kept it gets
 // http.ErrBodyReadAfterClose, as from net/http's, rather than the
-// connection's next request.
+// connection's next request. ended is guarded by the body's lock.
 type requestBody struct {
-	mu    sync.Mutex
 	b     *body
 	ended bool
 }
 
 func (rb *requestBody) Read(p []byte) (int, error) {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
+	rb.b.mu.Lock()
+	defer rb.b.mu.Unlock()
 	if rb.ended {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	return rb.b.Read(p)
+	return rb.b.read(p)
 }
 
 func (rb *requestBody) Close() error {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	if rb.ended {
-		return nil
+	rb.b.mu.Lock()
+	defer rb.b.mu.Unlock()
+	if !rb.ended {
+		rb.b.closed = true
 	}
-	return rb.b.Close()
+	return nil
 }
