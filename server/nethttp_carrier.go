@@ -46,12 +46,7 @@ func (s *Server) startNetHTTPCarrier() error {
 	o := s.o.HTTP.WithDefaults()
 	var rejected sync.Map // net.Conn -> struct{}: closed at once for MaxConns, never admitted
 	s.hc = &carrierhttp.Server{
-		Handler: s.handler,
-		// The mode's handlers (the study's /fruits, /health and /block,
-		// the tfb app's) keep nothing of a request once they return: the
-		// connection's request is reused (a user's handlers get their own
-		// by default; docs/carrierhttp.md).
-		ReuseRequests:     true,
+		Handler:           s.handler,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		// As in nethttp mode: the write deadline runs from the end of the
