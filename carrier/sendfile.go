@@ -4,10 +4,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/spindle-lab/spindle/internal/iocopy"
 	"github.com/spindle-lab/spindle/internal/unix"
 )
 
@@ -36,21 +36,8 @@ func (cn *Conn) ReadFrom(r io.Reader) (int64, error) {
 			return n, err
 		}
 	}
-	buf := copyBufs.Get().(*[copyBufSize]byte)
-	defer copyBufs.Put(buf)
-	return io.CopyBuffer(writerOnly{cn}, r, buf[:])
+	return iocopy.ThroughWrite(cn, r)
 }
-
-// writerOnly hides the conn's ReadFrom from io.CopyBuffer, which would
-// otherwise call it again.
-type writerOnly struct{ io.Writer }
-
-// copyBufSize is the buffer of ReadFrom's copy through Write (io.Copy's).
-const copyBufSize = 32 << 10
-
-// copyBufs holds ReadFrom's copy buffers, so that a copy does not
-// allocate one each time.
-var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 
 // fileSource is what ReadFrom sends with sendfile(2): an *os.File, or
 // os's wrapper of one that hides its WriteTo (io.Copy(conn, file) passes

@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spindle-lab/spindle/http1"
+	"github.com/spindle-lab/spindle/internal/iocopy"
 )
 
 // bufferBeforeChunking is how much body the writer holds before it sends
@@ -342,14 +342,12 @@ const sniffLen = 512
 // Like Write it returns http.ErrHijacked after Hijack, and the
 // connection's write deadline (WriteTimeout) bounds it.
 func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
-	buf := copyBufs.Get().(*[copyBufSize]byte)
-	defer copyBufs.Put(buf)
 	rf, ok := w.c.rwc.(io.ReaderFrom)
 	if !ok || w.c.hijacked { // hijacked: Write refuses, as net/http's copy finds it
-		return io.CopyBuffer(writerOnly{w}, src, buf[:])
+		return iocopy.ThroughWrite(w, src)
 	}
 	if !w.committed {
-		n, err = io.CopyBuffer(writerOnly{w}, io.LimitReader(src, sniffLen), buf[:])
+		n, err = iocopy.ThroughWrite(w, io.LimitReader(src, sniffLen))
 		if err != nil || n < sniffLen {
 			return n, err
 		}
@@ -363,19 +361,9 @@ func (w *response) ReadFrom(src io.Reader) (n int64, err error) {
 		w.written += n0
 		return n + n0, err
 	}
-	n0, err := io.CopyBuffer(writerOnly{w}, src, buf[:])
+	n0, err := iocopy.ThroughWrite(w, src)
 	return n + n0, err
 }
-
-// writerOnly hides the ResponseWriter's ReadFrom from io.CopyBuffer, which
-// would otherwise call it again.
-type writerOnly struct{ io.Writer }
-
-// copyBufSize is ReadFrom's copy buffer (io.Copy's and net/http's).
-const copyBufSize = 32 << 10
-
-// copyBufs holds ReadFrom's copy buffers (net/http pools them too).
-var copyBufs = sync.Pool{New: func() any { return new([copyBufSize]byte) }}
 
 // WriteString is Write for a string, without the conversion's copy where
 // the body is held.
