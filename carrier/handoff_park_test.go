@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spindle-lab/spindle/carrier/wait"
 )
 
 // TestParkYield: a task that waits the Go way for far less than the
@@ -134,10 +133,7 @@ func TestParkWatchOn(t *testing.T) {
 // too, as the first rule did: the computing task is watched there.
 func TestParkWatchArming(t *testing.T) {
 	const runs = 100
-	compute := func(*Task) {
-		for s := wait.Now(); wait.Now()-s < int64(100*time.Microsecond); {
-		}
-	}
+	compute := func(*Task) { spin(100 * time.Microsecond) }
 	for _, tc := range []struct {
 		name    string
 		spare   bool
@@ -160,11 +156,8 @@ func TestParkWatchArming(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
-			g := newGroupOrSkip(t, Options{Carriers: 1})
+			g := watchedGroup(t, Options{Carriers: 1})
 			defer g.Close()
-			if !g.carriers[0].ho.watch {
-				t.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
-			}
 			g.spareCPU = tc.spare // before the first task: the carrier reads it in its runs
 			done := make(chan struct{})
 			g.Go(func(tk *Task) {
@@ -182,9 +175,7 @@ func TestParkWatchArming(t *testing.T) {
 			// may stretch a 100 µs sleep past the hand-off threshold (a
 			// rejoin arms parkArmRuns runs): a quarter of the runs allows
 			// for three such.
-			if tc.watched && s.ParkWatched < runs/2 || !tc.watched && s.ParkWatched > runs/4 {
-				t.Errorf("%d of %d runs watched: want %s", s.ParkWatched, runs, map[bool]string{true: "half of them at least", false: "a quarter at most"}[tc.watched])
-			}
+			checkWatched(t, s.ParkWatched, runs, tc.watched)
 			t.Logf("%d of %d runs watched, %d park yields", s.ParkWatched, runs, s.ParkYields)
 		})
 	}
@@ -200,20 +191,14 @@ func TestParkWatchYoungTasks(t *testing.T) {
 		run     func(*Task)
 		watched bool
 	}{
-		{"computes", func(*Task) {
-			for s := wait.Now(); wait.Now()-s < int64(100*time.Microsecond); {
-			}
-		}, false},
+		{"computes", func(*Task) { spin(100 * time.Microsecond) }, false},
 		{"sleeps on the carrier", func(tk *Task) { tk.Sleep(100 * time.Microsecond) }, false},
 		{"sleeps the Go way", func(*Task) { time.Sleep(100 * time.Microsecond) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
-			g := newGroupOrSkip(t, Options{Carriers: 1})
+			g := watchedGroup(t, Options{Carriers: 1})
 			defer g.Close()
-			if !g.carriers[0].ho.watch {
-				t.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
-			}
 			for range tasks { // one at a time, each a single run
 				done := make(chan struct{})
 				g.Go(func(tk *Task) {
@@ -226,9 +211,7 @@ func TestParkWatchYoungTasks(t *testing.T) {
 			// The first young tasks that wait teach the carrier; a GC
 			// cycle or a loaded host may make a run count as a wait now
 			// and then (TestParkWatchArming).
-			if tc.watched && s.ParkWatched < tasks/2 || !tc.watched && s.ParkWatched > tasks/4 {
-				t.Errorf("%d of %d tasks' runs watched: want %s", s.ParkWatched, tasks, map[bool]string{true: "half of them at least", false: "a quarter at most"}[tc.watched])
-			}
+			checkWatched(t, s.ParkWatched, tasks, tc.watched)
 			t.Logf("%d of %d tasks' runs watched, %d park yields, %d hand-offs", s.ParkWatched, tasks, s.ParkYields, s.Handoffs)
 		})
 	}
@@ -247,11 +230,8 @@ func BenchmarkNewConnWaits(b *testing.B) {
 		b.Run(fmt.Sprintf("young-watch=%v", on), func(b *testing.B) {
 			defer func(old bool) { youngWatch = old }(youngWatch)
 			youngWatch = on
-			g := newGroupOrSkip(b, Options{Carriers: 1, OnHandoff: func(Handoff) {}}) // no report per hand-off
+			g := watchedGroup(b, Options{Carriers: 1, OnHandoff: func(Handoff) {}}) // no report per hand-off
 			defer g.Close()
-			if !g.carriers[0].ho.watch {
-				b.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
-			}
 			l, err := g.Listen("127.0.0.1:0", func(tk *Task, c *Conn) {
 				buf := make([]byte, 1)
 				if _, err := c.Read(buf); err != nil {
@@ -328,5 +308,28 @@ func BenchmarkNewConnWaits(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 			b.ReportMetric(float64(g.Snapshot()[0].Handoffs-before)/float64(b.N), "handoffs/op")
 		})
+	}
+}
+
+// watchedGroup starts a group of o for a park watch test, which it skips
+// where the carriers have no watch.
+func watchedGroup(t testing.TB, o Options) *Group {
+	t.Helper()
+	g := newGroupOrSkip(t, o)
+	if !g.carriers[0].ho.watch {
+		g.Close()
+		t.Skip("no park watch here (no hand-off, or gtrackseq failed its check)")
+	}
+	return g
+}
+
+// checkWatched fails t unless at least half of runs were watched (want),
+// or at most a quarter (not want): a GC cycle may count as a wait once in
+// a while, and a loaded host may stretch a 100 µs sleep past the
+// hand-off threshold.
+func checkWatched(t *testing.T, watched uint64, runs int, want bool) {
+	t.Helper()
+	if want && watched < uint64(runs/2) || !want && watched > uint64(runs/4) {
+		t.Errorf("%d of %d runs watched: want %s", watched, runs, map[bool]string{true: "half of them at least", false: "a quarter at most"}[want])
 	}
 }
