@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // TestParkYield: a task that waits the Go way for far less than the
