@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -27,10 +28,7 @@ func TestRequestKeptAfterReturn(t *testing.T) {
 		seen <- fmt.Sprintf("%s %s %s", r.Header.Get("X-Id"), r.URL.Path, r.Method)
 	})
 	h := http.TimeoutHandler(inner, 20*time.Millisecond, "timed out")
-	_, addr := startCarrier(t, h, nil)
-	c := dial(t, addr)
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := keepAlive(t, h)
 	for i, req := range []string{
 		"GET /first HTTP/1.1\r\nHost: x\r\nX-Id: 1\r\n\r\n",
 		"POST /second HTTP/1.1\r\nHost: x\r\nX-Id: 2\r\nContent-Length: 0\r\n\r\n",
@@ -42,6 +40,16 @@ func TestRequestKeptAfterReturn(t *testing.T) {
 	if got := receive(t, seen, "the first request's handler"); got != "1 /first GET" {
 		t.Errorf("after its timeout the first request's handler read %q, want \"1 /first GET\"", got)
 	}
+}
+
+// keepAlive serves h on carriers and returns a keep-alive connection to
+// it, with a reader of its answers.
+func keepAlive(t *testing.T, h http.Handler) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	_, addr := startCarrier(t, h, nil)
+	c := dial(t, addr)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c, bufio.NewReader(c)
 }
 
 // discardAnswer reads the answer to request i (from 0) from br and
@@ -87,10 +95,7 @@ func TestBodyKeptAfterReturn(t *testing.T) {
 			got <- fmt.Sprintf("%q %v", b, err)
 		}()
 	})
-	_, addr := startCarrier(t, h, nil)
-	c := dial(t, addr)
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := keepAlive(t, h)
 	for i, req := range []string{
 		"POST /keep HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nfirst",
 		"POST /next HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
